@@ -1,0 +1,308 @@
+//! Lock-free budgets shared by several owners.
+//!
+//! A [`Budget`] is a counter with a ceiling that several actors and handles may
+//! charge without a message hop: the node-wide metadata bytes, the configured
+//! clients, the retained configurations, a logical provider's clients across all
+//! of its retained epochs. Queues, choices and per-group counts do not belong
+//! here; they live in exactly one actor each.
+//!
+//! Invariants:
+//! - `used <= limit` at every instant: the limit and the use share one atomic
+//!   word, so a reservation and a lowering can never interleave into an overrun.
+//! - A reservation is an owned [`Charge`]; the only way to return capacity is to
+//!   drop the charge, which its owner does after destroying what it paid for.
+//! - Lowering never erases a reservation: it fails while `used > new limit`.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A counted resource with a ceiling, charged lock-free.
+///
+/// The limit occupies the high 32 bits of one atomic word and the use the low
+/// 32 bits, so every check-and-reserve is a single compare-and-swap.
+pub struct Budget {
+    name: &'static str,
+    word: AtomicU64,
+}
+
+/// The budget had no room for a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{resource} budget exhausted: {used} of {limit} in use, {requested} more requested")]
+pub struct Exhausted {
+    /// Which budget refused.
+    pub resource: &'static str,
+    /// Amount in use when the reservation was refused.
+    pub used: u32,
+    /// The budget's current limit.
+    pub limit: u32,
+    /// Amount the refused reservation asked for.
+    pub requested: u32,
+}
+
+/// Lowering a budget below its current use was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{resource} cannot be lowered to {requested}: {used} in use")]
+pub struct InUse {
+    /// Which budget refused.
+    pub resource: &'static str,
+    /// Amount in use.
+    pub used: u32,
+    /// The refused new limit.
+    pub requested: u32,
+}
+
+const USED_MASK: u64 = u32::MAX as u64;
+
+fn pack(limit: u32, used: u32) -> u64 {
+    (u64::from(limit) << 32) | u64::from(used)
+}
+
+fn unpack(word: u64) -> (u32, u32) {
+    ((word >> 32) as u32, (word & USED_MASK) as u32)
+}
+
+impl Budget {
+    /// Creates an empty budget named `name` (the name appears in errors).
+    pub fn new(name: &'static str, limit: u32) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            word: AtomicU64::new(pack(limit, 0)),
+        })
+    }
+
+    /// The budget's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Amount currently reserved.
+    pub fn used(&self) -> u32 {
+        unpack(self.word.load(Ordering::Acquire)).1
+    }
+
+    /// The current limit.
+    pub fn limit(&self) -> u32 {
+        unpack(self.word.load(Ordering::Acquire)).0
+    }
+
+    /// Reserves `amount`, or refuses at once without waiting.
+    ///
+    /// A zero amount always succeeds and returns an empty charge.
+    ///
+    /// # Errors
+    ///
+    /// [`Exhausted`] when `used + amount` would exceed the limit.
+    pub fn try_reserve(self: &Arc<Self>, amount: u32) -> Result<Charge, Exhausted> {
+        let mut current = self.word.load(Ordering::Acquire);
+        loop {
+            let (limit, used) = unpack(current);
+            let next = match used.checked_add(amount) {
+                Some(next) if next <= limit => next,
+                _ => {
+                    return Err(Exhausted {
+                        resource: self.name,
+                        used,
+                        limit,
+                        requested: amount,
+                    })
+                }
+            };
+            match self.word.compare_exchange_weak(
+                current,
+                pack(limit, next),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    return Ok(Charge {
+                        budget: Some(Arc::clone(self)),
+                        amount,
+                    })
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Sets a new limit, refusing while more than `limit` is reserved.
+    ///
+    /// Raising is allowed here; whether a caller may raise is its own policy.
+    ///
+    /// # Errors
+    ///
+    /// [`InUse`] when the current use exceeds `limit`; the old limit stays.
+    pub fn set_limit(&self, limit: u32) -> Result<(), InUse> {
+        let mut current = self.word.load(Ordering::Acquire);
+        loop {
+            let (_, used) = unpack(current);
+            if used > limit {
+                return Err(InUse {
+                    resource: self.name,
+                    used,
+                    requested: limit,
+                });
+            }
+            match self.word.compare_exchange_weak(
+                current,
+                pack(limit, used),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    fn release(&self, amount: u32) {
+        // Releases only ever return what a charge reserved, so `used >= amount`
+        // holds; the subtraction is on the low half and cannot borrow from the
+        // limit.
+        self.word.fetch_sub(u64::from(amount), Ordering::AcqRel);
+    }
+}
+
+impl fmt::Debug for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (limit, used) = unpack(self.word.load(Ordering::Acquire));
+        f.debug_struct("Budget")
+            .field("name", &self.name)
+            .field("used", &used)
+            .field("limit", &limit)
+            .finish()
+    }
+}
+
+/// An owned reservation on a [`Budget`], returned when dropped.
+///
+/// Its owner drops it only after the resource it paid for is destroyed.
+#[must_use = "dropping a charge returns its capacity at once"]
+pub struct Charge {
+    budget: Option<Arc<Budget>>,
+    amount: u32,
+}
+
+impl Charge {
+    /// The amount this charge holds.
+    pub fn amount(&self) -> u32 {
+        self.amount
+    }
+
+    /// Moves `amount` out of this charge into a new one (for example to hand
+    /// part of a reservation to another owner).
+    ///
+    /// Returns `None`, leaving `self` unchanged, if `amount` exceeds what this
+    /// charge holds.
+    pub fn split(&mut self, amount: u32) -> Option<Charge> {
+        let rest = self.amount.checked_sub(amount)?;
+        self.amount = rest;
+        Some(Charge {
+            budget: self.budget.clone(),
+            amount,
+        })
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        if let Some(budget) = self.budget.take() {
+            budget.release(self.amount);
+        }
+    }
+}
+
+impl fmt::Debug for Charge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.budget.as_ref().map_or("", |b| b.name);
+        f.debug_struct("Charge")
+            .field("budget", &name)
+            .field("amount", &self.amount)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_refuses_past_limit_and_drop_returns() {
+        let budget = Budget::new("clients", 3);
+        let a = budget.try_reserve(2).expect("room for 2");
+        let err = budget.try_reserve(2).expect_err("only 1 left");
+        assert_eq!(
+            err,
+            Exhausted {
+                resource: "clients",
+                used: 2,
+                limit: 3,
+                requested: 2
+            }
+        );
+        let b = budget.try_reserve(1).expect("room for 1");
+        assert_eq!(budget.used(), 3);
+        drop(a);
+        assert_eq!(budget.used(), 1);
+        drop(b);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn lowering_below_use_is_refused_and_keeps_the_old_limit() {
+        let budget = Budget::new("bytes", 10);
+        let held = budget.try_reserve(6).expect("room");
+        assert_eq!(
+            budget.set_limit(5),
+            Err(InUse {
+                resource: "bytes",
+                used: 6,
+                requested: 5
+            })
+        );
+        assert_eq!(budget.limit(), 10);
+        budget.set_limit(6).expect("6 in use, 6 allowed");
+        assert!(budget.try_reserve(1).is_err());
+        drop(held);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn split_moves_part_of_a_charge() {
+        let budget = Budget::new("bytes", 10);
+        let mut whole = budget.try_reserve(7).expect("room");
+        assert!(whole.split(8).is_none());
+        let part = whole.split(3).expect("3 of 7");
+        assert_eq!((whole.amount(), part.amount()), (4, 3));
+        drop(whole);
+        assert_eq!(budget.used(), 3);
+        drop(part);
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn concurrent_reservations_never_exceed_the_limit() {
+        let budget = Budget::new("connections", 100);
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let budget = Arc::clone(&budget);
+                std::thread::spawn(move || {
+                    let mut held = Vec::new();
+                    for _ in 0..1_000 {
+                        if let Ok(charge) = budget.try_reserve(1) {
+                            assert!(budget.used() <= 100);
+                            held.push(charge);
+                        }
+                        if held.len() > 20 {
+                            held.clear();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().expect("worker thread");
+        }
+        assert_eq!(budget.used(), 0);
+    }
+}

@@ -1,0 +1,14 @@
+//! Protocol adapters for provider-pools.
+//!
+//! One module per protocol, each behind a cargo feature of the same name:
+//! `http` (buffered and streaming HTTP/1.1 on owned connections), `blob`
+//! (local blobs), `s3`, `vault` (KV-v2), `nats` (JetStream) and `secret`
+//! (local secrets). An adapter knows its protocol and nothing of scheduling:
+//! it validates its configuration, installs it through
+//! [`provider_pools_actors::ProviderPools::install`], and owns the real
+//! resources it is granted.
+//!
+//! No adapter is built yet; each arrives with its feature.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
