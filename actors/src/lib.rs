@@ -12,3 +12,7 @@ pub mod budget;
 pub mod credential;
 pub mod identity;
 pub mod limits;
+
+// Reached by the registry and epoch actors, which land next.
+#[allow(dead_code)]
+mod mailbox;

@@ -1,0 +1,207 @@
+//! Bounded mailboxes on top of ractor's unbounded ones.
+//!
+//! ractor queues without limit, so every actor of the engine is reached only
+//! through a [`Mailbox`]: a sender first takes a slot from the actor's
+//! semaphore, the slot travels inside the [`Envelope`] and is returned when the
+//! actor opens it. Two pools of slots exist per actor:
+//!
+//! - *message* slots for ordinary requests: a full pool answers
+//!   [`MailboxError::Busy`] at once ([`Mailbox::try_send`]), or waits within a
+//!   deadline for internal senders ([`Mailbox::send_within`]);
+//! - *release* slots, taken when a grant is made and held by the grant, so the
+//!   grant's `Drop` can always deliver its release message
+//!   ([`ReleaseSlot::send`]) even while the message slots are exhausted.
+//!
+//! Invariants:
+//! - Messages queued in ractor's mailbox ≤ message slots + release slots.
+//! - A release never waits and never fails for lack of room; it fails only if
+//!   the actor is gone, in which case the message is handed back.
+//! - A slot is returned exactly once: when the actor opens the envelope, or when
+//!   the envelope is dropped undelivered.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ractor::{ActorRef, Message};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::time::Instant;
+
+/// The sizes of one actor's two slot pools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MailboxBound {
+    /// Ordinary messages that may wait in the mailbox at once.
+    pub(crate) messages: usize,
+    /// Release messages that outstanding grants may still send.
+    pub(crate) releases: usize,
+}
+
+/// The slot pools of one actor, created before the actor so that its
+/// `pre_start` can attach its own reference.
+#[derive(Clone)]
+pub(crate) struct MailboxSlots {
+    messages: Arc<Semaphore>,
+    releases: Arc<Semaphore>,
+    bound: MailboxBound,
+}
+
+impl MailboxSlots {
+    pub(crate) fn new(bound: MailboxBound) -> Self {
+        Self {
+            messages: Arc::new(Semaphore::new(bound.messages)),
+            releases: Arc::new(Semaphore::new(bound.releases)),
+            bound,
+        }
+    }
+
+    /// Binds the slots to the actor they guard.
+    pub(crate) fn attach<M: Message>(self, actor: ActorRef<Envelope<M>>) -> Mailbox<M> {
+        Mailbox { actor, slots: self }
+    }
+}
+
+impl fmt::Debug for MailboxSlots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MailboxSlots")
+            .field("bound", &self.bound)
+            .field("free_messages", &self.messages.available_permits())
+            .field("free_releases", &self.releases.available_permits())
+            .finish()
+    }
+}
+
+/// A message together with the mailbox slot it occupies.
+pub(crate) struct Envelope<M> {
+    _slot: OwnedSemaphorePermit,
+    msg: M,
+}
+
+impl<M> Envelope<M> {
+    /// Takes the message out, returning its slot to the sender side.
+    pub(crate) fn open(self) -> M {
+        self.msg
+    }
+}
+
+/// Why a message could not be queued; the message is handed back.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum MailboxError<M> {
+    /// Every message slot is taken.
+    Busy(M),
+    /// No slot freed up before the deadline.
+    Timeout(M),
+    /// The actor has stopped; the message went with it.
+    Closed,
+}
+
+/// The typed, bounded face of one actor.
+pub(crate) struct Mailbox<M> {
+    actor: ActorRef<Envelope<M>>,
+    slots: MailboxSlots,
+}
+
+impl<M> Clone for Mailbox<M> {
+    fn clone(&self) -> Self {
+        Self {
+            actor: self.actor.clone(),
+            slots: self.slots.clone(),
+        }
+    }
+}
+
+impl<M> fmt::Debug for Mailbox<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mailbox")
+            .field("actor", &self.actor.get_id())
+            .field("slots", &self.slots)
+            .finish()
+    }
+}
+
+impl<M: Message> Mailbox<M> {
+    /// The actor behind this mailbox.
+    pub(crate) fn actor(&self) -> &ActorRef<Envelope<M>> {
+        &self.actor
+    }
+
+    /// Queues `msg` if a message slot is free, answering `Busy` at once if not.
+    pub(crate) fn try_send(&self, msg: M) -> Result<(), MailboxError<M>> {
+        match Arc::clone(&self.slots.messages).try_acquire_owned() {
+            Ok(slot) => self.deliver(slot, msg),
+            Err(TryAcquireError::NoPermits) => Err(MailboxError::Busy(msg)),
+            Err(TryAcquireError::Closed) => Err(MailboxError::Closed),
+        }
+    }
+
+    /// Queues `msg`, waiting for a message slot until `deadline`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped future has queued nothing and holds no slot.
+    pub(crate) async fn send_within(
+        &self,
+        msg: M,
+        deadline: Instant,
+    ) -> Result<(), MailboxError<M>> {
+        let acquire = Arc::clone(&self.slots.messages).acquire_owned();
+        match tokio::time::timeout_at(deadline, acquire).await {
+            Ok(Ok(slot)) => self.deliver(slot, msg),
+            Ok(Err(_closed)) => Err(MailboxError::Closed),
+            Err(_elapsed) => Err(MailboxError::Timeout(msg)),
+        }
+    }
+
+    /// Reserves the room for one future release message.
+    ///
+    /// Returns `None` when every release slot is held by an outstanding grant;
+    /// callers size the release pool by the limit on their grants, so `None`
+    /// means that limit was reached.
+    pub(crate) fn reserve_release(&self) -> Option<ReleaseSlot<M>> {
+        let slot = Arc::clone(&self.slots.releases).try_acquire_owned().ok()?;
+        Some(ReleaseSlot {
+            actor: self.actor.clone(),
+            slot,
+        })
+    }
+
+    fn deliver(&self, slot: OwnedSemaphorePermit, msg: M) -> Result<(), MailboxError<M>> {
+        self.actor
+            .send_message(Envelope { _slot: slot, msg })
+            .map_err(|_stopped| MailboxError::Closed)
+    }
+}
+
+/// Room for exactly one release message, held by a grant from the moment it
+/// is made.
+#[must_use = "a release slot is held by a grant until it sends its release"]
+pub(crate) struct ReleaseSlot<M> {
+    actor: ActorRef<Envelope<M>>,
+    slot: OwnedSemaphorePermit,
+}
+
+impl<M: Message> ReleaseSlot<M> {
+    /// Sends the release message. Never waits and never fails for lack of
+    /// room; fails only if the actor has stopped.
+    pub(crate) fn send(self, msg: M) -> Result<(), ActorGone> {
+        self.actor
+            .send_message(Envelope {
+                _slot: self.slot,
+                msg,
+            })
+            .map_err(|_stopped| ActorGone)
+    }
+}
+
+/// The actor a release was meant for has stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ActorGone;
+
+impl<M> fmt::Debug for ReleaseSlot<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReleaseSlot")
+            .field("actor", &self.actor.get_id())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;
