@@ -4,15 +4,42 @@
 //! reaches them, the lock-free budgets several owners share, the limits and
 //! the identities. No protocol is known here: adapters plug in from their own
 //! crate.
+//!
+//! The actor tree of one broker generation:
+//!
+//! ```text
+//! RegistryActor (supervisor; publishes epochs under its fence)
+//! └── EpochActor × N   one per (provider, epoch), alive until drained
+//! ```
+//!
+//! [`ProviderPools`] is the registry's handle and the crate's entry point.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod budget;
+pub mod config;
 pub mod credential;
+pub mod epoch;
+pub mod error;
 pub mod identity;
+pub mod install;
 pub mod limits;
+pub mod snapshot;
 
-// Reached by the registry and epoch actors, which land next.
-#[allow(dead_code)]
+mod ledger;
 mod mailbox;
+mod pools;
+mod registry;
+
+pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
+pub use credential::Credential;
+pub use epoch::{ClientId, ClientLease, TypedSlot};
+pub use error::{InstallError, LookupError, StartError};
+pub use identity::{
+    Authority, BrokerGeneration, Epoch, OriginKind, OriginSlot, ProviderId, ServiceName, TenantId,
+};
+pub use install::{InstallReceipt, Installation, ProviderDescriptor};
+pub use limits::{LimitField, Limits, LimitsError};
+pub use pools::{PoolsConfig, ProviderPools};
+pub use snapshot::{ConnectionCounts, ControlState, Snapshot};

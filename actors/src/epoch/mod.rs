@@ -1,0 +1,13 @@
+//! Epochs: one immutable installation of a logical provider, its configured
+//! clients, the leases that keep it alive, and the actor that owns its
+//! runtime state.
+//!
+//! Invariants:
+//! - An epoch is immutable once installed; rotation installs a new one.
+//! - A retired epoch keeps every reservation until its last lease is gone.
+
+pub(crate) mod actor;
+mod lease;
+pub(crate) mod published;
+
+pub use published::{ClientId, ClientLease, TypedSlot};

@@ -1,0 +1,299 @@
+//! The published face of one epoch: its immutable installation, its
+//! configured clients, and the leases that keep it alive once retired.
+//!
+//! The registry publishes a [`PublishedEpoch`] in the directory; a client
+//! lookup reads it without a message hop and takes a [`ClientLease`].
+//!
+//! Invariants:
+//! - Everything here is immutable after install except the lease word.
+//! - A lookup checks installation, slot and kind before it takes a lease.
+//! - The credential is reachable only through trusted adapter code.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use crate::config::{ConfigDigest, ProviderConfig};
+use crate::credential::Credential;
+use crate::epoch::lease::{Drain, LeaseWord};
+use crate::error::LookupError;
+use crate::identity::{Authority, Epoch, InstanceId, OriginKind, OriginSlot, ProviderId};
+use crate::mailbox::ReleaseSlot;
+use crate::registry::Msg as RegistryMsg;
+
+/// The identity of one configured client: a private, monotonic instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct ClientId(u64);
+
+impl ClientId {
+    /// The raw instance number.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// An origin slot bound to the installation that minted it.
+///
+/// Only an [`InstallReceipt`](crate::InstallReceipt) hands these out, so a
+/// slot from another provider or another registry is recognised as foreign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TypedSlot {
+    pub(crate) installation: InstanceId,
+    pub(crate) slot: OriginSlot,
+}
+
+impl TypedSlot {
+    /// The adapter-assigned slot number.
+    pub fn slot(&self) -> OriginSlot {
+        self.slot
+    }
+}
+
+#[derive(Debug)]
+struct ConfiguredClient {
+    slot: OriginSlot,
+    kind: OriginKind,
+    id: ClientId,
+}
+
+/// One installed epoch as the directory publishes it.
+pub(crate) struct PublishedEpoch {
+    pub(crate) provider: ProviderId,
+    pub(crate) epoch: Epoch,
+    /// Shared by every epoch of one logical provider's installation.
+    pub(crate) installation: InstanceId,
+    /// This epoch's own instance.
+    pub(crate) instance: InstanceId,
+    pub(crate) authority: Authority,
+    pub(crate) config: ProviderConfig,
+    pub(crate) digest: ConfigDigest,
+    clients: Box<[ConfiguredClient]>,
+    credential: Credential,
+    leases: LeaseWord,
+    drain_notice: Mutex<Option<ReleaseSlot<RegistryMsg>>>,
+}
+
+/// What the registry supplies to build a [`PublishedEpoch`].
+pub(crate) struct EpochParts {
+    pub(crate) provider: ProviderId,
+    pub(crate) epoch: Epoch,
+    pub(crate) installation: InstanceId,
+    pub(crate) authority: Authority,
+    pub(crate) config: ProviderConfig,
+    pub(crate) credential: Credential,
+    pub(crate) drain_notice: ReleaseSlot<RegistryMsg>,
+}
+
+impl PublishedEpoch {
+    pub(crate) fn new(parts: EpochParts) -> Arc<Self> {
+        let EpochParts {
+            provider,
+            epoch,
+            installation,
+            authority,
+            config,
+            credential,
+            drain_notice,
+        } = parts;
+        let mut clients: Vec<ConfiguredClient> = config
+            .origins
+            .iter()
+            .map(|origin| ConfiguredClient {
+                slot: origin.slot,
+                kind: origin.kind,
+                id: ClientId(InstanceId::next().get()),
+            })
+            .collect();
+        clients.sort_unstable_by_key(|c| c.slot);
+        Arc::new(Self {
+            digest: config.digest(&authority),
+            provider,
+            epoch,
+            installation,
+            instance: InstanceId::next(),
+            authority,
+            config,
+            clients: clients.into_boxed_slice(),
+            credential,
+            leases: LeaseWord::default(),
+            drain_notice: Mutex::new(Some(drain_notice)),
+        })
+    }
+
+    /// The typed slots of this installation, in slot order.
+    pub(crate) fn typed_slots(&self) -> Vec<TypedSlot> {
+        self.clients
+            .iter()
+            .map(|c| TypedSlot {
+                installation: self.installation,
+                slot: c.slot,
+            })
+            .collect()
+    }
+
+    /// Slots and kinds, in slot order.
+    pub(crate) fn origins(&self) -> Vec<(OriginSlot, OriginKind)> {
+        self.clients.iter().map(|c| (c.slot, c.kind)).collect()
+    }
+
+    /// Looks up the configured client of `slot` and leases this epoch for it.
+    pub(crate) fn lease(
+        self: &Arc<Self>,
+        slot: &TypedSlot,
+        kind: OriginKind,
+    ) -> Result<ClientLease, LookupError> {
+        if slot.installation != self.installation {
+            return Err(LookupError::ForeignSlot {
+                provider: self.provider.clone(),
+                slot: slot.slot,
+            });
+        }
+        let index = self
+            .clients
+            .binary_search_by_key(&slot.slot, |c| c.slot)
+            .map_err(|_| LookupError::UnknownSlot {
+                provider: self.provider.clone(),
+                slot: slot.slot,
+            })?;
+        let configured = self.clients[index].kind;
+        if configured != kind {
+            return Err(LookupError::KindMismatch {
+                provider: self.provider.clone(),
+                slot: slot.slot,
+                configured,
+                requested: kind,
+            });
+        }
+        if !self.leases.acquire() {
+            return Err(LookupError::Retired {
+                provider: self.provider.clone(),
+            });
+        }
+        Ok(ClientLease {
+            epoch: Arc::clone(self),
+            index,
+        })
+    }
+
+    /// Retires this epoch: no new lease; the drain notice goes out when the
+    /// last lease is returned (now, if there is none).
+    pub(crate) fn retire(&self) {
+        if self.leases.retire() == Drain::Notify {
+            self.send_drain_notice();
+        }
+    }
+
+    pub(crate) fn is_retired(&self) -> bool {
+        self.leases.is_retired()
+    }
+
+    pub(crate) fn leases(&self) -> u64 {
+        self.leases.leases()
+    }
+
+    fn release(&self) {
+        if self.leases.release() == Drain::Notify {
+            self.send_drain_notice();
+        }
+    }
+
+    fn send_drain_notice(&self) {
+        let slot = self
+            .drain_notice
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(slot) = slot {
+            // A stopped registry has nothing left to collect the epoch for.
+            let _ = slot.send(RegistryMsg::EpochDrained {
+                instance: self.instance,
+            });
+        }
+    }
+}
+
+impl fmt::Debug for PublishedEpoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PublishedEpoch")
+            .field("provider", &self.provider)
+            .field("epoch", &self.epoch)
+            .field("instance", &self.instance)
+            .field("digest", &self.digest)
+            .field("clients", &self.clients.len())
+            .field("leases", &self.leases)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A configured client, leased for the duration of one use.
+///
+/// While any lease is held its epoch stays alive, with all its reservations,
+/// even after a rotation retired it. Dropping the lease returns it.
+#[must_use = "dropping a lease ends the use of its client at once"]
+pub struct ClientLease {
+    epoch: Arc<PublishedEpoch>,
+    index: usize,
+}
+
+impl ClientLease {
+    fn client(&self) -> &ConfiguredClient {
+        &self.epoch.clients[self.index]
+    }
+
+    /// The configured client this lease reaches.
+    pub fn client_id(&self) -> ClientId {
+        self.client().id
+    }
+
+    /// The origin slot of the client.
+    pub fn slot(&self) -> OriginSlot {
+        self.client().slot
+    }
+
+    /// The origin's protocol kind.
+    pub fn kind(&self) -> OriginKind {
+        self.client().kind
+    }
+
+    /// The logical provider.
+    pub fn provider(&self) -> &ProviderId {
+        &self.epoch.provider
+    }
+
+    /// The epoch this lease keeps alive.
+    pub fn epoch(&self) -> Epoch {
+        self.epoch.epoch
+    }
+
+    /// The origin's public target, as configured.
+    pub fn target(&self) -> &str {
+        self.epoch
+            .config
+            .origins
+            .iter()
+            .find(|o| o.slot == self.slot())
+            .map_or("", |o| o.target.as_str())
+    }
+
+    /// The epoch's credential, for trusted adapter code building a request or
+    /// a connection. Never log or return what this yields.
+    pub fn credential_for_adapter(&self) -> &Credential {
+        &self.epoch.credential
+    }
+}
+
+impl Drop for ClientLease {
+    fn drop(&mut self) {
+        self.epoch.release();
+    }
+}
+
+impl fmt::Debug for ClientLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientLease")
+            .field("provider", &self.epoch.provider)
+            .field("epoch", &self.epoch.epoch)
+            .field("slot", &self.slot())
+            .field("client", &self.client_id())
+            .finish()
+    }
+}

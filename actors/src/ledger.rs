@@ -1,0 +1,111 @@
+//! The node-wide ledger: budgets several owners charge, gauges they report to,
+//! and the control owner's state.
+//!
+//! Invariants:
+//! - Budgets are charged before the resource they pay for exists and released
+//!   only by dropping the charge after the resource is destroyed.
+//! - Gauges are observations maintained by the single actor that owns each
+//!   resource; nothing decides admission from a gauge.
+//! - The control state only moves forward: running → retiring → completed.
+//!   A failed control owner is observed from its actor's status, not stored.
+
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use crate::budget::Budget;
+use crate::limits::Limits;
+use crate::snapshot::{ConnectionCounts, ControlState, Snapshot};
+
+/// Counts reported by the actor that owns each resource.
+#[derive(Debug, Default)]
+pub(crate) struct Gauges {
+    pub(crate) configured_epochs: AtomicU32,
+    pub(crate) connections_active: AtomicU32,
+    pub(crate) connections_idle: AtomicU32,
+    pub(crate) connections_connecting: AtomicU32,
+    pub(crate) connections_retired: AtomicU32,
+    pub(crate) pending_requests: AtomicU32,
+    pub(crate) running_requests: AtomicU32,
+    pub(crate) workers: AtomicU32,
+    pub(crate) cleanup_jobs: AtomicU32,
+    pub(crate) failed_cleanup: AtomicU32,
+}
+
+/// Budgets and gauges of one registry generation.
+#[derive(Debug)]
+pub(crate) struct Ledger {
+    /// Retained epochs (current and draining), against `retained_configurations`.
+    pub(crate) retained: Arc<Budget>,
+    /// Configured clients of every retained epoch, against `configured_clients`.
+    pub(crate) clients: Arc<Budget>,
+    /// Accounted registry metadata bytes, against `metadata_bytes`.
+    pub(crate) metadata: Arc<Budget>,
+    pub(crate) gauges: Gauges,
+    control: AtomicU8,
+}
+
+const RUNNING: u8 = 0;
+const RETIRING: u8 = 1;
+const COMPLETED: u8 = 2;
+
+impl Ledger {
+    pub(crate) fn new(limits: &Limits) -> Arc<Self> {
+        Arc::new(Self {
+            retained: Budget::new("retained_configurations", limits.retained_configurations),
+            clients: Budget::new("configured_clients", limits.configured_clients),
+            metadata: Budget::new("metadata_bytes", limits.metadata_bytes),
+            gauges: Gauges::default(),
+            control: AtomicU8::new(RUNNING),
+        })
+    }
+
+    pub(crate) fn control(&self) -> ControlState {
+        match self.control.load(Ordering::Acquire) {
+            RUNNING => ControlState::Running,
+            RETIRING => ControlState::Retiring,
+            _ => ControlState::Completed,
+        }
+    }
+
+    /// True once `retire`, `shutdown` or a control failure closed admission.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.control.load(Ordering::Acquire) != RUNNING
+    }
+
+    /// Closes admission; returns false if it was already closed.
+    pub(crate) fn close(&self) -> bool {
+        self.control
+            .compare_exchange(RUNNING, RETIRING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Records a completed shutdown.
+    pub(crate) fn complete(&self) -> bool {
+        self.control
+            .compare_exchange(RETIRING, COMPLETED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let g = &self.gauges;
+        let read = |gauge: &AtomicU32| gauge.load(Ordering::Acquire);
+        Snapshot {
+            configured_epochs: read(&g.configured_epochs),
+            retained_epochs: self.retained.used(),
+            clients: self.clients.used(),
+            connections: ConnectionCounts {
+                active: read(&g.connections_active),
+                idle: read(&g.connections_idle),
+                connecting: read(&g.connections_connecting),
+                retired: read(&g.connections_retired),
+            },
+            pending_requests: read(&g.pending_requests),
+            running_requests: read(&g.running_requests),
+            workers: read(&g.workers),
+            cleanup_jobs: read(&g.cleanup_jobs),
+            failed_cleanup: read(&g.failed_cleanup),
+            metadata_bytes: self.metadata.used(),
+            control: self.control(),
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! The directory of published epochs: provider → current epoch.
+//!
+//! Readers (client lookups) take a short read lock and clone an `Arc`; the
+//! registry actor is the only writer.
+//!
+//! Invariants:
+//! - Publish is atomic: under the write lock the old epoch is retired before
+//!   the new one becomes visible, so no reader can lease the old epoch after
+//!   it has seen the new one.
+//! - A provider has at most one current epoch.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::epoch::published::PublishedEpoch;
+use crate::identity::ProviderId;
+
+#[derive(Debug, Default)]
+pub(crate) struct Directory {
+    current: RwLock<HashMap<ProviderId, Arc<PublishedEpoch>>>,
+}
+
+impl Directory {
+    /// The current epoch of `provider`.
+    pub(crate) fn current(&self, provider: &ProviderId) -> Option<Arc<PublishedEpoch>> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(provider)
+            .cloned()
+    }
+
+    /// Number of providers with a current epoch.
+    pub(crate) fn len(&self) -> usize {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Publishes `epoch` as its provider's current one, retiring and
+    /// returning the one it replaces.
+    pub(crate) fn publish(&self, epoch: Arc<PublishedEpoch>) -> Option<Arc<PublishedEpoch>> {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = current.get(&epoch.provider) {
+            old.retire();
+        }
+        current.insert(epoch.provider.clone(), epoch)
+    }
+
+    /// Unpublishes and retires every epoch.
+    pub(crate) fn clear(&self) -> Vec<Arc<PublishedEpoch>> {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        current
+            .drain()
+            .map(|(_, epoch)| {
+                epoch.retire();
+                epoch
+            })
+            .collect()
+    }
+}

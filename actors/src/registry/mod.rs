@@ -1,0 +1,53 @@
+//! The registry actor: one per broker generation, the supervisor of every
+//! epoch actor and the fence under which installations are published.
+//!
+//! Installation, in order: check the expected epoch; validate the public
+//! configuration and the credential's size; reserve the retained
+//! configuration, the provider's and the node's clients, the metadata bytes
+//! and the epoch's drain-notice slot; spawn the epoch actor linked to the
+//! registry; publish atomically, retiring the old epoch first. Any refusal
+//! before publish drops what was reserved and leaves the old epoch in place.
+//!
+//! Shutdown order: close admission (the ledger), unpublish and retire every
+//! epoch, stop each epoch actor when its drain notice arrives, release its
+//! charges when the actor has terminated, then complete the ledger and stop.
+//!
+//! Mailbox: 64 message slots; one release slot per retained configuration
+//! (the startup limit), held by each epoch for its drain notice.
+
+mod actor;
+mod directory;
+mod state;
+
+use ractor::RpcReplyPort;
+
+pub(crate) use actor::{RegistryActor, RegistryArgs};
+pub(crate) use directory::Directory;
+
+use crate::error::InstallError;
+use crate::identity::InstanceId;
+use crate::install::{InstallReceipt, Installation};
+use crate::mailbox::MailboxBound;
+
+/// The registry's mailbox bound for a given retained-configuration limit.
+pub(crate) fn mailbox_bound(retained_configurations: u32) -> MailboxBound {
+    MailboxBound {
+        messages: 64,
+        releases: retained_configurations as usize,
+    }
+}
+
+/// Messages of the registry actor.
+pub(crate) enum Msg {
+    /// Install or replace a provider's epoch.
+    Install {
+        installation: Box<Installation>,
+        reply: RpcReplyPort<Result<InstallReceipt, InstallError>>,
+    },
+    /// A retired epoch's last lease is gone (sent on its reserved slot).
+    EpochDrained { instance: InstanceId },
+    /// Close admission and retire every epoch.
+    Retire { reply: RpcReplyPort<()> },
+    /// Retire, then answer once every epoch has been released.
+    Shutdown { reply: RpcReplyPort<()> },
+}

@@ -1,0 +1,40 @@
+//! A control owner that dies closes admission, and no report can be clean.
+
+mod support;
+
+use std::time::Duration;
+
+use provider_pools::{ControlState, InstallError, Limits, LookupError, OriginKind};
+use support::{bounded, http_config, installation, provider, start};
+
+#[tokio::test]
+async fn a_killed_registry_closes_admission_and_fails_the_report() {
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    let receipt = pools
+        .install(installation(&p, 0, b"k", http_config("alpha", 1)))
+        .await
+        .expect("install");
+
+    let registry = pools.registry_cell();
+    registry.kill();
+    bounded("registry stops", registry.wait(None))
+        .await
+        .expect("wait for the killed registry");
+
+    assert_eq!(
+        pools.client(&p, &receipt.slots[0], OriginKind::Http).err(),
+        Some(LookupError::Closed)
+    );
+    assert_eq!(
+        pools
+            .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
+            .await,
+        Err(InstallError::Closed)
+    );
+    let report = pools
+        .shutdown(tokio::time::Instant::now() + Duration::from_millis(50))
+        .await;
+    assert_eq!(report.control, ControlState::Failed);
+    assert!(!report.is_clean());
+}

@@ -1,0 +1,318 @@
+//! Installation and immutable epochs: expected epochs, atomic publish,
+//! rejected replacements, room for rotation, retained epochs.
+
+mod support;
+
+use provider_pools::budget::Exhausted;
+use provider_pools::{Epoch, InstallError, Limits, LookupError, OriginKind, OriginSlot};
+use support::{eventually, http_config, installation, provider, start};
+
+#[tokio::test]
+async fn creation_expects_epoch_zero() {
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+
+    let refused = pools
+        .install(installation(&p, 1, b"k", http_config("alpha", 1)))
+        .await;
+    assert_eq!(
+        refused,
+        Err(InstallError::EpochMismatch {
+            provider: p.clone(),
+            expected: Epoch::new(1),
+            installed: Epoch::ZERO,
+        })
+    );
+    assert!(
+        pools.describe(&p).is_none(),
+        "a refused creation publishes nothing"
+    );
+
+    let receipt = pools
+        .install(installation(&p, 0, b"k", http_config("alpha", 1)))
+        .await
+        .expect("creation with epoch zero");
+    assert_eq!(receipt.epoch, Epoch::new(1));
+    assert_eq!(pools.describe(&p).map(|d| d.epoch), Some(Epoch::new(1)));
+}
+
+#[tokio::test]
+async fn replacement_must_name_the_installed_epoch_and_advances_it() {
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    pools
+        .install(installation(&p, 0, b"k1", http_config("alpha", 1)))
+        .await
+        .expect("create");
+
+    for stale in [0, 2] {
+        let refused = pools
+            .install(installation(&p, stale, b"k2", http_config("alpha", 1)))
+            .await;
+        assert_eq!(
+            refused,
+            Err(InstallError::EpochMismatch {
+                provider: p.clone(),
+                expected: Epoch::new(stale),
+                installed: Epoch::new(1),
+            }),
+            "expected epoch {stale} must be refused"
+        );
+    }
+
+    let receipt = pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
+        .await
+        .expect("replacement naming epoch 1");
+    assert_eq!(receipt.epoch, Epoch::new(2));
+    assert_eq!(pools.describe(&p).map(|d| d.epoch), Some(Epoch::new(2)));
+}
+
+#[tokio::test]
+async fn rejected_replacement_leaves_the_old_epoch_usable() {
+    let limits = Limits {
+        private_config_bytes: 16,
+        ..Limits::DEFAULT
+    };
+    let pools = start(limits).await;
+    let p = provider("alpha");
+    let receipt = pools
+        .install(installation(&p, 0, b"short", http_config("alpha", 2)))
+        .await
+        .expect("create");
+    let before = pools.describe(&p).expect("installed");
+    let snapshot_before = pools.snapshot();
+
+    let too_large = pools
+        .install(installation(&p, 1, &[7u8; 17], http_config("alpha", 2)))
+        .await;
+    assert_eq!(
+        too_large,
+        Err(InstallError::PrivateConfigTooLarge { len: 17, limit: 16 })
+    );
+    let duplicate_slot = http_config("alpha", 1).with_origin(
+        OriginSlot::new(0),
+        OriginKind::Http,
+        "http://127.0.0.1:9",
+    );
+    assert!(matches!(
+        pools
+            .install(installation(&p, 1, b"k2", duplicate_slot))
+            .await,
+        Err(InstallError::Config(_))
+    ));
+
+    assert_eq!(
+        pools.describe(&p),
+        Some(before),
+        "old epoch still published"
+    );
+    assert_eq!(
+        pools.snapshot(),
+        snapshot_before,
+        "nothing leaked or refunded"
+    );
+    let slot = receipt.slot(OriginSlot::new(1)).expect("slot 1");
+    let lease = pools
+        .client(&p, &slot, OriginKind::Http)
+        .expect("old epoch still serves lookups");
+    assert_eq!(lease.epoch(), Epoch::new(1));
+}
+
+#[tokio::test]
+async fn rotation_needs_room_for_both_epochs() {
+    // Room for one retained configuration only: the replacement cannot be
+    // retained beside the epoch it replaces.
+    let limits = Limits {
+        retained_configurations: 1,
+        ..Limits::DEFAULT
+    };
+    let pools = start(limits).await;
+    let p = provider("alpha");
+    let receipt = pools
+        .install(installation(&p, 0, b"k1", http_config("alpha", 1)))
+        .await
+        .expect("create");
+
+    let refused = pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
+        .await;
+    assert_eq!(
+        refused,
+        Err(InstallError::Capacity(Exhausted {
+            resource: "retained_configurations",
+            used: 1,
+            limit: 1,
+            requested: 1,
+        }))
+    );
+    let lease = pools
+        .client(&p, &receipt.slots[0], OriginKind::Http)
+        .expect("old epoch intact");
+    assert_eq!(lease.epoch(), Epoch::new(1));
+    assert_eq!(pools.snapshot().retained_epochs, 1);
+}
+
+#[tokio::test]
+async fn rotation_counts_clients_of_every_retained_epoch_of_the_provider() {
+    // Five clients now and five more for the replacement exceed eight clients
+    // per provider: rotation creates no extra allowance.
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    pools
+        .install(installation(&p, 0, b"k1", http_config("alpha", 5)))
+        .await
+        .expect("create");
+    let refused = pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 5)))
+        .await;
+    assert_eq!(
+        refused,
+        Err(InstallError::Capacity(Exhausted {
+            resource: "clients_per_provider",
+            used: 5,
+            limit: 8,
+            requested: 5,
+        }))
+    );
+    assert_eq!(pools.describe(&p).map(|d| d.epoch), Some(Epoch::new(1)));
+    assert_eq!(pools.snapshot().clients, 5);
+}
+
+#[tokio::test]
+async fn a_retired_epoch_stays_retained_until_its_last_lease_is_gone() {
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    let first = pools
+        .install(installation(&p, 0, b"k1", http_config("alpha", 2)))
+        .await
+        .expect("create");
+    let old_lease = pools
+        .client(&p, &first.slots[0], OriginKind::Http)
+        .expect("lease on epoch 1");
+
+    let second = pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 2)))
+        .await
+        .expect("rotate");
+    let new_lease = pools
+        .client(&p, &second.slots[0], OriginKind::Http)
+        .expect("lease on epoch 2");
+    assert_eq!(
+        (old_lease.epoch(), new_lease.epoch()),
+        (Epoch::new(1), Epoch::new(2))
+    );
+    assert_ne!(old_lease.client_id(), new_lease.client_id());
+
+    let registry = pools.registry_cell();
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (
+            snapshot.configured_epochs,
+            snapshot.retained_epochs,
+            snapshot.clients
+        ),
+        (1, 2, 4),
+        "the retired epoch keeps its reservations while leased"
+    );
+    assert_eq!(
+        registry.get_children().len(),
+        2,
+        "one epoch actor per epoch"
+    );
+
+    drop(old_lease);
+    eventually("the drained epoch is released", || {
+        pools.snapshot().retained_epochs == 1
+    })
+    .await;
+    let snapshot = pools.snapshot();
+    assert_eq!((snapshot.configured_epochs, snapshot.clients), (1, 2));
+    eventually("the drained epoch actor stops", || {
+        registry.get_children().len() == 1
+    })
+    .await;
+    drop(new_lease);
+}
+
+#[tokio::test]
+async fn digest_excludes_credentials() {
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    let first = pools
+        .install(installation(
+            &p,
+            0,
+            b"credential-one",
+            http_config("alpha", 2),
+        ))
+        .await
+        .expect("create");
+    let same_config = pools
+        .install(installation(
+            &p,
+            1,
+            b"credential-two-differs",
+            http_config("alpha", 2),
+        ))
+        .await
+        .expect("rotate credential only");
+    assert_eq!(first.digest, same_config.digest);
+
+    let other_config = pools
+        .install(installation(
+            &p,
+            2,
+            b"credential-two-differs",
+            http_config("alpha", 3),
+        ))
+        .await
+        .expect("change configuration");
+    assert_ne!(same_config.digest, other_config.digest);
+}
+
+#[tokio::test]
+async fn a_service_name_belongs_to_one_provider() {
+    let pools = start(Limits::DEFAULT).await;
+    let (a, b) = (provider("alpha"), provider("beta"));
+    pools
+        .install(installation(&a, 0, b"k", http_config("shared", 1)))
+        .await
+        .expect("alpha takes the name");
+    let refused = pools
+        .install(installation(&b, 0, b"k", http_config("shared", 1)))
+        .await;
+    assert!(
+        matches!(&refused, Err(InstallError::ServiceTaken { owner, .. }) if *owner == a),
+        "got {refused:?}"
+    );
+    assert!(pools.describe(&b).is_none());
+}
+
+#[tokio::test]
+async fn lookups_after_rotation_resolve_against_the_new_epoch() {
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    let first = pools
+        .install(installation(&p, 0, b"k", http_config("alpha", 3)))
+        .await
+        .expect("create");
+    pools
+        .install(installation(&p, 1, b"k", http_config("alpha", 1)))
+        .await
+        .expect("rotate to one origin");
+    assert_eq!(
+        pools
+            .client(&p, &first.slots[0], OriginKind::Http)
+            .map(|l| l.epoch()),
+        Ok(Epoch::new(2)),
+        "slots survive a rotation of the same installation"
+    );
+    assert_eq!(
+        pools.client(&p, &first.slots[2], OriginKind::Http).err(),
+        Some(LookupError::UnknownSlot {
+            provider: p.clone(),
+            slot: OriginSlot::new(2),
+        })
+    );
+}

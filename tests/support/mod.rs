@@ -1,0 +1,83 @@
+//! Shared set-up for the integration tests: a fresh registry per test, and
+//! installations built from a few parameters.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use provider_pools::{
+    Authority, BrokerGeneration, Credential, Epoch, Installation, Limits, OriginKind, OriginSlot,
+    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName,
+};
+
+/// How long any bounded wait in these tests may take before it fails.
+pub(crate) const WAIT: Duration = Duration::from_secs(5);
+
+pub(crate) fn provider(name: &str) -> ProviderId {
+    ProviderId::new(name).expect("valid provider id")
+}
+
+pub(crate) async fn start(limits: Limits) -> ProviderPools {
+    let config = PoolsConfig {
+        runtime: tokio::runtime::Handle::current(),
+        generation: BrokerGeneration::new(),
+        limits,
+    };
+    ProviderPools::start(config).await.expect("registry starts")
+}
+
+/// A configuration for `service` with `origins` HTTP origins on slots 0..n.
+pub(crate) fn http_config(service: &str, origins: u32) -> ProviderConfig {
+    (0..origins).fold(
+        ProviderConfig::new(ServiceName::new(service).expect("valid service name")),
+        |config, slot| {
+            config.with_origin(
+                OriginSlot::new(slot),
+                OriginKind::Http,
+                format!("http://127.0.0.1:{}", 8000 + slot),
+            )
+        },
+    )
+}
+
+pub(crate) fn installation(
+    provider: &ProviderId,
+    expected: u64,
+    credential: &[u8],
+    config: ProviderConfig,
+) -> Installation {
+    Installation {
+        provider: provider.clone(),
+        authority: Authority::new(format!("https://{}.example", provider)).expect("authority"),
+        expected: Epoch::new(expected),
+        credential: Credential::from_slice(credential).expect("credential within bound"),
+        config,
+    }
+}
+
+/// Polls `condition` until it holds, failing after [`WAIT`] with `what`.
+///
+/// For effects that travel through actor mailboxes (a drain notice, a stop),
+/// which complete on their own but not within the caller's poll.
+pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {WAIT:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Runs `future` with a bound, failing with `what` if it does not finish.
+pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {WAIT:?}: {what}"))
+}
+
+pub(crate) fn deadline() -> tokio::time::Instant {
+    tokio::time::Instant::now() + WAIT
+}
