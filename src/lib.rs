@@ -1,5 +1,4 @@
-//! provider-pools: bounded, fair, owned and accounted provider pools.
-
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
