@@ -316,3 +316,61 @@ async fn lookups_after_rotation_resolve_against_the_new_epoch() {
         })
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_lookups_never_go_back_an_epoch() {
+    // Readers lease continuously while the provider rotates: publish is
+    // atomic, so no reader is ever handed an epoch older than one it saw.
+    const ROTATIONS: u64 = 40;
+    // Room for every epoch at once, so that no rotation waits for a drain.
+    let pools = start(Limits {
+        retained_configurations: 64,
+        clients_per_provider: 64,
+        ..Limits::DEFAULT
+    })
+    .await;
+    let p = provider("alpha");
+    let receipt = pools
+        .install(installation(&p, 0, b"k0", http_config("alpha", 1)))
+        .await
+        .expect("create");
+    let slot = receipt.slots[0];
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+
+    let mut readers = tokio::task::JoinSet::new();
+    for _ in 0..4 {
+        let (pools, p, stop) = (pools.clone(), p.clone(), stop.clone());
+        readers.spawn(async move {
+            let (mut last, mut leases) = (Epoch::ZERO, 0u64);
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let lease = pools
+                    .client(&p, &slot, OriginKind::Http)
+                    .expect("a current epoch is always published");
+                assert!(lease.epoch() >= last, "{:?} after {last:?}", lease.epoch());
+                last = lease.epoch();
+                leases += 1;
+                tokio::task::yield_now().await;
+            }
+            leases
+        });
+    }
+
+    for installed in 1..=ROTATIONS {
+        pools
+            .install(installation(&p, installed, b"k", http_config("alpha", 1)))
+            .await
+            .expect("rotate");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    while let Some(reader) = readers.join_next().await {
+        assert!(reader.expect("reader task") > 0, "every reader leased");
+    }
+    assert_eq!(
+        pools.describe(&p).map(|d| d.epoch),
+        Some(Epoch::new(ROTATIONS + 1))
+    );
+    eventually("every superseded epoch drains", || {
+        pools.snapshot().retained_epochs == 1
+    })
+    .await;
+}

@@ -305,4 +305,56 @@ mod tests {
         }
         assert_eq!(budget.used(), 0);
     }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Reserve(u32),
+        Drop(usize),
+        SetLimit(u32),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u32..40).prop_map(Op::Reserve),
+            any::<usize>().prop_map(Op::Drop),
+            (0u32..120).prop_map(Op::SetLimit),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Under any sequence of reservations, drops and limit changes, use
+        /// equals the sum of live charges, never exceeds the limit, and
+        /// returns to zero when every charge is dropped.
+        #[test]
+        fn use_matches_live_charges_under_any_sequence(ops in proptest::collection::vec(op(), 0..200)) {
+            let budget = Budget::new("bytes", 100);
+            let mut live: Vec<Charge> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Reserve(n) => {
+                        let before = budget.used();
+                        match budget.try_reserve(n) {
+                            Ok(charge) => live.push(charge),
+                            Err(e) => proptest::prop_assert!(before + n > e.limit),
+                        }
+                    }
+                    Op::Drop(i) if !live.is_empty() => {
+                        let i = i % live.len();
+                        drop(live.swap_remove(i));
+                    }
+                    Op::Drop(_) => {}
+                    Op::SetLimit(limit) => {
+                        let refused = budget.set_limit(limit).is_err();
+                        proptest::prop_assert_eq!(refused, budget.used() > limit);
+                    }
+                }
+                let held: u32 = live.iter().map(Charge::amount).sum();
+                proptest::prop_assert_eq!(budget.used(), held);
+                proptest::prop_assert!(budget.used() <= budget.limit());
+            }
+            live.clear();
+            proptest::prop_assert_eq!(budget.used(), 0);
+        }
+    }
 }
