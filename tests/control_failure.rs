@@ -5,16 +5,11 @@ mod support;
 use std::time::Duration;
 
 use provider_pools::{ControlState, InstallError, Limits, LookupError, OriginKind};
-use support::{bounded, http_config, installation, provider, start};
+use support::{bounded, http_config, installation, with_alpha};
 
 #[tokio::test]
 async fn a_killed_registry_closes_admission_and_fails_the_report() {
-    let pools = start(Limits::DEFAULT).await;
-    let p = provider("alpha");
-    let receipt = pools
-        .install(installation(&p, 0, b"k", http_config("alpha", 1)))
-        .await
-        .expect("install");
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
 
     let registry = pools.registry_cell();
     registry.kill();

@@ -5,7 +5,7 @@ mod support;
 
 use provider_pools::budget::Exhausted;
 use provider_pools::{Epoch, InstallError, Limits, LookupError, OriginKind, OriginSlot};
-use support::{eventually, http_config, installation, provider, start};
+use support::{eventually, http_config, installation, provider, start, with_alpha};
 
 #[tokio::test]
 async fn creation_expects_epoch_zero() {
@@ -291,12 +291,7 @@ async fn a_service_name_belongs_to_one_provider() {
 
 #[tokio::test]
 async fn lookups_after_rotation_resolve_against_the_new_epoch() {
-    let pools = start(Limits::DEFAULT).await;
-    let p = provider("alpha");
-    let first = pools
-        .install(installation(&p, 0, b"k", http_config("alpha", 3)))
-        .await
-        .expect("create");
+    let (pools, p, first) = with_alpha(Limits::DEFAULT, 3).await;
     pools
         .install(installation(&p, 1, b"k", http_config("alpha", 1)))
         .await

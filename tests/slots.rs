@@ -4,16 +4,11 @@
 mod support;
 
 use provider_pools::{Limits, LookupError, OriginKind, OriginSlot};
-use support::{http_config, installation, provider, start};
+use support::{http_config, installation, provider, start, with_alpha};
 
 #[tokio::test]
 async fn the_same_slot_reuses_its_configured_client() {
-    let pools = start(Limits::DEFAULT).await;
-    let p = provider("alpha");
-    let receipt = pools
-        .install(installation(&p, 0, b"k", http_config("alpha", 2)))
-        .await
-        .expect("install");
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 2).await;
     let slot0 = receipt.slot(OriginSlot::new(0)).expect("slot 0");
     let slot1 = receipt.slot(OriginSlot::new(1)).expect("slot 1");
 
@@ -28,12 +23,7 @@ async fn the_same_slot_reuses_its_configured_client() {
 
 #[tokio::test]
 async fn a_slot_looked_up_as_another_kind_is_refused() {
-    let pools = start(Limits::DEFAULT).await;
-    let p = provider("alpha");
-    let receipt = pools
-        .install(installation(&p, 0, b"k", http_config("alpha", 1)))
-        .await
-        .expect("install");
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
     let refused = pools.client(&p, &receipt.slots[0], OriginKind::S3).err();
     assert_eq!(
         refused,

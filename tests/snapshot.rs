@@ -3,7 +3,9 @@
 mod support;
 
 use provider_pools::{ControlState, Limits, OriginKind};
-use support::{bounded, deadline, eventually, http_config, installation, provider, start};
+use support::{
+    bounded, deadline, eventually, http_config, installation, provider, start, with_alpha,
+};
 
 #[tokio::test]
 async fn a_fresh_registry_owns_nothing_and_is_not_yet_clean() {
@@ -102,12 +104,7 @@ async fn a_metadata_budget_too_small_for_the_epoch_refuses_it() {
 
 #[tokio::test]
 async fn shutdown_after_every_lease_is_dropped_is_clean() {
-    let pools = start(Limits::DEFAULT).await;
-    let p = provider("alpha");
-    let receipt = pools
-        .install(installation(&p, 0, b"k", http_config("alpha", 2)))
-        .await
-        .expect("install");
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 2).await;
     let lease = pools
         .client(&p, &receipt.slots[0], OriginKind::Http)
         .expect("lease");
@@ -119,12 +116,7 @@ async fn shutdown_after_every_lease_is_dropped_is_clean() {
 
 #[tokio::test]
 async fn shutdown_reports_what_a_held_lease_still_retains() {
-    let pools = start(Limits::DEFAULT).await;
-    let p = provider("alpha");
-    let receipt = pools
-        .install(installation(&p, 0, b"k", http_config("alpha", 2)))
-        .await
-        .expect("install");
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 2).await;
     let lease = pools
         .client(&p, &receipt.slots[0], OriginKind::Http)
         .expect("lease");

@@ -81,3 +81,18 @@ pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T
 pub(crate) fn deadline() -> tokio::time::Instant {
     tokio::time::Instant::now() + WAIT
 }
+
+/// A registry with provider `alpha` created (epoch 1) on `origins` HTTP
+/// origins, credential `k`.
+pub(crate) async fn with_alpha(
+    limits: Limits,
+    origins: u32,
+) -> (ProviderPools, ProviderId, provider_pools::InstallReceipt) {
+    let pools = start(limits).await;
+    let alpha = provider("alpha");
+    let receipt = pools
+        .install(installation(&alpha, 0, b"k", http_config("alpha", origins)))
+        .await
+        .expect("alpha installs");
+    (pools, alpha, receipt)
+}
