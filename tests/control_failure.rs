@@ -33,3 +33,32 @@ async fn a_killed_registry_closes_admission_and_fails_the_report() {
     assert_eq!(report.control, ControlState::Failed);
     assert!(!report.is_clean());
 }
+
+#[tokio::test]
+async fn a_killed_scheduler_closes_admission_and_fails_the_report() {
+    let (pools, _, receipt) = with_alpha(Limits::DEFAULT, 1).await;
+    let scheduler = pools.scheduler_cell();
+    scheduler.kill();
+    bounded("scheduler stops", scheduler.wait(None))
+        .await
+        .expect("wait for the killed scheduler");
+    support::eventually("the registry records the control failure", || {
+        pools.snapshot().control == ControlState::Failed
+    })
+    .await;
+
+    let refused = pools
+        .admit(support::request(
+            &pools,
+            support::plan("t", 1),
+            &receipt,
+            b"x",
+        ))
+        .await;
+    assert_eq!(refused.err(), Some(provider_pools::AdmitError::Closed));
+    let report = pools
+        .shutdown(tokio::time::Instant::now() + Duration::from_millis(50))
+        .await;
+    assert_eq!(report.control, ControlState::Failed);
+    assert!(!report.is_clean());
+}

@@ -132,3 +132,29 @@ pub enum LookupError {
         requested: OriginKind,
     },
 }
+
+/// A `lower_limits` call was refused; no limit changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LowerError {
+    /// The lowered limits are invalid, raise a startup limit, or change a
+    /// fixed one.
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
+    /// A limit would fall below what is in use now.
+    #[error("limit {field} cannot be lowered to {requested}: {used} in use")]
+    InUse {
+        /// The limit.
+        field: crate::limits::LimitField,
+        /// Its current use (the largest, for per-tenant, per-provider and
+        /// per-client limits).
+        used: u32,
+        /// The refused value.
+        requested: u32,
+    },
+    /// The registry's mailbox is full.
+    #[error("registry is busy")]
+    Busy,
+    /// The pools are closed.
+    #[error("provider pools are closed")]
+    Closed,
+}

@@ -6,11 +6,12 @@
 //!   only by dropping the charge after the resource is destroyed.
 //! - Gauges are observations maintained by the single actor that owns each
 //!   resource; nothing decides admission from a gauge.
-//! - The control state only moves forward: running → retiring → completed.
-//!   A failed control owner is observed from its actor's status, not stored.
+//! - The control state only moves forward: running → retiring → completed,
+//!   or to failed from anywhere but completed.
 
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::budget::Budget;
 use crate::limits::Limits;
@@ -42,11 +43,17 @@ pub(crate) struct Ledger {
     pub(crate) metadata: Arc<Budget>,
     pub(crate) gauges: Gauges,
     control: AtomicU8,
+    /// The queue age for future admissions, in nanoseconds (lowerable).
+    queue_age: AtomicU64,
+    /// One sequence for grants and dispatches: a call is fresh for a grant
+    /// when its number is higher.
+    sequence: AtomicU64,
 }
 
 const RUNNING: u8 = 0;
 const RETIRING: u8 = 1;
 const COMPLETED: u8 = 2;
+const FAILED: u8 = 3;
 
 impl Ledger {
     pub(crate) fn new(limits: &Limits) -> Arc<Self> {
@@ -56,6 +63,8 @@ impl Ledger {
             metadata: Budget::new("metadata_bytes", limits.metadata_bytes),
             gauges: Gauges::default(),
             control: AtomicU8::new(RUNNING),
+            queue_age: AtomicU64::new(nanos(limits.queue_age)),
+            sequence: AtomicU64::new(0),
         })
     }
 
@@ -63,7 +72,8 @@ impl Ledger {
         match self.control.load(Ordering::Acquire) {
             RUNNING => ControlState::Running,
             RETIRING => ControlState::Retiring,
-            _ => ControlState::Completed,
+            COMPLETED => ControlState::Completed,
+            _ => ControlState::Failed,
         }
     }
 
@@ -84,6 +94,30 @@ impl Ledger {
         self.control
             .compare_exchange(RETIRING, COMPLETED, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+
+    /// Records a control failure: admission closes, and no report can be
+    /// clean. A completed shutdown stays completed.
+    pub(crate) fn fail(&self) {
+        let _ = self
+            .control
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
+                (state != COMPLETED).then_some(FAILED)
+            });
+    }
+
+    /// The queue age for admissions starting now.
+    pub(crate) fn queue_age(&self) -> Duration {
+        Duration::from_nanos(self.queue_age.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set_queue_age(&self, age: Duration) {
+        self.queue_age.store(nanos(age), Ordering::Release);
+    }
+
+    /// The next number in the grant and dispatch sequence.
+    pub(crate) fn next_sequence(&self) -> u64 {
+        self.sequence.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     pub(crate) fn snapshot(&self) -> Snapshot {
@@ -108,4 +142,8 @@ impl Ledger {
             control: self.control(),
         }
     }
+}
+
+fn nanos(age: Duration) -> u64 {
+    u64::try_from(age.as_nanos()).unwrap_or(u64::MAX)
 }

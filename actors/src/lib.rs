@@ -9,6 +9,7 @@
 //!
 //! ```text
 //! RegistryActor (supervisor; publishes epochs under its fence)
+//! ├── SchedulerActor   tenant → provider rotation, FIFO per group; grants admission
 //! └── EpochActor × N   one per (provider, epoch), alive until drained
 //! ```
 //!
@@ -17,29 +18,39 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod admission;
 pub mod budget;
 pub mod config;
 pub mod credential;
+pub mod dispatch;
 pub mod epoch;
 pub mod error;
 pub mod identity;
 pub mod install;
 pub mod limits;
+pub mod plan;
 pub mod snapshot;
 
 mod ledger;
 mod mailbox;
 mod pools;
 mod registry;
+mod scheduler;
 
+pub use admission::{
+    AdmitError, AdmitRequest, PoolReady, RunningRequest, StagedInput, StagedOutput,
+};
+pub use bytes::Bytes;
 pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
 pub use credential::Credential;
+pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
 pub use epoch::{ClientId, ClientLease, TypedSlot};
-pub use error::{InstallError, LookupError, StartError};
+pub use error::{InstallError, LookupError, LowerError, StartError};
 pub use identity::{
     Authority, BrokerGeneration, Epoch, OriginKind, OriginSlot, ProviderId, ServiceName, TenantId,
 };
 pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{LimitField, Limits, LimitsError};
+pub use plan::{ExecutionPlan, LedgerId, SessionId};
 pub use pools::{PoolsConfig, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Snapshot};

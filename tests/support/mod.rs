@@ -96,3 +96,81 @@ pub(crate) async fn with_alpha(
         .expect("alpha installs");
     (pools, alpha, receipt)
 }
+
+/// A plan for `tenant` whose Store and I/O deadlines are far away.
+pub(crate) fn plan(tenant: &str, session: u64) -> provider_pools::ExecutionPlan {
+    let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
+    plan_until(tenant, session, far, far)
+}
+
+/// A plan for `tenant` with the given Store and I/O deadlines.
+pub(crate) fn plan_until(
+    tenant: &str,
+    session: u64,
+    store: tokio::time::Instant,
+    io: tokio::time::Instant,
+) -> provider_pools::ExecutionPlan {
+    provider_pools::ExecutionPlan::seal(
+        provider_pools::TenantId::new(tenant).expect("valid tenant id"),
+        provider_pools::SessionId::new(session),
+        provider_pools::LedgerId::new(1),
+        store,
+        io,
+    )
+}
+
+/// An admission request for slot 0 of `receipt`'s provider, with `input`.
+pub(crate) fn request(
+    pools: &ProviderPools,
+    plan: provider_pools::ExecutionPlan,
+    receipt: &provider_pools::InstallReceipt,
+    input: &'static [u8],
+) -> provider_pools::AdmitRequest {
+    provider_pools::AdmitRequest {
+        plan,
+        provider: receipt.provider.clone(),
+        slot: receipt.slots[0],
+        kind: OriginKind::Http,
+        input: pools
+            .stage_input(provider_pools::Bytes::from_static(input))
+            .expect("input fits the metadata budget"),
+    }
+}
+
+/// Admits `request`, expecting an immediate grant.
+pub(crate) async fn admitted(
+    pools: &ProviderPools,
+    request: provider_pools::AdmitRequest,
+) -> provider_pools::PoolReady {
+    bounded("admission", pools.admit(request))
+        .await
+        .expect("capacity is free")
+}
+
+/// Runs `future` as a task of the test's runtime.
+#[allow(clippy::disallowed_methods, reason = "tests own their tasks")]
+pub(crate) fn task<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(future)
+}
+
+/// A dispatch authority that allows every call.
+#[derive(Debug, Default)]
+pub(crate) struct AllowAll;
+
+impl provider_pools::DispatchAuthority for AllowAll {
+    fn authorize(
+        &self,
+        _: &provider_pools::ExecutionPlan,
+        _: &ProviderId,
+    ) -> Result<(), provider_pools::Denied> {
+        Ok(())
+    }
+}
+
+pub(crate) fn allow_all() -> AllowAll {
+    AllowAll
+}

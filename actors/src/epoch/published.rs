@@ -264,6 +264,11 @@ impl ClientLease {
         self.epoch.epoch
     }
 
+    /// True once the leased epoch has been retired.
+    pub(crate) fn is_retired(&self) -> bool {
+        self.epoch.is_retired()
+    }
+
     /// The origin's public target, as configured.
     pub fn target(&self) -> &str {
         self.epoch

@@ -4,12 +4,14 @@
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::sync::oneshot;
 
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{Envelope, MailboxSlots};
+use crate::mailbox::{Envelope, Mailbox, MailboxSlots};
 use crate::registry::state::State;
 use crate::registry::{Directory, Msg};
+use crate::scheduler::{self, SchedulerActor, SchedulerArgs};
 
 pub(crate) struct RegistryActor;
 
@@ -18,6 +20,9 @@ pub(crate) struct RegistryArgs {
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) directory: Arc<Directory>,
     pub(crate) slots: MailboxSlots,
+    pub(crate) scheduler: SchedulerArgs,
+    /// Where the handle learns the scheduler's mailbox.
+    pub(crate) scheduler_ready: oneshot::Sender<Mailbox<scheduler::Msg>>,
 }
 
 impl Actor for RegistryActor {
@@ -30,12 +35,20 @@ impl Actor for RegistryActor {
         myself: ActorRef<Self::Msg>,
         args: RegistryArgs,
     ) -> Result<State, ActorProcessingErr> {
+        let scheduler_slots = args.scheduler.slots.clone();
+        let (scheduler, _join) =
+            Actor::spawn_linked(None, SchedulerActor, args.scheduler, myself.get_cell()).await?;
+        let scheduler = scheduler_slots.attach(scheduler);
+        if args.scheduler_ready.send(scheduler.clone()).is_err() {
+            return Err("the handle stopped waiting for the scheduler".into());
+        }
         let mailbox = args.slots.attach(myself);
         Ok(State::new(
             args.limits,
             args.ledger,
             args.directory,
             mailbox,
+            scheduler,
         ))
     }
 
@@ -53,16 +66,17 @@ impl Actor for RegistryActor {
                 let result = state.install(myself.get_cell(), *installation).await;
                 let _ = reply.send(result);
             }
-            Msg::EpochDrained { instance } => {
-                state.epoch_drained(instance);
-                state.finish_shutdown(&myself.get_cell());
-            }
+            Msg::EpochDrained { instance } => state.epoch_drained(instance),
             Msg::Retire { reply } => {
                 state.retire();
                 let _ = reply.send(());
             }
-            Msg::Shutdown { reply } => state.shutdown(&myself.get_cell(), reply),
+            Msg::Shutdown { reply } => state.shutdown(reply),
+            Msg::LowerLimits { limits, reply } => {
+                let _ = reply.send(state.lower_limits(limits).await);
+            }
         }
+        state.finish_shutdown(&myself.get_cell()).await;
         Ok(())
     }
 
@@ -74,14 +88,14 @@ impl Actor for RegistryActor {
     ) -> Result<(), ActorProcessingErr> {
         match event {
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                state.epoch_actor_stopped(cell.get_id(), None);
+                state.child_stopped(cell.get_id(), None);
             }
             SupervisionEvent::ActorFailed(cell, err) => {
-                state.epoch_actor_stopped(cell.get_id(), Some(err.to_string()));
+                state.child_stopped(cell.get_id(), Some(err.to_string()));
             }
             _ => return Ok(()),
         }
-        state.finish_shutdown(&myself.get_cell());
+        state.finish_shutdown(&myself.get_cell()).await;
         Ok(())
     }
 }

@@ -8,9 +8,14 @@
 //! registry; publish atomically, retiring the old epoch first. Any refusal
 //! before publish drops what was reserved and leaves the old epoch in place.
 //!
-//! Shutdown order: close admission (the ledger), unpublish and retire every
-//! epoch, stop each epoch actor when its drain notice arrives, release its
-//! charges when the actor has terminated, then complete the ledger and stop.
+//! The registry also spawns the scheduler, linked to itself: the scheduler
+//! is a control owner, and its loss closes admission and fails the report.
+//!
+//! Shutdown order: close admission (the ledger), answer queued waiters
+//! `Closed`, unpublish and retire every epoch, stop each epoch actor when its
+//! drain notice arrives, release its charges when the actor has terminated;
+//! once no epoch is retained, confirm the scheduler owns no request, stop it,
+//! then complete the ledger and stop.
 //!
 //! Mailbox: 64 message slots; one release slot per retained configuration
 //! (the startup limit), held by each epoch for its drain notice.
@@ -24,9 +29,10 @@ use ractor::RpcReplyPort;
 pub(crate) use actor::{RegistryActor, RegistryArgs};
 pub(crate) use directory::Directory;
 
-use crate::error::InstallError;
+use crate::error::{InstallError, LowerError};
 use crate::identity::InstanceId;
 use crate::install::{InstallReceipt, Installation};
+use crate::limits::Limits;
 use crate::mailbox::MailboxBound;
 
 /// The registry's mailbox bound for a given retained-configuration limit.
@@ -48,6 +54,11 @@ pub(crate) enum Msg {
     EpochDrained { instance: InstanceId },
     /// Close admission and retire every epoch.
     Retire { reply: RpcReplyPort<()> },
-    /// Retire, then answer once every epoch has been released.
+    /// Retire, then answer once every epoch and request has been released.
     Shutdown { reply: RpcReplyPort<()> },
+    /// Lower limits, all or nothing.
+    LowerLimits {
+        limits: Limits,
+        reply: RpcReplyPort<Result<(), LowerError>>,
+    },
 }

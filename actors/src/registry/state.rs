@@ -4,19 +4,27 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use ractor::{ActorCell, ActorId, RpcReplyPort};
+use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::budget::{Budget, Charge, Exhausted};
 use crate::config::EPOCH_OVERHEAD;
 use crate::epoch::actor::EpochHandle;
 use crate::epoch::published::{EpochParts, PublishedEpoch};
-use crate::error::InstallError;
+use crate::error::{InstallError, LowerError};
 use crate::identity::{Epoch, InstanceId, ProviderId, ServiceName};
 use crate::install::{InstallReceipt, Installation};
 use crate::ledger::Ledger;
-use crate::limits::Limits;
-use crate::mailbox::Mailbox;
+use crate::limits::{LimitField, Limits};
+use crate::mailbox::{Mailbox, ReleaseSlot};
 use crate::registry::{Directory, Msg};
+use crate::scheduler;
+
+/// How long the registry waits for the scheduler during shutdown.
+const SCHEDULER_WAIT: Duration = Duration::from_secs(5);
 
 /// One logical provider across its epochs.
 struct ProviderEntry {
@@ -40,10 +48,16 @@ struct EpochRecord {
 }
 
 pub(crate) struct State {
+    /// Limits in force: the startup limits, or lower.
     limits: Limits,
     ledger: Arc<Ledger>,
     directory: Arc<Directory>,
     mailbox: Mailbox<Msg>,
+    scheduler: Mailbox<scheduler::Msg>,
+    /// Room for the scheduler's `Close`, reserved at start.
+    scheduler_close: Option<ReleaseSlot<scheduler::Msg>>,
+    /// Set before the registry stops the scheduler itself.
+    scheduler_stopping: bool,
     providers: HashMap<ProviderId, ProviderEntry>,
     services: HashMap<ServiceName, ProviderId>,
     epochs: HashMap<InstanceId, EpochRecord>,
@@ -57,12 +71,16 @@ impl State {
         ledger: Arc<Ledger>,
         directory: Arc<Directory>,
         mailbox: Mailbox<Msg>,
+        scheduler: Mailbox<scheduler::Msg>,
     ) -> Self {
         Self {
             limits,
             ledger,
             directory,
             mailbox,
+            scheduler_close: scheduler.reserve_release(),
+            scheduler,
+            scheduler_stopping: false,
             providers: HashMap::new(),
             services: HashMap::new(),
             epochs: HashMap::new(),
@@ -213,8 +231,16 @@ impl State {
         self.collect(instance);
     }
 
-    /// An epoch actor terminated or failed.
-    pub(crate) fn epoch_actor_stopped(&mut self, actor: ActorId, failure: Option<String>) {
+    /// A child actor terminated or failed: the scheduler (a control owner)
+    /// or an epoch actor.
+    pub(crate) fn child_stopped(&mut self, actor: ActorId, failure: Option<String>) {
+        if actor == self.scheduler.actor().get_id() {
+            if !self.scheduler_stopping {
+                tracing::error!(reason = ?failure, "scheduler lost; admission closed");
+                self.ledger.fail();
+            }
+            return;
+        }
         let Some(instance) = self.by_actor.remove(&actor) else {
             return;
         };
@@ -235,9 +261,13 @@ impl State {
         self.collect(instance);
     }
 
-    /// Closes admission and retires every published epoch.
+    /// Closes admission, answers queued waiters `Closed`, and retires every
+    /// published epoch.
     pub(crate) fn retire(&mut self) {
         self.ledger.close();
+        if let Some(slot) = self.scheduler_close.take() {
+            let _ = slot.send(scheduler::Msg::Close);
+        }
         for epoch in self.directory.clear() {
             if let Some(record) = self.epochs.get_mut(&epoch.instance) {
                 record.handle.retire();
@@ -246,17 +276,25 @@ impl State {
         self.refresh_configured();
     }
 
-    /// Retires, then answers `reply` once nothing is retained.
-    pub(crate) fn shutdown(&mut self, myself: &ActorCell, reply: RpcReplyPort<()>) {
+    /// Retires; `reply` is answered once nothing is owned any more.
+    pub(crate) fn shutdown(&mut self, reply: RpcReplyPort<()>) {
         self.retire();
         self.shutdown_waiters.push(reply);
-        self.finish_shutdown(myself);
     }
 
-    /// Completes shutdown if it was asked for and nothing is retained.
-    pub(crate) fn finish_shutdown(&mut self, myself: &ActorCell) {
+    /// Completes shutdown if it was asked for and nothing is owned: no epoch
+    /// retained and no request left in the scheduler.
+    pub(crate) async fn finish_shutdown(&mut self, myself: &ActorCell) {
         if self.shutdown_waiters.is_empty() || !self.epochs.is_empty() {
             return;
+        }
+        if !self.scheduler_stopping {
+            if self.scheduler_counts().await != Some((0, 0)) {
+                return;
+            }
+            self.scheduler_stopping = true;
+            let cell = self.scheduler.actor().get_cell();
+            let _ = cell.stop_and_wait(None, Some(SCHEDULER_WAIT)).await;
         }
         if self.ledger.complete() {
             tracing::info!("provider pools shut down clean");
@@ -265,6 +303,100 @@ impl State {
             let _ = waiter.send(());
         }
         myself.stop(Some("shut down".into()));
+    }
+
+    /// Lowers limits, all or nothing; see `ProviderPools::lower_limits`.
+    pub(crate) async fn lower_limits(&mut self, lowered: Limits) -> Result<(), LowerError> {
+        if self.ledger.is_closed() {
+            return Err(LowerError::Closed);
+        }
+        let mut budgets: Vec<(LimitField, &Arc<Budget>, u32)> = vec![
+            (
+                LimitField::RetainedConfigurations,
+                &self.ledger.retained,
+                lowered.retained_configurations,
+            ),
+            (
+                LimitField::ConfiguredClients,
+                &self.ledger.clients,
+                lowered.configured_clients,
+            ),
+            (
+                LimitField::MetadataBytes,
+                &self.ledger.metadata,
+                lowered.metadata_bytes,
+            ),
+        ];
+        budgets.extend(self.providers.values().map(|p| {
+            (
+                LimitField::ClientsPerProvider,
+                &p.clients,
+                lowered.clients_per_provider,
+            )
+        }));
+        let mut lowered_so_far = Vec::with_capacity(budgets.len());
+        let mut refusal = None;
+        for (field, budget, requested) in budgets {
+            let previous = budget.limit();
+            match budget.set_limit(requested) {
+                Ok(()) => lowered_so_far.push((budget, previous)),
+                Err(in_use) => {
+                    refusal = Some(LowerError::InUse {
+                        field,
+                        used: in_use.used,
+                        requested,
+                    });
+                    break;
+                }
+            }
+        }
+        if refusal.is_none() {
+            refusal = self.lower_scheduler(&lowered).await.err();
+        }
+        if let Some(refusal) = refusal {
+            for (budget, previous) in lowered_so_far {
+                // Restoring a higher limit cannot fail.
+                let _ = budget.set_limit(previous);
+            }
+            return Err(refusal);
+        }
+        self.ledger.set_queue_age(lowered.queue_age);
+        self.limits = lowered;
+        tracing::info!(?lowered, "limits lowered");
+        Ok(())
+    }
+
+    async fn lower_scheduler(&self, lowered: &Limits) -> Result<(), LowerError> {
+        let (reply, answer) = oneshot::channel();
+        let msg = scheduler::Msg::SetCeilings {
+            ceilings: scheduler::ceilings(lowered),
+            reply: reply.into(),
+        };
+        let deadline = Instant::now() + SCHEDULER_WAIT;
+        self.scheduler
+            .send_within(msg, deadline)
+            .await
+            .map_err(|_| LowerError::Busy)?;
+        match tokio::time::timeout_at(deadline, answer).await {
+            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Err(in_use))) => Err(LowerError::InUse {
+                field: in_use.field,
+                used: in_use.used,
+                requested: in_use.requested,
+            }),
+            Ok(Err(_)) | Err(_) => Err(LowerError::Busy),
+        }
+    }
+
+    /// The scheduler's (pending, running), or `None` if it cannot answer.
+    async fn scheduler_counts(&self) -> Option<(u32, u32)> {
+        let (reply, answer) = oneshot::channel();
+        let deadline = Instant::now() + SCHEDULER_WAIT;
+        let msg = scheduler::Msg::Counts {
+            reply: reply.into(),
+        };
+        self.scheduler.send_within(msg, deadline).await.ok()?;
+        tokio::time::timeout_at(deadline, answer).await.ok()?.ok()
     }
 
     /// Removes the record of `instance` — releasing its charges — once the

@@ -1,0 +1,100 @@
+//! [`RunningRequest`]: the running owner that travels with the I/O
+//! operation.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use crate::admission::ready::PoolReady;
+use crate::admission::{AdmitError, StagedInput, StagedOutput};
+use crate::budget::{Budget, Charge};
+use crate::epoch::ClientLease;
+use crate::plan::ExecutionPlan;
+use crate::scheduler::RunningGrant;
+
+/// A started request. Cheap to clone: every clone — the I/O operation, a
+/// response stream, a staged result — keeps the request's running capacity,
+/// its client lease and its activation until the last one is dropped.
+#[derive(Clone)]
+pub struct RunningRequest(Arc<Running>);
+
+struct Running {
+    // Field order is drop order: the running capacity goes back to the
+    // scheduler before the lease may let the epoch drain.
+    _grant: RunningGrant,
+    lease: ClientLease,
+    plan: ExecutionPlan,
+    input: StagedInput,
+    _charge: Charge,
+    deadline: Instant,
+    metadata: Arc<Budget>,
+}
+
+impl RunningRequest {
+    pub(crate) fn new(ready: PoolReady) -> Self {
+        let PoolReady {
+            grant,
+            lease,
+            plan,
+            input,
+            charge,
+            deadline,
+            metadata,
+            generation: _,
+            granted: _,
+        } = ready;
+        Self(Arc::new(Running {
+            _grant: grant,
+            lease,
+            plan,
+            input,
+            _charge: charge,
+            deadline,
+            metadata,
+        }))
+    }
+
+    /// The plan of the activation this request runs for.
+    pub fn plan(&self) -> &ExecutionPlan {
+        &self.0.plan
+    }
+
+    /// The leased client the request runs on.
+    pub fn client(&self) -> &ClientLease {
+        &self.0.lease
+    }
+
+    /// The staged input.
+    pub fn input(&self) -> &StagedInput {
+        &self.0.input
+    }
+
+    /// The absolute deadline fixed at admission; no stage resets it.
+    pub fn deadline(&self) -> Instant {
+        self.0.deadline
+    }
+
+    /// Charges `bytes` to the metadata budget and ties them to this request:
+    /// the result keeps the running capacity until it is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`AdmitError::Capacity`] when the metadata budget has no room.
+    pub fn stage_output(&self, bytes: Bytes) -> Result<StagedOutput, AdmitError> {
+        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let charge = self.0.metadata.try_reserve(len)?;
+        Ok(StagedOutput::new(bytes, charge, self.clone()))
+    }
+}
+
+impl fmt::Debug for RunningRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunningRequest")
+            .field("plan", &self.0.plan)
+            .field("client", &self.0.lease)
+            .field("input", &self.0.input)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,92 @@
+//! Accounted buffers: request input and result bytes charged to the node's
+//! metadata budget for as long as anyone holds them.
+//!
+//! Invariants:
+//! - The charge is taken before the buffer is retained and returned only when
+//!   the last holder drops it — cancelling a request does not refund bytes
+//!   still held elsewhere.
+//! - A result holds its request's running owner: a delayed consumer keeps the
+//!   tenant's and provider's running capacity until it lets go.
+
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::admission::running::RunningRequest;
+use crate::budget::Charge;
+
+struct Staged {
+    bytes: Bytes,
+    _charge: Charge,
+}
+
+/// Request input, staged and charged before a request is queued.
+///
+/// Cheap to clone; the charge is returned when the last clone is dropped.
+#[derive(Clone)]
+pub struct StagedInput(Arc<Staged>);
+
+impl StagedInput {
+    pub(crate) fn new(bytes: Bytes, charge: Charge) -> Self {
+        Self(Arc::new(Staged {
+            bytes,
+            _charge: charge,
+        }))
+    }
+
+    /// The input bytes.
+    pub fn bytes(&self) -> &Bytes {
+        &self.0.bytes
+    }
+
+    /// Their length.
+    pub fn len(&self) -> usize {
+        self.0.bytes.len()
+    }
+
+    /// True when there is no input.
+    pub fn is_empty(&self) -> bool {
+        self.0.bytes.is_empty()
+    }
+}
+
+impl fmt::Debug for StagedInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StagedInput")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// Result bytes of a running request, charged and holding the request's
+/// running owner until dropped.
+pub struct StagedOutput {
+    staged: Staged,
+    _owner: RunningRequest,
+}
+
+impl StagedOutput {
+    pub(crate) fn new(bytes: Bytes, charge: Charge, owner: RunningRequest) -> Self {
+        Self {
+            staged: Staged {
+                bytes,
+                _charge: charge,
+            },
+            _owner: owner,
+        }
+    }
+
+    /// The result bytes.
+    pub fn bytes(&self) -> &Bytes {
+        &self.staged.bytes
+    }
+}
+
+impl fmt::Debug for StagedOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StagedOutput")
+            .field("len", &self.staged.bytes.len())
+            .finish()
+    }
+}

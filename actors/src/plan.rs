@@ -1,0 +1,135 @@
+//! The sealed execution plan the embedding runtime supplies with every
+//! request: who asks (tenant, session, ledger) and until when (the Store and
+//! I/O deadlines).
+//!
+//! Invariants:
+//! - A plan is immutable once sealed; no stage of the pools resets its
+//!   deadlines.
+//! - The tenant of a request is always the plan's, never the caller's claim.
+
+use std::fmt;
+
+use tokio::time::Instant;
+
+use crate::identity::TenantId;
+
+/// One activation's session, as the embedding runtime numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(u64);
+
+impl SessionId {
+    /// The session numbered `value`.
+    pub const fn new(value: u64) -> Self {
+        Self(value)
+    }
+
+    /// The session's number.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// The ledger an activation's effects are recorded in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LedgerId(u64);
+
+impl LedgerId {
+    /// The ledger numbered `value`.
+    pub const fn new(value: u64) -> Self {
+        Self(value)
+    }
+
+    /// The ledger's number.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// The sealed execution plan of one activation.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use provider_pools_actors::plan::{ExecutionPlan, LedgerId, SessionId};
+/// use provider_pools_actors::TenantId;
+/// use tokio::time::Instant;
+///
+/// let now = Instant::now();
+/// let plan = ExecutionPlan::seal(
+///     TenantId::new("acme")?,
+///     SessionId::new(7),
+///     LedgerId::new(1),
+///     now + Duration::from_secs(30),
+///     now + Duration::from_secs(2),
+/// );
+/// assert_eq!(plan.earliest_deadline(), now + Duration::from_secs(2));
+/// # Ok::<(), provider_pools_actors::identity::IdentityError>(())
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct ExecutionPlan {
+    tenant: TenantId,
+    session: SessionId,
+    ledger: LedgerId,
+    store_deadline: Instant,
+    io_deadline: Instant,
+}
+
+impl ExecutionPlan {
+    /// Seals a plan; nothing can change it afterwards.
+    pub fn seal(
+        tenant: TenantId,
+        session: SessionId,
+        ledger: LedgerId,
+        store_deadline: Instant,
+        io_deadline: Instant,
+    ) -> Self {
+        Self {
+            tenant,
+            session,
+            ledger,
+            store_deadline,
+            io_deadline,
+        }
+    }
+
+    /// The tenant every request of this plan is charged to.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The activation's session.
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// The activation's ledger.
+    pub fn ledger(&self) -> LedgerId {
+        self.ledger
+    }
+
+    /// The Store deadline.
+    pub fn store_deadline(&self) -> Instant {
+        self.store_deadline
+    }
+
+    /// The I/O deadline.
+    pub fn io_deadline(&self) -> Instant {
+        self.io_deadline
+    }
+
+    /// The earlier of the Store and I/O deadlines.
+    pub fn earliest_deadline(&self) -> Instant {
+        self.store_deadline.min(self.io_deadline)
+    }
+}
+
+impl fmt::Debug for ExecutionPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecutionPlan")
+            .field("tenant", &self.tenant)
+            .field("session", &self.session.0)
+            .field("ledger", &self.ledger.0)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,205 @@
+//! Installation, lookups, observation, limits and shutdown.
+
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::epoch::{ClientLease, TypedSlot};
+use crate::error::{InstallError, LookupError, LowerError};
+use crate::identity::{OriginKind, ProviderId};
+use crate::install::{InstallReceipt, Installation, ProviderDescriptor};
+use crate::limits::Limits;
+use crate::mailbox::MailboxError;
+use crate::pools::ProviderPools;
+use crate::registry::Msg;
+use crate::snapshot::{ControlState, Snapshot};
+
+/// How many times a lookup re-reads the directory when the epoch it found
+/// was retired under it by a concurrent rotation.
+const LOOKUP_ATTEMPTS: usize = 4;
+
+/// How long control operations without a deadline of their own wait for
+/// room in the registry's mailbox and for its answer.
+const CONTROL_WAIT: Duration = Duration::from_secs(5);
+
+impl ProviderPools {
+    /// Installs a provider's first epoch (`expected` zero) or replaces its
+    /// current one (`expected` the installed epoch), publishing atomically.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once the request is queued, dropping the future does not undo it: the
+    /// installation completes or is refused, and only the answer is lost.
+    /// [`ProviderPools::describe`] tells which epoch is installed.
+    ///
+    /// # Errors
+    ///
+    /// Every [`InstallError`]; on any of them the previous epoch, if any,
+    /// stays installed and usable.
+    pub async fn install(
+        &self,
+        installation: Installation,
+    ) -> Result<InstallReceipt, InstallError> {
+        if !self.is_open() {
+            return Err(InstallError::Closed);
+        }
+        let (reply, answer) = oneshot::channel();
+        let msg = Msg::Install {
+            installation: Box::new(installation),
+            reply: reply.into(),
+        };
+        self.inner.mailbox.try_send(msg).map_err(|err| match err {
+            MailboxError::Busy(_) | MailboxError::Timeout(_) => InstallError::Busy,
+            MailboxError::Closed => InstallError::Closed,
+        })?;
+        answer.await.map_err(|_| InstallError::Closed)?
+    }
+
+    /// Leases the configured client of `slot` on `provider`'s current epoch,
+    /// without a message hop. The same slot always reaches the same client.
+    ///
+    /// # Errors
+    ///
+    /// [`LookupError::ForeignSlot`] for a slot minted by another
+    /// installation, [`LookupError::KindMismatch`] when the slot is
+    /// configured for another protocol, and the other [`LookupError`]s.
+    pub fn client(
+        &self,
+        provider: &ProviderId,
+        slot: &TypedSlot,
+        kind: OriginKind,
+    ) -> Result<ClientLease, LookupError> {
+        for _ in 0..LOOKUP_ATTEMPTS {
+            if !self.is_open() {
+                return Err(LookupError::Closed);
+            }
+            let epoch = self.inner.directory.current(provider).ok_or_else(|| {
+                LookupError::UnknownProvider {
+                    provider: provider.clone(),
+                }
+            })?;
+            match epoch.lease(slot, kind) {
+                Err(LookupError::Retired { .. }) => continue,
+                other => return other,
+            }
+        }
+        Err(LookupError::Retired {
+            provider: provider.clone(),
+        })
+    }
+
+    /// The public description of `provider`'s current epoch.
+    pub fn describe(&self, provider: &ProviderId) -> Option<ProviderDescriptor> {
+        self.inner
+            .directory
+            .current(provider)
+            .map(|epoch| ProviderDescriptor::of(&epoch))
+    }
+
+    /// Aggregate counts of everything the pools own.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshot = self.inner.ledger.snapshot();
+        if self.registry_lost() {
+            snapshot.control = ControlState::Failed;
+        }
+        snapshot
+    }
+
+    /// Closes admission at once and retires every installed epoch; work
+    /// already accepted finishes on its epoch.
+    ///
+    /// # Cancel safety
+    ///
+    /// Admission is closed on the first poll; dropping the future later may
+    /// leave epochs unretired until the next `retire` or `shutdown`.
+    pub async fn retire(&self) {
+        self.inner.ledger.close();
+        let (reply, done) = oneshot::channel();
+        if self
+            .send_control(
+                Msg::Retire {
+                    reply: reply.into(),
+                },
+                None,
+            )
+            .await
+        {
+            let _ = done.await;
+        }
+    }
+
+    /// Retires, then waits until `deadline` for every retained epoch to be
+    /// released, and returns what remains.
+    ///
+    /// The returned snapshot is clean only if everything was released and
+    /// the registry completed; on timeout it reports what is still owned,
+    /// and a later call may still complete.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future stops only the waiting; admission
+    /// stays closed and the drain goes on.
+    pub async fn shutdown(&self, deadline: Instant) -> Snapshot {
+        self.inner.ledger.close();
+        let (reply, done) = oneshot::channel();
+        if self
+            .send_control(
+                Msg::Shutdown {
+                    reply: reply.into(),
+                },
+                Some(deadline),
+            )
+            .await
+        {
+            let _ = tokio::time::timeout_at(deadline, done).await;
+            let actor = self.inner.mailbox.actor();
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let _ = actor
+                .wait(Some(remaining.max(Duration::from_millis(1))))
+                .await;
+        }
+        self.snapshot()
+    }
+
+    /// Lowers limits for the rest of the generation.
+    ///
+    /// Never raises above the startup limits, never changes the dial
+    /// backoff, and never lowers a limit below what is in use now —
+    /// counting retired epochs, clients retained by old calls, queued and
+    /// running requests. Shorter queue and idle ages apply to future
+    /// admissions and idle reuse; admitted requests keep their deadlines.
+    /// All or nothing: a refusal changes no limit.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once queued the change is applied or refused as a whole; dropping the
+    /// future loses only the answer.
+    ///
+    /// # Errors
+    ///
+    /// [`LowerError::Limits`] for invalid, raised or fixed fields,
+    /// [`LowerError::InUse`] naming the field and its current use,
+    /// [`LowerError::Busy`] and [`LowerError::Closed`].
+    pub async fn lower_limits(&self, lowered: Limits) -> Result<(), LowerError> {
+        self.inner.limits.check_lowering(&lowered)?;
+        if !self.is_open() {
+            return Err(LowerError::Closed);
+        }
+        let (reply, answer) = oneshot::channel();
+        let msg = Msg::LowerLimits {
+            limits: lowered,
+            reply: reply.into(),
+        };
+        self.inner.mailbox.try_send(msg).map_err(|err| match err {
+            MailboxError::Busy(_) | MailboxError::Timeout(_) => LowerError::Busy,
+            MailboxError::Closed => LowerError::Closed,
+        })?;
+        answer.await.map_err(|_| LowerError::Closed)?
+    }
+
+    async fn send_control(&self, msg: Msg, deadline: Option<Instant>) -> bool {
+        let deadline = deadline.unwrap_or_else(|| Instant::now() + CONTROL_WAIT);
+        self.inner.mailbox.send_within(msg, deadline).await.is_ok()
+    }
+}

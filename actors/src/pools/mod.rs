@@ -1,0 +1,202 @@
+//! [`ProviderPools`], the registry handle: the only public face of the
+//! registry and scheduler actors.
+//!
+//! Invariants:
+//! - One registry per [`BrokerGeneration`], ever: the claim is never undone.
+//! - Admission is closed as soon as `retire` or `shutdown` is called, a
+//!   control actor fails, or the registry is gone without completing.
+//! - Everything runs on the tokio runtime the host supplied.
+
+mod admission;
+mod control;
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorCell, ActorStatus};
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+
+use crate::error::StartError;
+use crate::identity::BrokerGeneration;
+use crate::ledger::Ledger;
+use crate::limits::Limits;
+use crate::mailbox::{Mailbox, MailboxSlots};
+use crate::registry::{self, Directory, Msg, RegistryActor, RegistryArgs};
+use crate::scheduler::{self, SchedulerArgs};
+use crate::snapshot::ControlState;
+
+/// What a registry is started with.
+#[derive(Debug, Clone)]
+pub struct PoolsConfig {
+    /// The runtime every actor and job of the pools runs on.
+    pub runtime: Handle,
+    /// The broker generation this registry serves; claimed at start.
+    pub generation: BrokerGeneration,
+    /// The startup limits; `lower_limits` can only lower them.
+    pub limits: Limits,
+}
+
+impl PoolsConfig {
+    /// Default limits on `runtime`, for `generation`.
+    pub fn new(runtime: Handle, generation: BrokerGeneration) -> Self {
+        Self {
+            runtime,
+            generation,
+            limits: Limits::DEFAULT,
+        }
+    }
+}
+
+/// The handle of one provider registry. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ProviderPools {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    mailbox: Mailbox<Msg>,
+    scheduler: Mailbox<scheduler::Msg>,
+    ledger: Arc<Ledger>,
+    directory: Arc<Directory>,
+    generation: BrokerGeneration,
+    limits: Limits,
+    /// Numbers queue tickets, so a waiter can cancel its own.
+    tickets: AtomicU64,
+}
+
+impl ProviderPools {
+    /// Starts a standalone registry.
+    ///
+    /// # Errors
+    ///
+    /// [`StartError::Limits`] for invalid limits (the generation is not
+    /// claimed then), [`StartError::GenerationClaimed`] if the generation
+    /// already had a registry — also a retired or failed one —, and
+    /// [`StartError::Spawn`] if an actor could not start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{BrokerGeneration, PoolsConfig, ProviderPools, StartError};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let generation = BrokerGeneration::new();
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), generation.clone());
+    /// let pools = ProviderPools::start(config.clone()).await.expect("first registry");
+    /// assert!(matches!(
+    ///     ProviderPools::start(config).await,
+    ///     Err(StartError::GenerationClaimed { .. })
+    /// ));
+    /// # let _ = pools;
+    /// # }
+    /// ```
+    pub async fn start(config: PoolsConfig) -> Result<Self, StartError> {
+        Self::spawn(config, None).await
+    }
+
+    /// Starts a registry linked under the host's own supervisor, which then
+    /// receives the registry's supervision events.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProviderPools::start`].
+    pub async fn start_linked(
+        config: PoolsConfig,
+        supervisor: ActorCell,
+    ) -> Result<Self, StartError> {
+        Self::spawn(config, Some(supervisor)).await
+    }
+
+    async fn spawn(config: PoolsConfig, supervisor: Option<ActorCell>) -> Result<Self, StartError> {
+        let PoolsConfig {
+            runtime,
+            generation,
+            limits,
+        } = config;
+        limits.validate()?;
+        if !generation.try_claim() {
+            return Err(StartError::GenerationClaimed {
+                generation: generation.id(),
+            });
+        }
+        let spawn_failed = |reason: String| StartError::Spawn { reason };
+        let ledger = Ledger::new(&limits);
+        let directory = Arc::new(Directory::default());
+        let slots = MailboxSlots::new(registry::mailbox_bound(limits.retained_configurations));
+        let (scheduler_tx, scheduler_rx) = oneshot::channel();
+        let args = RegistryArgs {
+            limits,
+            ledger: Arc::clone(&ledger),
+            directory: Arc::clone(&directory),
+            slots: slots.clone(),
+            scheduler: SchedulerArgs {
+                ceilings: scheduler::ceilings(&limits),
+                ledger: Arc::clone(&ledger),
+                slots: MailboxSlots::new(scheduler::mailbox_bound(&limits)),
+            },
+            scheduler_ready: scheduler_tx,
+        };
+        let spawned = runtime
+            .spawn(async move {
+                match supervisor {
+                    Some(supervisor) => {
+                        Actor::spawn_linked(None, RegistryActor, args, supervisor).await
+                    }
+                    None => Actor::spawn(None, RegistryActor, args).await,
+                }
+            })
+            .await;
+        let (actor, _join) = match spawned {
+            Ok(Ok(started)) => started,
+            Ok(Err(err)) => return Err(spawn_failed(err.to_string())),
+            Err(err) => return Err(spawn_failed(err.to_string())),
+        };
+        let scheduler = scheduler_rx
+            .await
+            .map_err(|_| spawn_failed("scheduler did not start".into()))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                mailbox: slots.attach(actor),
+                scheduler,
+                ledger,
+                directory,
+                generation,
+                limits,
+                tickets: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The startup limits.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The broker generation this registry serves.
+    pub fn generation(&self) -> &BrokerGeneration {
+        &self.inner.generation
+    }
+
+    /// The registry actor, for a host that supervises or monitors it.
+    pub fn registry_cell(&self) -> ActorCell {
+        self.inner.mailbox.actor().get_cell()
+    }
+
+    /// The scheduler actor (a child of the registry), for monitoring.
+    pub fn scheduler_cell(&self) -> ActorCell {
+        self.inner.scheduler.actor().get_cell()
+    }
+
+    fn is_open(&self) -> bool {
+        !self.inner.ledger.is_closed() && !self.registry_lost()
+    }
+
+    /// True when the registry actor stopped without completing shutdown.
+    fn registry_lost(&self) -> bool {
+        let status = self.inner.mailbox.actor().get_status();
+        status >= ActorStatus::Stopping && self.inner.ledger.control() != ControlState::Completed
+    }
+}

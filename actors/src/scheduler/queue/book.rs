@@ -1,0 +1,215 @@
+//! Per-key bookkeeping: the tenant and provider entries, their counts, and
+//! their creation and removal.
+//!
+//! - Entries are created by a push and dropped as soon as nothing is pending
+//!   or running under them, so memory follows live work.
+//! - Every count change goes through [`FairQueue::count`], which keeps the
+//!   total, tenant and provider counts in step.
+
+use std::hash::Hash;
+
+use super::slab::{Group, Links, List, Node};
+use super::FairQueue;
+
+/// Tenant lane for the tenant rotation.
+pub(super) const ROTATION: usize = 0;
+/// Tenant and provider lane for the creation-order list.
+pub(super) const CREATED: usize = 1;
+
+/// Bookkeeping of a tenant with something pending or running.
+#[derive(Debug)]
+pub(super) struct Tenant<K> {
+    pub(super) key: K,
+    pub(super) pending: u32,
+    pub(super) running: u32,
+    /// Its provider rotation: its non-empty, unblocked groups.
+    pub(super) groups: List,
+    /// In the tenant rotation.
+    pub(super) active: bool,
+    links: [Links; 2],
+}
+
+/// Bookkeeping of a provider with something pending or running.
+#[derive(Debug)]
+pub(super) struct Provider<P> {
+    pub(super) key: P,
+    pub(super) pending: u32,
+    pub(super) running: u32,
+    /// Groups parked while this provider is at its running ceiling.
+    pub(super) blocked: List,
+    /// Only the [`CREATED`] lane is used, so both entry kinds share its index.
+    links: [Links; 2],
+}
+
+impl<K> Tenant<K> {
+    pub(super) fn new(key: K) -> Self {
+        Self {
+            key,
+            pending: 0,
+            running: 0,
+            groups: List::new(0),
+            active: false,
+            links: [Links::DETACHED; 2],
+        }
+    }
+}
+
+impl<P> Provider<P> {
+    pub(super) fn new(key: P) -> Self {
+        Self {
+            key,
+            pending: 0,
+            running: 0,
+            blocked: List::new(0),
+            links: [Links::DETACHED; 2],
+        }
+    }
+}
+
+impl<K> Node for Tenant<K> {
+    fn lanes(&self) -> &[Links] {
+        &self.links
+    }
+    fn lanes_mut(&mut self) -> &mut [Links] {
+        &mut self.links
+    }
+}
+
+impl<P> Node for Provider<P> {
+    fn lanes(&self) -> &[Links] {
+        &self.links
+    }
+    fn lanes_mut(&mut self) -> &mut [Links] {
+        &mut self.links
+    }
+}
+
+/// What happened to one request, for [`FairQueue::count`].
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Move {
+    /// Pushed: pending + 1.
+    Queue,
+    /// Cancelled: pending - 1.
+    Unqueue,
+    /// Granted: pending - 1, running + 1.
+    Grant,
+    /// Released: running - 1.
+    Release,
+}
+
+fn apply(pending: &mut u32, running: &mut u32, change: Move) {
+    match change {
+        Move::Queue => *pending = pending.saturating_add(1),
+        Move::Unqueue => *pending = pending.saturating_sub(1),
+        Move::Grant => {
+            *pending = pending.saturating_sub(1);
+            *running = running.saturating_add(1);
+        }
+        Move::Release => *running = running.saturating_sub(1),
+    }
+}
+
+impl<T, K, P> FairQueue<T, K, P>
+where
+    K: Clone + Eq + Hash,
+    P: Clone + Eq + Hash,
+{
+    /// Applies `change` to the total counts and to those of tenant `t` and
+    /// provider `p` (saturating: a caller bug never wraps a count).
+    pub(super) fn count(&mut self, t: Option<u32>, p: Option<u32>, change: Move) {
+        apply(&mut self.pending, &mut self.running, change);
+        if let Some(tenant) = t.and_then(|t| self.tenants.get_mut(t)) {
+            apply(&mut tenant.pending, &mut tenant.running, change);
+        }
+        if let Some(provider) = p.and_then(|p| self.providers.get_mut(p)) {
+            apply(&mut provider.pending, &mut provider.running, change);
+        }
+    }
+
+    /// The (tenant, provider, group) slots of a push, created as needed
+    /// (`t`, `p`: the slots found by key); `None`, creating nothing, when a
+    /// slab has no index left.
+    pub(super) fn entries(
+        &mut self,
+        t: Option<u32>,
+        tenant: K,
+        p: Option<u32>,
+        provider: P,
+    ) -> Option<(u32, u32, u32)> {
+        let t = t.or_else(|| {
+            let (t, _) = self.tenants.insert(Tenant::new(tenant.clone())).ok()?;
+            self.created_tenants.push_back(&mut self.tenants, t);
+            self.tenant_ix.insert(tenant, t);
+            Some(t)
+        })?;
+        let p = p.or_else(|| {
+            let (p, _) = self
+                .providers
+                .insert(Provider::new(provider.clone()))
+                .ok()?;
+            self.created_providers.push_back(&mut self.providers, p);
+            self.provider_ix.insert(provider, p);
+            Some(p)
+        });
+        let g = p.and_then(|p| {
+            self.group_ix.get(&(t, p)).copied().or_else(|| {
+                let (g, _) = self.groups.insert(Group::new(t, p)).ok()?;
+                self.group_ix.insert((t, p), g);
+                Some(g)
+            })
+        });
+        match (p, g) {
+            (Some(p), Some(g)) => Some((t, p, g)),
+            _ => {
+                self.forget_if_idle(Some(t), p);
+                None
+            }
+        }
+    }
+
+    /// Undoes [`Self::entries`] for a push that failed after it.
+    pub(super) fn abandon(&mut self, t: u32, p: u32, g: u32) {
+        if self
+            .groups
+            .get(g)
+            .is_some_and(|group| group.waiters.is_empty())
+        {
+            self.forget_group(g);
+        }
+        self.forget_if_idle(Some(t), Some(p));
+    }
+
+    /// Drops the bookkeeping of group `g`, which is empty and in no FIFO.
+    pub(super) fn forget_group(&mut self, g: u32) {
+        if let Some(group) = self.groups.remove(g) {
+            debug_assert!(group.waiters.is_empty(), "forgetting a non-empty group");
+            self.group_ix.remove(&(group.tenant, group.provider));
+        }
+    }
+
+    /// Drops the bookkeeping of tenant `t` and provider `p` when idle.
+    pub(super) fn forget_if_idle(&mut self, t: Option<u32>, p: Option<u32>) {
+        if let Some(t) = t.filter(|&t| {
+            self.tenants
+                .get(t)
+                .is_some_and(|tenant| tenant.pending == 0 && tenant.running == 0)
+        }) {
+            self.created_tenants.remove(&mut self.tenants, t);
+            if let Some(tenant) = self.tenants.remove(t) {
+                debug_assert!(!tenant.active && tenant.groups.is_empty());
+                self.tenant_ix.remove(&tenant.key);
+            }
+        }
+        if let Some(p) = p.filter(|&p| {
+            self.providers
+                .get(p)
+                .is_some_and(|provider| provider.pending == 0 && provider.running == 0)
+        }) {
+            self.created_providers.remove(&mut self.providers, p);
+            if let Some(provider) = self.providers.remove(p) {
+                debug_assert!(provider.blocked.is_empty());
+                self.provider_ix.remove(&provider.key);
+            }
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The scheduler's admission queue: it decides which queued request is granted next.
+//!
+//! Requests wait in *groups*, one per (tenant, logical provider), FIFO inside a group.
+//! Pending bounds are checked at [`FairQueue::push`], which refuses at once and never waits.
+//! Running ceilings are checked at every [`FairQueue::next_grant`].
+//!
+//! # Rotation semantics (exact; the test-only `model.rs` applies the same rules by scanning)
+//!
+//! - A tenant is *eligible* when its provider rotation is non-empty and its running count is under `running_per_tenant`.
+//! - The tenant rotation is a FIFO of exactly the eligible tenants: a tenant that becomes eligible is appended at the back; one that stops being eligible leaves it.
+//! - A tenant's provider rotation is a FIFO of its non-empty, unblocked groups; each provider has a FIFO of blocked groups.
+//! - A new group (a push into an empty (tenant, provider)) is appended to its provider's blocked FIFO if that provider is at its running ceiling, else to its tenant's provider rotation.
+//! - `next_grant` returns `None` while total running ≥ `running_total`, or when the tenant rotation is empty.
+//! - Otherwise it takes the front group of the front tenant; if that group's provider is at its ceiling, the group moves to the back of the provider's blocked FIFO (the tenant keeps its place while it has groups left) and this step repeats.
+//! - Else the group's oldest waiter is granted; the group moves to the back of its tenant's provider rotation (dropped when empty) and the tenant to the back of the tenant rotation (leaving it when no longer eligible).
+//! - `release` first appends the tenant if it became eligible, then, if the provider is under its ceiling, moves all the provider's blocked groups in FIFO order to the back of their tenants' provider rotations, appending each tenant as it becomes eligible.
+//! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
+//! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
+//! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
+//!
+//! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
+//!
+//! # Invariants
+//!
+//! - Every group is non-empty and in exactly one FIFO: its tenant's provider rotation or its provider's blocked FIFO.
+//! - A provider with blocked groups is at its running ceiling.
+//! - The tenant rotation holds exactly the eligible tenants.
+//! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling.
+//! - Bookkeeping exists only for tenants, providers and groups with live work; slab slots and map capacity are reused, bounded by the peak.
+//! - A [`WaiterKey`] names one waiter: once granted or cancelled it never matches again (until its slot's 32-bit generation wraps).
+//!
+//! # Cost
+//!
+//! - `push` and `cancel`: O(1) (expected, hash lookups); `release`: O(1) plus O(1) per group it unblocks.
+//! - `next_grant`: O(1) plus O(1) per group it blocks; each block is paid by the push or release that placed the group, so amortised O(1) whatever the number of tenants and providers.
+//! - `set_ceilings` (rare): O(tenants + providers + groups).
+
+mod book;
+mod rotation;
+mod slab;
+
+#[cfg(test)]
+mod model;
+#[cfg(test)]
+mod properties;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::Hash;
+
+use book::{Move, Provider, Tenant, CREATED, ROTATION};
+use slab::{Group, List, Slab, Waiter};
+
+/// The bounds the queue enforces: pending at push, running at grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ceilings {
+    /// Most requests queued in total.
+    pub(crate) pending_total: u32,
+    /// Most requests queued for one tenant.
+    pub(crate) pending_per_tenant: u32,
+    /// Most requests queued for one logical provider.
+    pub(crate) pending_per_provider: u32,
+    /// Most requests running in total.
+    pub(crate) running_total: u32,
+    /// Most requests running for one tenant.
+    pub(crate) running_per_tenant: u32,
+    /// Most requests running for one logical provider.
+    pub(crate) running_per_provider: u32,
+}
+
+/// The bound a refusal names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// [`Ceilings::pending_total`].
+    PendingTotal,
+    /// [`Ceilings::pending_per_tenant`].
+    PendingPerTenant,
+    /// [`Ceilings::pending_per_provider`].
+    PendingPerProvider,
+    /// [`Ceilings::running_per_tenant`].
+    RunningPerTenant,
+    /// [`Ceilings::running_per_provider`].
+    RunningPerProvider,
+}
+
+/// A push refused by a full pending bound: `used` already queued of `limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Refused {
+    /// The full bound.
+    pub(crate) bound: Bound,
+    /// Requests queued under that bound before the push.
+    pub(crate) used: u32,
+    /// The bound's ceiling.
+    pub(crate) limit: u32,
+}
+
+/// A ceiling change refused: a tenant or provider already uses `used > requested`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InUse {
+    /// The per-tenant or per-provider ceiling that is too low.
+    pub(crate) bound: Bound,
+    /// The largest current use under that ceiling.
+    pub(crate) used: u32,
+    /// The refused new ceiling.
+    pub(crate) requested: u32,
+}
+
+/// Names one queued waiter; stale once it is granted or cancelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct WaiterKey {
+    index: u32,
+    generation: u32,
+}
+
+/// A waiter whose turn came: its counts moved from pending to running.
+#[derive(Debug)]
+pub(crate) struct Grant<T, K, P> {
+    /// The key the waiter was queued under (now stale).
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "the scheduler keys waiters by ticket")
+    )]
+    pub(crate) key: WaiterKey,
+    /// Its tenant.
+    pub(crate) tenant: K,
+    /// Its logical provider.
+    pub(crate) provider: P,
+    /// The item pushed with it.
+    pub(crate) item: T,
+}
+
+/// The fair admission queue; see the module documentation for its rules.
+pub(crate) struct FairQueue<T, K, P> {
+    ceilings: Ceilings,
+    waiters: Slab<Waiter<T>>,
+    groups: Slab<Group>,
+    tenants: Slab<Tenant<K>>,
+    providers: Slab<Provider<P>>,
+    tenant_ix: HashMap<K, u32>,
+    provider_ix: HashMap<P, u32>,
+    group_ix: HashMap<(u32, u32), u32>,
+    /// The eligible tenants, next turn first.
+    rotation: List,
+    created_tenants: List,
+    created_providers: List,
+    pending: u32,
+    running: u32,
+}
+
+impl<T, K, P> FairQueue<T, K, P>
+where
+    K: Clone + Eq + Hash + fmt::Debug,
+    P: Clone + Eq + Hash + fmt::Debug,
+{
+    /// An empty queue under `ceilings`.
+    pub(crate) fn new(ceilings: Ceilings) -> Self {
+        Self {
+            ceilings,
+            waiters: Slab::new(),
+            groups: Slab::new(),
+            tenants: Slab::new(),
+            providers: Slab::new(),
+            tenant_ix: HashMap::new(),
+            provider_ix: HashMap::new(),
+            group_ix: HashMap::new(),
+            rotation: List::new(ROTATION),
+            created_tenants: List::new(CREATED),
+            created_providers: List::new(CREATED),
+            pending: 0,
+            running: 0,
+        }
+    }
+
+    #[cfg(test)]
+    /// The ceilings in force.
+    pub(crate) fn ceilings(&self) -> Ceilings {
+        self.ceilings
+    }
+
+    /// Queues `item` for (`tenant`, `provider`), or refuses at once naming
+    /// the first full bound (total, tenant, provider) and hands `item` back.
+    pub(crate) fn push(
+        &mut self,
+        tenant: K,
+        provider: P,
+        item: T,
+    ) -> Result<WaiterKey, (Refused, T)> {
+        let c = self.ceilings;
+        let t = self.tenant_ix.get(&tenant).copied();
+        let p = self.provider_ix.get(&provider).copied();
+        let t_pending = t.and_then(|t| self.tenants.get(t)).map_or(0, |x| x.pending);
+        let p_pending = p
+            .and_then(|p| self.providers.get(p))
+            .map_or(0, |x| x.pending);
+        for (bound, used, limit) in [
+            (Bound::PendingTotal, self.pending, c.pending_total),
+            (Bound::PendingPerTenant, t_pending, c.pending_per_tenant),
+            (Bound::PendingPerProvider, p_pending, c.pending_per_provider),
+        ] {
+            if used >= limit {
+                return Err((Refused { bound, used, limit }, item));
+            }
+        }
+        // Index space exhausted (2^32 - 1 live entries): reported as full.
+        let full = Refused {
+            bound: Bound::PendingTotal,
+            used: self.pending,
+            limit: self.pending,
+        };
+        let Some((t, p, g)) = self.entries(t, tenant, p, provider) else {
+            return Err((full, item));
+        };
+        let (index, generation) = match self.waiters.insert(Waiter::new(item, g)) {
+            Ok(key) => key,
+            Err(waiter) => {
+                self.abandon(t, p, g);
+                return Err((full, waiter.item));
+            }
+        };
+        let fresh = match self.groups.get_mut(g) {
+            Some(group) => {
+                group.waiters.push_back(&mut self.waiters, index);
+                group.waiters.len() == 1
+            }
+            None => false,
+        };
+        self.count(Some(t), Some(p), Move::Queue);
+        if fresh {
+            let blocked = self.provider_full(p);
+            self.place_group(g, blocked);
+        }
+        Ok(WaiterKey { index, generation })
+    }
+
+    /// Removes a still-queued waiter and refunds its pending counts;
+    /// `None` (and no change) for a key already granted or cancelled.
+    pub(crate) fn cancel(&mut self, key: WaiterKey) -> Option<T> {
+        if self.waiters.generation(key.index) != Some(key.generation) {
+            return None;
+        }
+        let g = self.waiters.get(key.index)?.group;
+        let group = self.groups.get_mut(g)?;
+        let (t, p) = (group.tenant, group.provider);
+        group.waiters.remove(&mut self.waiters, key.index);
+        let emptied = group.waiters.is_empty();
+        let waiter = self.waiters.remove(key.index)?;
+        self.count(Some(t), Some(p), Move::Unqueue);
+        if emptied {
+            self.detach_group(g);
+            self.forget_group(g);
+        }
+        self.forget_if_idle(Some(t), Some(p));
+        Some(waiter.item)
+    }
+
+    /// Pops the next waiter by the rules, moving its counts from pending to running.
+    pub(crate) fn next_grant(&mut self) -> Option<Grant<T, K, P>> {
+        if self.running >= self.ceilings.running_total {
+            return None;
+        }
+        self.grant_in_turn()
+    }
+
+    /// A granted request finished (or its grant was refused by the waiter):
+    /// returns its running counts. Releasing more than is running for that
+    /// tenant or provider is a caller bug: debug-asserted, counts saturate.
+    pub(crate) fn release(&mut self, tenant: &K, provider: &P) {
+        let t = self.tenant_ix.get(tenant).copied();
+        let p = self.provider_ix.get(provider).copied();
+        debug_assert!(
+            t.and_then(|t| self.tenants.get(t))
+                .is_some_and(|x| x.running > 0),
+            "release of {tenant:?} with nothing running"
+        );
+        debug_assert!(
+            p.and_then(|p| self.providers.get(p))
+                .is_some_and(|x| x.running > 0),
+            "release of {provider:?} with nothing running"
+        );
+        self.count(t, p, Move::Release);
+        if let Some(t) = t {
+            self.sync_tenant(t);
+        }
+        if let Some(p) = p {
+            self.unblock_provider(p);
+        }
+        self.forget_if_idle(t, p);
+    }
+
+    /// Changes the ceilings, or refuses (changing nothing) when a tenant or
+    /// provider already uses more than its new per-tenant/per-provider
+    /// ceiling, checked in [`Bound`] order; totals may go below use.
+    pub(crate) fn set_ceilings(&mut self, new: Ceilings) -> Result<(), InUse> {
+        let most = |counts: &mut dyn Iterator<Item = (u32, u32)>| {
+            counts.fold((0, 0), |(a, b), (x, y)| (a.max(x), b.max(y)))
+        };
+        let tenants = most(&mut self.tenants.values().map(|x| (x.pending, x.running)));
+        let providers = most(&mut self.providers.values().map(|x| (x.pending, x.running)));
+        for (bound, used, requested) in [
+            (Bound::PendingPerTenant, tenants.0, new.pending_per_tenant),
+            (
+                Bound::PendingPerProvider,
+                providers.0,
+                new.pending_per_provider,
+            ),
+            (Bound::RunningPerTenant, tenants.1, new.running_per_tenant),
+            (
+                Bound::RunningPerProvider,
+                providers.1,
+                new.running_per_provider,
+            ),
+        ] {
+            if used > requested {
+                return Err(InUse {
+                    bound,
+                    used,
+                    requested,
+                });
+            }
+        }
+        self.ceilings = new;
+        self.rebuild();
+        Ok(())
+    }
+
+    /// Requests queued in total.
+    pub(crate) fn pending(&self) -> u32 {
+        self.pending
+    }
+
+    /// Requests granted and not yet released, in total.
+    pub(crate) fn running(&self) -> u32 {
+        self.running
+    }
+
+    #[cfg(test)]
+    /// (pending, running) of `tenant`; (0, 0) when it has neither.
+    pub(crate) fn tenant_counts(&self, tenant: &K) -> (u32, u32) {
+        let entry = self
+            .tenant_ix
+            .get(tenant)
+            .and_then(|&t| self.tenants.get(t));
+        entry.map_or((0, 0), |x| (x.pending, x.running))
+    }
+
+    #[cfg(test)]
+    /// (pending, running) of `provider`; (0, 0) when it has neither.
+    pub(crate) fn provider_counts(&self, provider: &P) -> (u32, u32) {
+        let entry = self
+            .provider_ix
+            .get(provider)
+            .and_then(|&p| self.providers.get(p));
+        entry.map_or((0, 0), |x| (x.pending, x.running))
+    }
+}
+
+impl<T, K, P> fmt::Debug for FairQueue<T, K, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FairQueue")
+            .field("ceilings", &self.ceilings)
+            .field("pending", &self.pending)
+            .field("running", &self.running)
+            .field("tenants", &self.tenants.len())
+            .field("providers", &self.providers.len())
+            .field("groups", &self.groups.len())
+            .field("active_tenants", &self.rotation.len())
+            .finish()
+    }
+}

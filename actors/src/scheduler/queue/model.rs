@@ -1,0 +1,251 @@
+//! A naive reference model of the queue's rules, for the property test.
+//!
+//! Plain `Vec`s and linear scans: counts are recomputed from the waiting and
+//! running lists, and tenant eligibility is recomputed for every tenant after
+//! every elementary step (`sync`), instead of being maintained incrementally.
+
+use super::{Bound, Ceilings, InUse, Refused};
+
+/// Tenants and providers are `u8`, items `u32`.
+pub(super) struct Model {
+    c: Ceilings,
+    /// Queued (item, tenant, provider), oldest first.
+    waiting: Vec<(u32, u8, u8)>,
+    /// Granted, unreleased (tenant, provider).
+    running: Vec<(u8, u8)>,
+    /// Tenants with work, in creation order, each with its provider rotation.
+    tenants: Vec<(u8, Vec<u8>)>,
+    /// Providers with work, in creation order, each with its blocked groups (by tenant).
+    providers: Vec<(u8, Vec<u8>)>,
+    /// The tenant rotation.
+    rotation: Vec<u8>,
+}
+
+impl Model {
+    pub(super) fn new(c: Ceilings) -> Self {
+        Self {
+            c,
+            waiting: Vec::new(),
+            running: Vec::new(),
+            tenants: Vec::new(),
+            providers: Vec::new(),
+            rotation: Vec::new(),
+        }
+    }
+
+    pub(super) fn pending(&self) -> u32 {
+        self.waiting.len() as u32
+    }
+
+    pub(super) fn running(&self) -> u32 {
+        self.running.len() as u32
+    }
+
+    pub(super) fn tenant_counts(&self, t: u8) -> (u32, u32) {
+        let pending = self.waiting.iter().filter(|w| w.1 == t).count();
+        let running = self.running.iter().filter(|r| r.0 == t).count();
+        (pending as u32, running as u32)
+    }
+
+    pub(super) fn provider_counts(&self, p: u8) -> (u32, u32) {
+        let pending = self.waiting.iter().filter(|w| w.2 == p).count();
+        let running = self.running.iter().filter(|r| r.1 == p).count();
+        (pending as u32, running as u32)
+    }
+
+    fn group_len(&self, t: u8, p: u8) -> usize {
+        self.waiting.iter().filter(|w| w.1 == t && w.2 == p).count()
+    }
+
+    fn groups_of(&mut self, t: u8) -> &mut Vec<u8> {
+        let at = self.tenants.iter().position(|x| x.0 == t).expect("tenant");
+        &mut self.tenants[at].1
+    }
+
+    fn blocked_of(&mut self, p: u8) -> &mut Vec<u8> {
+        let at = self
+            .providers
+            .iter()
+            .position(|x| x.0 == p)
+            .expect("provider");
+        &mut self.providers[at].1
+    }
+
+    fn provider_full(&self, p: u8) -> bool {
+        self.provider_counts(p).1 >= self.c.running_per_provider
+    }
+
+    /// The rotation keeps its eligible tenants in order and appends the
+    /// newly eligible ones in creation order.
+    fn sync(&mut self) {
+        let eligible: Vec<u8> = (self.tenants.iter())
+            .filter(|(t, groups)| {
+                !groups.is_empty() && self.tenant_counts(*t).1 < self.c.running_per_tenant
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        self.rotation.retain(|t| eligible.contains(t));
+        for t in eligible {
+            if !self.rotation.contains(&t) {
+                self.rotation.push(t);
+            }
+        }
+    }
+
+    /// Drops tenants and providers with nothing pending or running.
+    fn gc(&mut self) {
+        let idle_t: Vec<u8> = (self.tenants.iter().map(|x| x.0))
+            .filter(|&t| self.tenant_counts(t) == (0, 0))
+            .collect();
+        self.tenants.retain(|x| !idle_t.contains(&x.0));
+        let idle_p: Vec<u8> = (self.providers.iter().map(|x| x.0))
+            .filter(|&p| self.provider_counts(p) == (0, 0))
+            .collect();
+        self.providers.retain(|x| !idle_p.contains(&x.0));
+    }
+
+    fn unblock(&mut self, p: u8) {
+        if self.providers.iter().any(|x| x.0 == p) && !self.provider_full(p) {
+            for t in std::mem::take(self.blocked_of(p)) {
+                self.groups_of(t).push(p);
+                self.sync();
+            }
+        }
+    }
+
+    pub(super) fn push(&mut self, t: u8, p: u8, item: u32) -> Result<(), Refused> {
+        let checks = [
+            (Bound::PendingTotal, self.pending(), self.c.pending_total),
+            (
+                Bound::PendingPerTenant,
+                self.tenant_counts(t).0,
+                self.c.pending_per_tenant,
+            ),
+            (
+                Bound::PendingPerProvider,
+                self.provider_counts(p).0,
+                self.c.pending_per_provider,
+            ),
+        ];
+        for (bound, used, limit) in checks {
+            if used >= limit {
+                return Err(Refused { bound, used, limit });
+            }
+        }
+        if !self.tenants.iter().any(|x| x.0 == t) {
+            self.tenants.push((t, Vec::new()));
+        }
+        if !self.providers.iter().any(|x| x.0 == p) {
+            self.providers.push((p, Vec::new()));
+        }
+        if self.group_len(t, p) == 0 {
+            if self.provider_full(p) {
+                self.blocked_of(p).push(t);
+            } else {
+                self.groups_of(t).push(p);
+            }
+        }
+        self.waiting.push((item, t, p));
+        self.sync();
+        Ok(())
+    }
+
+    pub(super) fn cancel(&mut self, item: u32) -> Option<u32> {
+        let at = self.waiting.iter().position(|w| w.0 == item)?;
+        let (_, t, p) = self.waiting.remove(at);
+        if self.group_len(t, p) == 0 {
+            self.groups_of(t).retain(|&x| x != p);
+            self.blocked_of(p).retain(|&x| x != t);
+        }
+        self.sync();
+        self.gc();
+        Some(item)
+    }
+
+    pub(super) fn next_grant(&mut self) -> Option<(u8, u8, u32)> {
+        if self.running() >= self.c.running_total {
+            return None;
+        }
+        loop {
+            let t = *self.rotation.first()?;
+            let p = self.groups_of(t)[0];
+            if self.provider_full(p) {
+                self.groups_of(t).remove(0);
+                self.blocked_of(p).push(t);
+                self.sync();
+                continue;
+            }
+            let at = (self.waiting.iter().position(|w| w.1 == t && w.2 == p)).expect("waiter");
+            let (item, _, _) = self.waiting.remove(at);
+            self.running.push((t, p));
+            self.groups_of(t).remove(0);
+            if self.group_len(t, p) > 0 {
+                self.groups_of(t).push(p);
+            }
+            self.rotation.retain(|&x| x != t);
+            self.sync();
+            return Some((t, p, item));
+        }
+    }
+
+    pub(super) fn release(&mut self, t: u8, p: u8) {
+        let at = self
+            .running
+            .iter()
+            .position(|&r| r == (t, p))
+            .expect("running");
+        self.running.remove(at);
+        self.sync();
+        self.unblock(p);
+        self.gc();
+    }
+
+    pub(super) fn set_ceilings(&mut self, new: Ceilings) -> Result<(), InUse> {
+        let max = |counts: Vec<(u32, u32)>| {
+            (
+                counts.iter().map(|x| x.0).max().unwrap_or(0),
+                counts.iter().map(|x| x.1).max().unwrap_or(0),
+            )
+        };
+        let tenants = max(self
+            .tenants
+            .iter()
+            .map(|x| self.tenant_counts(x.0))
+            .collect());
+        let providers = max(self
+            .providers
+            .iter()
+            .map(|x| self.provider_counts(x.0))
+            .collect());
+        let checks = [
+            (Bound::PendingPerTenant, tenants.0, new.pending_per_tenant),
+            (
+                Bound::PendingPerProvider,
+                providers.0,
+                new.pending_per_provider,
+            ),
+            (Bound::RunningPerTenant, tenants.1, new.running_per_tenant),
+            (
+                Bound::RunningPerProvider,
+                providers.1,
+                new.running_per_provider,
+            ),
+        ];
+        for (bound, used, requested) in checks {
+            if used > requested {
+                return Err(InUse {
+                    bound,
+                    used,
+                    requested,
+                });
+            }
+        }
+        self.c = new;
+        self.sync();
+        let providers: Vec<u8> = self.providers.iter().map(|x| x.0).collect();
+        for p in providers {
+            self.unblock(p);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,181 @@
+//! The tenant rotation, the per-tenant provider rotations and the
+//! per-provider blocked FIFOs, with the parking moves between them.
+//!
+//! - `sync_tenant` is the only place a tenant enters the rotation: at the
+//!   back, exactly when it becomes eligible; it leaves when it stops being.
+//! - `block_group` parks a group whose provider is at its ceiling;
+//!   `unblock_provider` re-inserts all of a provider's parked groups once it
+//!   is under its ceiling. Each block is paid by the placement it undoes.
+
+use std::hash::Hash;
+
+use super::book::Move;
+use super::slab::{Waiter, NIL};
+use super::{FairQueue, Grant, WaiterKey};
+
+impl<T, K, P> FairQueue<T, K, P>
+where
+    K: Clone + Eq + Hash,
+    P: Clone + Eq + Hash,
+{
+    /// Puts tenant `t` in the rotation (at the back) exactly when eligible.
+    pub(super) fn sync_tenant(&mut self, t: u32) {
+        let ceiling = self.ceilings.running_per_tenant;
+        let Some(tenant) = self.tenants.get_mut(t) else {
+            debug_assert!(false, "sync of a missing tenant {t}");
+            return;
+        };
+        let eligible = !tenant.groups.is_empty() && tenant.running < ceiling;
+        if eligible != tenant.active {
+            tenant.active = eligible;
+            if eligible {
+                self.rotation.push_back(&mut self.tenants, t);
+            } else {
+                self.rotation.remove(&mut self.tenants, t);
+            }
+        }
+    }
+
+    /// Places group `g` (in no FIFO) at the back of its tenant's provider
+    /// rotation, or of its provider's blocked FIFO when `blocked`.
+    pub(super) fn place_group(&mut self, g: u32, blocked: bool) {
+        let Some(group) = self.groups.get_mut(g) else {
+            debug_assert!(false, "placing a missing group {g}");
+            return;
+        };
+        group.blocked = blocked;
+        let (t, p) = (group.tenant, group.provider);
+        if blocked {
+            if let Some(provider) = self.providers.get_mut(p) {
+                provider.blocked.push_back(&mut self.groups, g);
+            }
+        } else if let Some(tenant) = self.tenants.get_mut(t) {
+            tenant.groups.push_back(&mut self.groups, g);
+        }
+        self.sync_tenant(t);
+    }
+
+    /// Takes group `g` out of whichever FIFO holds it.
+    pub(super) fn detach_group(&mut self, g: u32) {
+        let Some(group) = self.groups.get(g) else {
+            debug_assert!(false, "detaching a missing group {g}");
+            return;
+        };
+        let (t, p) = (group.tenant, group.provider);
+        if group.blocked {
+            if let Some(provider) = self.providers.get_mut(p) {
+                provider.blocked.remove(&mut self.groups, g);
+            }
+        } else if let Some(tenant) = self.tenants.get_mut(t) {
+            tenant.groups.remove(&mut self.groups, g);
+        }
+        self.sync_tenant(t);
+    }
+
+    /// Parks group `g` behind its provider's ceiling.
+    pub(super) fn block_group(&mut self, g: u32) {
+        self.detach_group(g);
+        self.place_group(g, true);
+    }
+
+    /// Whether provider `p` is at (or above) its running ceiling.
+    pub(super) fn provider_full(&self, p: u32) -> bool {
+        self.providers
+            .get(p)
+            .is_some_and(|provider| provider.running >= self.ceilings.running_per_provider)
+    }
+
+    /// Once provider `p` is under its ceiling, moves its parked groups, in
+    /// FIFO order, to the back of their tenants' provider rotations.
+    pub(super) fn unblock_provider(&mut self, p: u32) {
+        if self.provider_full(p) {
+            return;
+        }
+        while let Some(g) = self
+            .providers
+            .get_mut(p)
+            .and_then(|provider| provider.blocked.pop_front(&mut self.groups))
+        {
+            self.place_group(g, false);
+        }
+    }
+
+    /// The rotation step of `next_grant`, once the total ceiling allows a
+    /// grant: blocks front groups whose provider is full, serves the first
+    /// other one.
+    pub(super) fn grant_in_turn(&mut self) -> Option<Grant<T, K, P>> {
+        loop {
+            let t = self.rotation.front()?;
+            let Some(g) = self.tenants.get(t).and_then(|tenant| tenant.groups.front()) else {
+                debug_assert!(false, "tenant {t} in rotation without groups");
+                self.rotation.remove(&mut self.tenants, t);
+                if let Some(tenant) = self.tenants.get_mut(t) {
+                    tenant.active = false;
+                }
+                continue;
+            };
+            let p = self.groups.get(g).map_or(NIL, |group| group.provider);
+            if self.provider_full(p) {
+                self.block_group(g);
+                continue;
+            }
+            let grant = self.serve(g);
+            debug_assert!(grant.is_some(), "serving group {g} failed");
+            return grant;
+        }
+    }
+
+    /// Grants the oldest waiter of group `g` and rotates group and tenant.
+    pub(super) fn serve(&mut self, g: u32) -> Option<Grant<T, K, P>> {
+        // Every lookup first, so an impossible miss changes nothing.
+        let group = self.groups.get(g)?;
+        let (t, p, index) = (group.tenant, group.provider, group.waiters.front()?);
+        let generation = self.waiters.generation(index)?;
+        let tenant_key = self.tenants.get(t)?.key.clone();
+        let provider_key = self.providers.get(p)?.key.clone();
+        if let Some(group) = self.groups.get_mut(g) {
+            group.waiters.remove(&mut self.waiters, index);
+        }
+        let waiter: Waiter<T> = self.waiters.remove(index)?;
+        self.count(Some(t), Some(p), Move::Grant);
+        // The group goes to the back of its tenant's provider rotation.
+        self.detach_group(g);
+        if self
+            .groups
+            .get(g)
+            .is_some_and(|group| group.waiters.is_empty())
+        {
+            self.forget_group(g);
+        } else {
+            self.place_group(g, false);
+        }
+        // The tenant goes to the back of the tenant rotation.
+        if let Some(tenant) = self.tenants.get_mut(t).filter(|tenant| tenant.active) {
+            tenant.active = false;
+            self.rotation.remove(&mut self.tenants, t);
+        }
+        self.sync_tenant(t);
+        Some(Grant {
+            key: WaiterKey { index, generation },
+            tenant: tenant_key,
+            provider: provider_key,
+            item: waiter.item,
+        })
+    }
+
+    /// Re-establishes the rotations after a ceiling change: still-eligible
+    /// tenants keep their order, newly eligible ones follow in creation
+    /// order, then providers under their ceiling unblock in creation order.
+    pub(super) fn rebuild(&mut self) {
+        let mut next = self.created_tenants.front();
+        while let Some(t) = next {
+            next = self.created_tenants.next_of(&self.tenants, t);
+            self.sync_tenant(t);
+        }
+        let mut next = self.created_providers.front();
+        while let Some(p) = next {
+            next = self.created_providers.next_of(&self.providers, p);
+            self.unblock_provider(p);
+        }
+    }
+}
