@@ -1,0 +1,218 @@
+//! Saturation and live lowering: full queues refuse at once naming the
+//! bound; `lower_limits` never raises, never erases reservations, never goes
+//! below actual use, and is all or nothing.
+
+mod support;
+
+use provider_pools::{AdmitError, Bytes, LimitField, Limits, LimitsError, LowerError};
+use support::{admitted, eventually, http_config, installation, plan, request, task, with_alpha};
+
+#[tokio::test]
+async fn a_full_queue_refuses_at_once_naming_each_bound() {
+    for (limits, tenant_b, expected) in [
+        (
+            Limits {
+                requests_per_tenant: 1,
+                ..saturating()
+            },
+            "a",
+            ("requests_per_tenant", 1, 1),
+        ),
+        (
+            Limits {
+                requests_per_provider: 1,
+                ..saturating()
+            },
+            "b",
+            ("requests_per_provider", 1, 1),
+        ),
+        (
+            Limits {
+                pending_requests: 1,
+                requests_per_tenant: 1,
+                requests_per_provider: 1,
+                ..saturating()
+            },
+            "b",
+            ("pending_requests", 1, 1),
+        ),
+    ] {
+        let (pools, _, receipt) = with_alpha(limits, 1).await;
+        let _held = admitted(&pools, request(&pools, plan("holder", 0), &receipt, b"h")).await;
+        let first = {
+            let (pools, request) = (pools.clone(), request(&pools, plan("a", 1), &receipt, b"x"));
+            task(async move { pools.admit(request).await })
+        };
+        eventually("queued", || pools.snapshot().pending_requests == 1).await;
+        let refused = pools
+            .admit(request(&pools, plan(tenant_b, 2), &receipt, b"x"))
+            .await;
+        let (resource, used, limit) = expected;
+        assert_eq!(
+            refused.err(),
+            Some(AdmitError::Capacity {
+                resource,
+                used,
+                limit
+            })
+        );
+        first.abort();
+    }
+}
+
+/// Limits with a single running slot, so a held grant saturates them.
+fn saturating() -> Limits {
+    Limits {
+        running_requests: 1,
+        running_per_tenant: 1,
+        running_per_provider: 1,
+        ..Limits::DEFAULT
+    }
+}
+
+#[tokio::test]
+async fn lower_limits_never_raises_or_changes_backoff() {
+    let (pools, _, _) = with_alpha(saturating(), 1).await;
+    let raised = Limits {
+        pending_requests: 129,
+        ..saturating()
+    };
+    assert_eq!(
+        pools.lower_limits(raised).await,
+        Err(LowerError::Limits(LimitsError::Raised {
+            field: LimitField::PendingRequests,
+            value: 129,
+            startup: 128,
+        }))
+    );
+    let backoff = Limits {
+        dial_backoff_initial: std::time::Duration::from_millis(50),
+        ..saturating()
+    };
+    assert!(matches!(
+        pools.lower_limits(backoff).await,
+        Err(LowerError::Limits(LimitsError::Fixed { .. }))
+    ));
+}
+
+#[tokio::test]
+async fn lower_limits_refuses_below_actual_use() {
+    let limits = Limits {
+        running_per_tenant: 4,
+        ..Limits::DEFAULT
+    };
+    let (pools, p, receipt) = with_alpha(limits, 3).await;
+    let mut running = Vec::new();
+    for session in 0..3 {
+        running.push(admitted(&pools, request(&pools, plan("t", session), &receipt, b"x")).await);
+    }
+    let tenant_below = Limits {
+        running_per_tenant: 2,
+        ..limits
+    };
+    assert_eq!(
+        pools.lower_limits(tenant_below).await,
+        Err(LowerError::InUse {
+            field: LimitField::RunningPerTenant,
+            used: 3,
+            requested: 2
+        })
+    );
+
+    // A retired epoch still held by an old call counts: rotation leaves two
+    // epochs of three clients each retained.
+    pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 3)))
+        .await
+        .expect("rotate");
+    let clients_below = Limits {
+        clients_per_provider: 5,
+        ..limits
+    };
+    assert_eq!(
+        pools.lower_limits(clients_below).await,
+        Err(LowerError::InUse {
+            field: LimitField::ClientsPerProvider,
+            used: 6,
+            requested: 5
+        })
+    );
+    let retained_below = Limits {
+        retained_configurations: 1,
+        ..limits
+    };
+    assert_eq!(
+        pools.lower_limits(retained_below).await,
+        Err(LowerError::InUse {
+            field: LimitField::RetainedConfigurations,
+            used: 2,
+            requested: 1
+        })
+    );
+    drop(running);
+    eventually("the old epoch drains", || {
+        pools.snapshot().retained_epochs == 1
+    })
+    .await;
+    pools
+        .lower_limits(retained_below)
+        .await
+        .expect("now one epoch is retained");
+}
+
+#[tokio::test]
+async fn a_refused_lowering_changes_no_limit() {
+    let limits = Limits {
+        running_per_tenant: 4,
+        ..Limits::DEFAULT
+    };
+    let (pools, _, receipt) = with_alpha(limits, 1).await;
+    let mut running = Vec::new();
+    for session in 0..3 {
+        running.push(admitted(&pools, request(&pools, plan("t", session), &receipt, b"x")).await);
+    }
+    // The metadata budget would lower fine; the tenant ceiling cannot.
+    let both = Limits {
+        metadata_bytes: 64 * 1024,
+        running_per_tenant: 2,
+        ..limits
+    };
+    assert!(matches!(
+        pools.lower_limits(both).await,
+        Err(LowerError::InUse { .. })
+    ));
+    let big = pools.stage_input(Bytes::from(vec![0u8; 100 * 1024]));
+    assert!(big.is_ok(), "the metadata limit was restored");
+}
+
+#[tokio::test]
+async fn live_lowering_applies_to_new_grants() {
+    let limits = Limits {
+        running_per_tenant: 4,
+        ..Limits::DEFAULT
+    };
+    let (pools, _, receipt) = with_alpha(limits, 1).await;
+    let first = admitted(&pools, request(&pools, plan("t", 0), &receipt, b"x")).await;
+    pools
+        .lower_limits(Limits {
+            running_per_tenant: 1,
+            ..limits
+        })
+        .await
+        .expect("one running, lowered to one");
+    let second = {
+        let (pools, request) = (pools.clone(), request(&pools, plan("t", 1), &receipt, b"x"));
+        task(async move { pools.admit(request).await })
+    };
+    eventually("the second request waits", || {
+        pools.snapshot().pending_requests == 1
+    })
+    .await;
+    assert_eq!(pools.snapshot().running_requests, 1);
+    drop(first);
+    let second = second
+        .await
+        .expect("task")
+        .expect("granted after the release");
+    assert_eq!(second.provider(), &receipt.provider);
+}

@@ -1,0 +1,121 @@
+//! Execution permission: capacity alone never starts a request. The start
+//! needs a fresh dispatch for the same session, ledger, provider and epoch.
+
+mod support;
+
+use provider_pools::{
+    AdmitError, Epoch, ExecutionPlan, LedgerId, Limits, PolicyTable, SessionId, TenantId,
+};
+use support::{admitted, eventually, http_config, installation, plan, request, task, with_alpha};
+
+fn policy_for(tenant: &str, provider: &provider_pools::ProviderId) -> PolicyTable {
+    let policy = PolicyTable::new();
+    policy.allow(TenantId::new(tenant).expect("tenant"), provider.clone());
+    policy
+}
+
+#[tokio::test]
+async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
+    let limits = Limits {
+        running_requests: 1,
+        running_per_tenant: 1,
+        running_per_provider: 1,
+        ..Limits::DEFAULT
+    };
+    let (pools, p, receipt) = with_alpha(limits, 1).await;
+    let policy = policy_for("t", &p);
+    let held = admitted(&pools, request(&pools, plan("holder", 0), &receipt, b"h")).await;
+
+    let waiter = {
+        let (pools, request) = (pools.clone(), request(&pools, plan("t", 1), &receipt, b"x"));
+        task(async move { pools.admit(request).await })
+    };
+    eventually("the request is queued", || {
+        pools.snapshot().pending_requests == 1
+    })
+    .await;
+    assert!(policy.revoke(&TenantId::new("t").expect("tenant"), &p));
+    drop(held);
+
+    let ready = waiter.await.expect("task").expect("capacity granted");
+    assert_eq!(pools.snapshot().running_requests, 1);
+    let refused = pools.dispatch(&policy, ready.plan(), ready.provider());
+    assert!(
+        matches!(refused, Err(AdmitError::Revoked(_))),
+        "got {refused:?}"
+    );
+    drop(ready);
+    eventually("the capacity returns", || {
+        pools.snapshot().running_requests == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_matching_fresh_call_starts_the_request() {
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
+    let policy = policy_for("t", &p);
+    let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"x")).await;
+    let call = pools
+        .dispatch(&policy, ready.plan(), ready.provider())
+        .expect("allowed");
+    assert_eq!(call.epoch(), Epoch::new(1));
+    let running = ready.start(call).expect("the call matches the grant");
+    assert_eq!(running.client().epoch(), Epoch::new(1));
+    assert_eq!(running.input().bytes().as_ref(), b"x");
+}
+
+#[tokio::test]
+async fn a_provider_rotated_after_the_grant_refuses_the_start() {
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
+    let policy = policy_for("t", &p);
+    let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"x")).await;
+    pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
+        .await
+        .expect("rotate");
+    let call = pools
+        .dispatch(&policy, ready.plan(), ready.provider())
+        .expect("allowed");
+    assert_eq!(call.epoch(), Epoch::new(2));
+    assert_eq!(
+        ready.start(call).err(),
+        Some(AdmitError::Retired {
+            provider: p.clone()
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_call_must_match_session_ledger_and_freshness() {
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
+    let policy = policy_for("t", &p);
+    let stale = pools.dispatch(&policy, &plan("t", 1), &p).expect("allowed");
+
+    let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"x")).await;
+    assert_eq!(
+        ready.start(stale).err(),
+        Some(AdmitError::Mismatch {
+            what: "dispatch predates the grant"
+        })
+    );
+
+    let far = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    let other_session = plan("t", 2);
+    let other_ledger = ExecutionPlan::seal(
+        TenantId::new("t").expect("tenant"),
+        SessionId::new(1),
+        LedgerId::new(9),
+        far,
+        far,
+    );
+    for (other, what) in [(other_session, "session"), (other_ledger, "ledger")] {
+        let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"x")).await;
+        let call = pools.dispatch(&policy, &other, &p).expect("allowed");
+        assert_eq!(ready.start(call).err(), Some(AdmitError::Mismatch { what }));
+    }
+    eventually("refused starts return their capacity", || {
+        pools.snapshot().running_requests == 0
+    })
+    .await;
+}
