@@ -353,3 +353,34 @@ async fn admission_after_retire_is_closed_and_queues_nothing() {
     assert_eq!(refused.err().map(|e| e.code()), Some("closed"));
     assert_eq!(pools.snapshot().pending_requests, 0);
 }
+
+#[tokio::test]
+async fn a_rotation_creates_no_extra_running_allowance() {
+    // Running limits are keyed by the logical provider: a request on the new
+    // epoch waits for the one still running on the old epoch.
+    let limits = Limits {
+        running_per_provider: 1,
+        ..Limits::DEFAULT
+    };
+    let pools = start(limits).await;
+    let first = install_providers(&pools, &["p".to_string()])
+        .await
+        .remove(0);
+    let old = admitted(&pools, request(&pools, plan("t", 0), &first, b"x")).await;
+    let p = provider("p");
+    let second = pools
+        .install(installation(&p, 1, b"k2", http_config("p", 1)))
+        .await
+        .expect("rotate");
+
+    let mut requests = Requests::new();
+    requests.queue(&pools, plan("u", 1), &second, 1);
+    eventually("the new-epoch request waits", || {
+        pools.snapshot().pending_requests == 1
+    })
+    .await;
+    assert_eq!(pools.snapshot().running_requests, 1);
+    drop(old);
+    let (tag, _release) = requests.next().await;
+    assert_eq!(tag, 1, "granted once the old epoch's request is gone");
+}

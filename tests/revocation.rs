@@ -119,3 +119,23 @@ async fn a_call_must_match_session_ledger_and_freshness() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_call_for_another_provider_is_refused() {
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
+    let other = support::provider("beta");
+    pools
+        .install(installation(&other, 0, b"k", http_config("beta", 1)))
+        .await
+        .expect("beta");
+    let policy = policy_for("t", &p);
+    policy.allow(TenantId::new("t").expect("tenant"), other.clone());
+    let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"x")).await;
+    let call = pools
+        .dispatch(&policy, ready.plan(), &other)
+        .expect("allowed");
+    assert_eq!(
+        ready.start(call).err(),
+        Some(AdmitError::Mismatch { what: "provider" })
+    );
+}
