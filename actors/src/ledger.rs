@@ -22,7 +22,6 @@ use crate::snapshot::{ConnectionCounts, ControlState, Snapshot};
 pub(crate) struct Gauges {
     pub(crate) configured_epochs: AtomicU32,
     pub(crate) connections_active: AtomicU32,
-    pub(crate) connections_idle: AtomicU32,
     pub(crate) connections_connecting: AtomicU32,
     pub(crate) connections_retired: AtomicU32,
     pub(crate) pending_requests: AtomicU32,
@@ -41,10 +40,16 @@ pub(crate) struct Ledger {
     pub(crate) clients: Arc<Budget>,
     /// Accounted registry metadata bytes, against `metadata_bytes`.
     pub(crate) metadata: Arc<Budget>,
+    /// Every connection, dialing, active or idle, against `connections`.
+    pub(crate) connections: Arc<Budget>,
+    /// Parked connections, against `idle_connections`.
+    pub(crate) idle: Arc<Budget>,
     pub(crate) gauges: Gauges,
     control: AtomicU8,
     /// The queue age for future admissions, in nanoseconds (lowerable).
     queue_age: AtomicU64,
+    /// The idle age for idle reuse, in nanoseconds (lowerable).
+    idle_age: AtomicU64,
     /// One sequence for grants and dispatches: a call is fresh for a grant
     /// when its number is higher.
     sequence: AtomicU64,
@@ -61,9 +66,12 @@ impl Ledger {
             retained: Budget::new("retained_configurations", limits.retained_configurations),
             clients: Budget::new("configured_clients", limits.configured_clients),
             metadata: Budget::new("metadata_bytes", limits.metadata_bytes),
+            connections: Budget::new("connections", limits.connections),
+            idle: Budget::new("idle_connections", limits.idle_connections),
             gauges: Gauges::default(),
             control: AtomicU8::new(RUNNING),
             queue_age: AtomicU64::new(nanos(limits.queue_age)),
+            idle_age: AtomicU64::new(nanos(limits.idle_age)),
             sequence: AtomicU64::new(0),
         })
     }
@@ -115,6 +123,15 @@ impl Ledger {
         self.queue_age.store(nanos(age), Ordering::Release);
     }
 
+    /// The idle age for reuse decisions taken now.
+    pub(crate) fn idle_age(&self) -> Duration {
+        Duration::from_nanos(self.idle_age.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set_idle_age(&self, age: Duration) {
+        self.idle_age.store(nanos(age), Ordering::Release);
+    }
+
     /// The next number in the grant and dispatch sequence.
     pub(crate) fn next_sequence(&self) -> u64 {
         self.sequence.fetch_add(1, Ordering::AcqRel) + 1
@@ -129,7 +146,7 @@ impl Ledger {
             clients: self.clients.used(),
             connections: ConnectionCounts {
                 active: read(&g.connections_active),
-                idle: read(&g.connections_idle),
+                idle: self.idle.used(),
                 connecting: read(&g.connections_connecting),
                 retired: read(&g.connections_retired),
             },

@@ -21,6 +21,7 @@
 pub mod admission;
 pub mod budget;
 pub mod config;
+pub mod connection;
 pub mod credential;
 pub mod dispatch;
 pub mod epoch;
@@ -42,6 +43,9 @@ pub use admission::{
 };
 pub use bytes::Bytes;
 pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
+pub use connection::{
+    ConnectError, DialError, DialErrorKind, DialTarget, Dialer, PooledConnection,
+};
 pub use credential::Credential;
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
 pub use epoch::{ClientId, ClientLease, TypedSlot};

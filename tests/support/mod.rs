@@ -174,3 +174,76 @@ impl provider_pools::DispatchAuthority for AllowAll {
 pub(crate) fn allow_all() -> AllowAll {
     AllowAll
 }
+
+/// Admits, dispatches and starts a request for slot 0 of `receipt`.
+pub(crate) async fn running(
+    pools: &ProviderPools,
+    receipt: &provider_pools::InstallReceipt,
+    tenant: &str,
+    session: u64,
+) -> provider_pools::RunningRequest {
+    let ready = admitted(pools, request(pools, plan(tenant, session), receipt, b"")).await;
+    let call = pools
+        .dispatch(&AllowAll, ready.plan(), ready.provider())
+        .expect("dispatch");
+    ready.start(call).expect("start")
+}
+
+/// A provider whose origins are the given TCP targets (slots 0..n).
+pub(crate) fn tcp_config(service: &str, targets: &[String]) -> ProviderConfig {
+    targets.iter().enumerate().fold(
+        ProviderConfig::new(ServiceName::new(service).expect("valid service name")),
+        |config, (slot, target)| {
+            config.with_origin(
+                OriginSlot::new(slot as u32),
+                OriginKind::Http,
+                target.clone(),
+            )
+        },
+    )
+}
+
+/// Dials real TCP connections to the slot's target, counting dials.
+#[derive(Debug, Default)]
+pub(crate) struct TcpDialer {
+    pub(crate) dials: std::sync::atomic::AtomicUsize,
+}
+
+impl provider_pools::Dialer for TcpDialer {
+    type Conn = tokio::net::TcpStream;
+
+    async fn dial(
+        &self,
+        target: provider_pools::DialTarget<'_>,
+    ) -> Result<Self::Conn, provider_pools::DialError> {
+        use provider_pools::{DialError, DialErrorKind};
+        self.dials.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::net::TcpStream::connect(target.target)
+            .await
+            .map_err(|e| {
+                let kind = match e.kind() {
+                    std::io::ErrorKind::ConnectionRefused => DialErrorKind::Refused,
+                    std::io::ErrorKind::TimedOut => DialErrorKind::Timeout,
+                    _ => DialErrorKind::Other,
+                };
+                DialError::new(kind, e.to_string())
+            })
+    }
+}
+
+/// Admits, dispatches and starts a request for slot `slot` of `receipt`.
+pub(crate) async fn running_on(
+    pools: &ProviderPools,
+    receipt: &provider_pools::InstallReceipt,
+    slot: usize,
+    tenant: &str,
+    session: u64,
+) -> provider_pools::RunningRequest {
+    let mut admit = request(pools, plan(tenant, session), receipt, b"");
+    admit.slot = receipt.slots[slot];
+    let ready = admitted(pools, admit).await;
+    let call = pools
+        .dispatch(&AllowAll, ready.plan(), ready.provider())
+        .expect("dispatch");
+    ready.start(call).expect("start")
+}

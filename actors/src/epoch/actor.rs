@@ -1,66 +1,93 @@
-//! The epoch actor: the runtime owner of one (provider, epoch).
+//! The epoch actor: the runtime owner of one (provider, epoch) — its idle
+//! connections, dial gates and backoff.
 //!
-//! Spawned linked to the registry when an epoch is installed, it owns the
-//! epoch's mutable runtime state; its immutable installation is the
-//! [`PublishedEpoch`] it shares with the directory. It stays alive after
-//! retirement until the registry, told by the drain notice that the last
-//! lease is gone, stops it.
+//! Spawned linked to the registry when an epoch is installed; its immutable
+//! installation is the [`PublishedEpoch`] it shares with the directory. It
+//! stays alive after retirement until the registry, told by the drain notice
+//! that the last lease is gone, stops it. Adapter code never runs here
+//! except a connection's `Drop` when an idle one is destroyed.
 //!
-//! Mailbox: 8 message slots, 1 release slot — the registry's `Retire`, reserved
-//! when the epoch is spawned.
+//! Mailbox: `64 + running_requests` message slots (one checkout per running
+//! request, plus reclaim scans); release slots:
+//! the registry's `Retire`, and two per possible connection of the epoch
+//! (its dial outcome and its park), i.e. `1 + 2 × connections` (startup).
 
+use std::any::TypeId;
 use std::sync::Arc;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio::sync::oneshot;
 
+use crate::connection::{DialOutcome, IdleConn};
+use crate::epoch::pool::{Checkout, Pools};
 use crate::epoch::published::PublishedEpoch;
+use crate::ledger::Ledger;
+use crate::limits::{DialBackoff, Limits};
 use crate::mailbox::{Envelope, Mailbox, MailboxBound, MailboxSlots, ReleaseSlot};
 
-const BOUND: MailboxBound = MailboxBound {
-    messages: 8,
-    releases: 1,
-};
+fn bound(limits: &Limits) -> MailboxBound {
+    MailboxBound {
+        // Every running request may have one checkout in flight.
+        messages: 64 + limits.running_requests as usize,
+        releases: 1 + 2 * limits.connections as usize,
+    }
+}
 
 /// Messages of the epoch actor.
-#[derive(Debug)]
 pub(crate) enum Msg {
-    /// The registry published a successor or retired the pools: take no new
-    /// work; what was accepted finishes on this epoch.
+    /// The registry published a successor or retired the pools: destroy idle
+    /// connections and park no more; accepted work finishes on this epoch.
     Retire,
+    /// A running request asks for a connection of `client`.
+    Checkout {
+        client: usize,
+        type_id: TypeId,
+        reply: oneshot::Sender<Checkout>,
+    },
+    /// A dial of `client` ended at `at` (sent on the permit's reserved slot);
+    /// backoff counts from the failure, not from when the actor hears of it.
+    DialDone {
+        client: usize,
+        outcome: DialOutcome,
+        at: tokio::time::Instant,
+    },
+    /// A verified-reusable connection comes back (on its reserved slot).
+    Park { client: usize, entry: IdleConn },
+    /// Destroy expired idle connections, touching at most `bound`; answers
+    /// how many were touched.
+    Reclaim {
+        bound: usize,
+        reply: Option<RpcReplyPort<usize>>,
+    },
 }
 
 pub(crate) struct EpochActor;
 
-pub(crate) struct State {
-    published: Arc<PublishedEpoch>,
-    retired: bool,
+pub(crate) struct EpochArgs {
+    pub(crate) published: Arc<PublishedEpoch>,
+    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) backoff: DialBackoff,
+    pub(crate) slots: MailboxSlots,
 }
 
-impl State {
-    fn retire(&mut self) {
-        self.retired = true;
-        tracing::debug!(
-            provider = %self.published.provider,
-            epoch = %self.published.epoch,
-            leases = self.published.leases(),
-            "epoch retired"
-        );
-    }
+pub(crate) struct State {
+    mailbox: Mailbox<Msg>,
+    pools: Pools,
 }
 
 impl Actor for EpochActor {
     type Msg = Envelope<Msg>;
     type State = State;
-    type Arguments = Arc<PublishedEpoch>;
+    type Arguments = EpochArgs;
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<Self::Msg>,
-        published: Arc<PublishedEpoch>,
+        myself: ActorRef<Self::Msg>,
+        args: EpochArgs,
     ) -> Result<State, ActorProcessingErr> {
         Ok(State {
-            retired: published.is_retired(),
-            published,
+            mailbox: args.slots.attach(myself),
+            pools: Pools::new(args.published, args.ledger, args.backoff),
         })
     }
 
@@ -70,8 +97,26 @@ impl Actor for EpochActor {
         msg: Self::Msg,
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
+        let State { mailbox, pools } = state;
         match msg.open() {
-            Msg::Retire => state.retire(),
+            Msg::Retire => pools.retire(),
+            Msg::Checkout {
+                client,
+                type_id,
+                reply,
+            } => pools.checkout(mailbox, client, type_id, reply),
+            Msg::DialDone {
+                client,
+                outcome,
+                at,
+            } => pools.dial_done(mailbox, client, outcome, at),
+            Msg::Park { client, entry } => pools.park(client, entry),
+            Msg::Reclaim { bound, reply } => {
+                let touched = pools.reclaim(bound);
+                if let Some(reply) = reply {
+                    let _ = reply.send(touched);
+                }
+            }
         }
         Ok(())
     }
@@ -85,14 +130,24 @@ pub(crate) struct EpochHandle {
 }
 
 impl EpochHandle {
-    /// Spawns the actor for `published`, linked to `supervisor`.
+    /// Spawns the actor for `published`, linked to `supervisor`, and records
+    /// its mailbox in `published`.
     pub(crate) async fn spawn(
         published: Arc<PublishedEpoch>,
+        ledger: Arc<Ledger>,
+        limits: &Limits,
         supervisor: ActorCell,
     ) -> Result<Self, ractor::SpawnErr> {
-        let slots = MailboxSlots::new(BOUND);
-        let (actor, _join) = Actor::spawn_linked(None, EpochActor, published, supervisor).await?;
+        let slots = MailboxSlots::new(bound(limits));
+        let args = EpochArgs {
+            published: Arc::clone(&published),
+            ledger,
+            backoff: limits.dial_backoff(),
+            slots: slots.clone(),
+        };
+        let (actor, _join) = Actor::spawn_linked(None, EpochActor, args, supervisor).await?;
         let mailbox = slots.attach(actor);
+        published.set_actor(mailbox.clone());
         let retire_slot = mailbox.reserve_release();
         Ok(Self {
             mailbox,
@@ -102,6 +157,10 @@ impl EpochHandle {
 
     pub(crate) fn cell(&self) -> ActorCell {
         self.mailbox.actor().get_cell()
+    }
+
+    pub(crate) fn mailbox(&self) -> &Mailbox<Msg> {
+        &self.mailbox
     }
 
     /// Tells the actor it is retired; its slot was reserved at spawn.

@@ -64,6 +64,7 @@ impl LeaseWord {
         self.0.load(Ordering::Acquire) & RETIRED != 0
     }
 
+    #[cfg(test)]
     pub(crate) fn leases(&self) -> u64 {
         self.0.load(Ordering::Acquire) & COUNT
     }

@@ -8,6 +8,7 @@
 
 pub(crate) mod actor;
 mod lease;
+pub(crate) mod pool;
 pub(crate) mod published;
 
 pub use published::{ClientId, ClientLease, TypedSlot};

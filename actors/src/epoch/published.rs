@@ -10,14 +10,18 @@
 //! - The credential is reachable only through trusted adapter code.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use crate::budget::Budget;
 use crate::config::{ConfigDigest, ProviderConfig};
 use crate::credential::Credential;
+use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::lease::{Drain, LeaseWord};
 use crate::error::LookupError;
 use crate::identity::{Authority, Epoch, InstanceId, OriginKind, OriginSlot, ProviderId};
-use crate::mailbox::ReleaseSlot;
+use crate::ledger::Ledger;
+use crate::mailbox::{Mailbox, ReleaseSlot};
 use crate::registry::Msg as RegistryMsg;
 
 /// The identity of one configured client: a private, monotonic instance.
@@ -53,6 +57,48 @@ struct ConfiguredClient {
     slot: OriginSlot,
     kind: OriginKind,
     id: ClientId,
+    /// This client's connections, against `connections_per_client`.
+    connections: Arc<Budget>,
+}
+
+/// Checked-out connections of one epoch, and whether they count as active or
+/// retired. One lock so that retirement moves them between gauges exactly.
+#[derive(Debug)]
+pub(crate) struct ConnTally {
+    state: Mutex<(bool, u32)>,
+    ledger: Arc<Ledger>,
+}
+
+impl ConnTally {
+    fn gauge(&self, retired: bool) -> &std::sync::atomic::AtomicU32 {
+        let gauges = &self.ledger.gauges;
+        if retired {
+            &gauges.connections_retired
+        } else {
+            &gauges.connections_active
+        }
+    }
+
+    pub(crate) fn check_out(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.1 += 1;
+        self.gauge(state.0).fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn check_in(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.1 = state.1.saturating_sub(1);
+        self.gauge(state.0).fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn retire(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if !state.0 {
+            state.0 = true;
+            self.gauge(false).fetch_sub(state.1, Ordering::AcqRel);
+            self.gauge(true).fetch_add(state.1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// One installed epoch as the directory publishes it.
@@ -70,6 +116,9 @@ pub(crate) struct PublishedEpoch {
     credential: Credential,
     leases: LeaseWord,
     drain_notice: Mutex<Option<ReleaseSlot<RegistryMsg>>>,
+    conns: ConnTally,
+    /// The epoch actor's mailbox, set once the actor is spawned.
+    actor: OnceLock<Mailbox<EpochMsg>>,
 }
 
 /// What the registry supplies to build a [`PublishedEpoch`].
@@ -81,6 +130,8 @@ pub(crate) struct EpochParts {
     pub(crate) config: ProviderConfig,
     pub(crate) credential: Credential,
     pub(crate) drain_notice: ReleaseSlot<RegistryMsg>,
+    pub(crate) connections_per_client: u32,
+    pub(crate) ledger: Arc<Ledger>,
 }
 
 impl PublishedEpoch {
@@ -93,6 +144,8 @@ impl PublishedEpoch {
             config,
             credential,
             drain_notice,
+            connections_per_client,
+            ledger,
         } = parts;
         let mut clients: Vec<ConfiguredClient> = config
             .origins
@@ -101,6 +154,7 @@ impl PublishedEpoch {
                 slot: origin.slot,
                 kind: origin.kind,
                 id: ClientId(InstanceId::next().get()),
+                connections: Budget::new("connections_per_client", connections_per_client),
             })
             .collect();
         clients.sort_unstable_by_key(|c| c.slot);
@@ -116,6 +170,11 @@ impl PublishedEpoch {
             credential,
             leases: LeaseWord::default(),
             drain_notice: Mutex::new(Some(drain_notice)),
+            conns: ConnTally {
+                state: Mutex::new((false, 0)),
+                ledger,
+            },
+            actor: OnceLock::new(),
         })
     }
 
@@ -174,9 +233,51 @@ impl PublishedEpoch {
         })
     }
 
+    /// Records the epoch actor's mailbox; called once, right after spawn.
+    pub(crate) fn set_actor(&self, mailbox: Mailbox<EpochMsg>) {
+        let _ = self.actor.set(mailbox);
+    }
+
+    /// The epoch actor's mailbox.
+    pub(crate) fn actor(&self) -> Option<&Mailbox<EpochMsg>> {
+        self.actor.get()
+    }
+
+    pub(crate) fn conn_tally(&self) -> &ConnTally {
+        &self.conns
+    }
+
+    /// Number of configured clients.
+    pub(crate) fn client_count(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// The connection budget of client `index`.
+    pub(crate) fn client_connections(&self, index: usize) -> Option<&Arc<Budget>> {
+        self.clients.get(index).map(|c| &c.connections)
+    }
+
+    /// Every client's connection budget.
+    pub(crate) fn all_client_connections(&self) -> impl Iterator<Item = &Arc<Budget>> {
+        self.clients.iter().map(|c| &c.connections)
+    }
+
+    /// The public target of client `index`.
+    pub(crate) fn client_target(&self, index: usize) -> &str {
+        self.clients
+            .get(index)
+            .and_then(|c| self.config.origins.iter().find(|o| o.slot == c.slot))
+            .map_or("", |o| o.target.as_str())
+    }
+
+    pub(crate) fn credential(&self) -> &Credential {
+        &self.credential
+    }
+
     /// Retires this epoch: no new lease; the drain notice goes out when the
     /// last lease is returned (now, if there is none).
     pub(crate) fn retire(&self) {
+        self.conns.retire();
         if self.leases.retire() == Drain::Notify {
             self.send_drain_notice();
         }
@@ -184,10 +285,6 @@ impl PublishedEpoch {
 
     pub(crate) fn is_retired(&self) -> bool {
         self.leases.is_retired()
-    }
-
-    pub(crate) fn leases(&self) -> u64 {
-        self.leases.leases()
     }
 
     fn release(&self) {
@@ -239,6 +336,11 @@ impl ClientLease {
         &self.epoch.clients[self.index]
     }
 
+    /// The epoch and client index this lease reaches.
+    pub(crate) fn epoch_entry(&self) -> (&Arc<PublishedEpoch>, usize) {
+        (&self.epoch, self.index)
+    }
+
     /// The configured client this lease reaches.
     pub fn client_id(&self) -> ClientId {
         self.client().id
@@ -271,12 +373,7 @@ impl ClientLease {
 
     /// The origin's public target, as configured.
     pub fn target(&self) -> &str {
-        self.epoch
-            .config
-            .origins
-            .iter()
-            .find(|o| o.slot == self.slot())
-            .map_or("", |o| o.target.as_str())
+        self.epoch.client_target(self.index)
     }
 
     /// The epoch's credential, for trusted adapter code building a request or

@@ -8,6 +8,7 @@
 //! - Everything runs on the tokio runtime the host supplied.
 
 mod admission;
+mod connections;
 mod control;
 
 use std::sync::atomic::AtomicU64;
@@ -138,6 +139,7 @@ impl ProviderPools {
                 slots: MailboxSlots::new(scheduler::mailbox_bound(&limits)),
             },
             scheduler_ready: scheduler_tx,
+            runtime: runtime.clone(),
         };
         let spawned = runtime
             .spawn(async move {

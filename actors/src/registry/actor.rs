@@ -23,6 +23,8 @@ pub(crate) struct RegistryArgs {
     pub(crate) scheduler: SchedulerArgs,
     /// Where the handle learns the scheduler's mailbox.
     pub(crate) scheduler_ready: oneshot::Sender<Mailbox<scheduler::Msg>>,
+    /// The host's runtime, for the one periodic reclaim tick.
+    pub(crate) runtime: tokio::runtime::Handle,
 }
 
 impl Actor for RegistryActor {
@@ -43,12 +45,14 @@ impl Actor for RegistryActor {
             return Err("the handle stopped waiting for the scheduler".into());
         }
         let mailbox = args.slots.attach(myself);
+        let ticker = args.runtime.spawn(reclaim_ticks(mailbox.clone()));
         Ok(State::new(
             args.limits,
             args.ledger,
             args.directory,
             mailbox,
             scheduler,
+            ticker,
         ))
     }
 
@@ -72,6 +76,7 @@ impl Actor for RegistryActor {
                 let _ = reply.send(());
             }
             Msg::Shutdown { reply } => state.shutdown(reply),
+            Msg::ReclaimTick => state.reclaim_idle(),
             Msg::LowerLimits { limits, reply } => {
                 let _ = reply.send(state.lower_limits(limits).await);
             }
@@ -97,5 +102,19 @@ impl Actor for RegistryActor {
         }
         state.finish_shutdown(&myself.get_cell()).await;
         Ok(())
+    }
+}
+
+/// The control owner's one timer: a reclaim tick every
+/// [`RECLAIM_PERIOD`](crate::registry::RECLAIM_PERIOD), skipped while the
+/// mailbox is full, ended when the registry stops.
+async fn reclaim_ticks(mailbox: Mailbox<Msg>) {
+    let mut interval = tokio::time::interval(crate::registry::RECLAIM_PERIOD);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        interval.tick().await;
+        if let Err(crate::mailbox::MailboxError::Closed) = mailbox.try_send(Msg::ReclaimTick) {
+            return;
+        }
     }
 }

@@ -35,6 +35,11 @@ use crate::install::{InstallReceipt, Installation};
 use crate::limits::Limits;
 use crate::mailbox::MailboxBound;
 
+/// How often the control owner scans for expired idle connections.
+pub(crate) const RECLAIM_PERIOD: std::time::Duration = std::time::Duration::from_secs(1);
+/// Most idle entries one epoch's scan touches per tick.
+pub(crate) const RECLAIM_BOUND: usize = 64;
+
 /// The registry's mailbox bound for a given retained-configuration limit.
 pub(crate) fn mailbox_bound(retained_configurations: u32) -> MailboxBound {
     MailboxBound {
@@ -56,6 +61,8 @@ pub(crate) enum Msg {
     Retire { reply: RpcReplyPort<()> },
     /// Retire, then answer once every epoch and request has been released.
     Shutdown { reply: RpcReplyPort<()> },
+    /// The control owner's one periodic duty: bounded idle-reclaim scans.
+    ReclaimTick,
     /// Lower limits, all or nothing.
     LowerLimits {
         limits: Limits,

@@ -58,6 +58,8 @@ pub(crate) struct State {
     scheduler_close: Option<ReleaseSlot<scheduler::Msg>>,
     /// Set before the registry stops the scheduler itself.
     scheduler_stopping: bool,
+    /// The reclaim tick task; aborted when the registry completes.
+    ticker: tokio::task::JoinHandle<()>,
     providers: HashMap<ProviderId, ProviderEntry>,
     services: HashMap<ServiceName, ProviderId>,
     epochs: HashMap<InstanceId, EpochRecord>,
@@ -72,6 +74,7 @@ impl State {
         directory: Arc<Directory>,
         mailbox: Mailbox<Msg>,
         scheduler: Mailbox<scheduler::Msg>,
+        ticker: tokio::task::JoinHandle<()>,
     ) -> Self {
         Self {
             limits,
@@ -81,6 +84,7 @@ impl State {
             scheduler_close: scheduler.reserve_release(),
             scheduler,
             scheduler_stopping: false,
+            ticker,
             providers: HashMap::new(),
             services: HashMap::new(),
             epochs: HashMap::new(),
@@ -173,12 +177,19 @@ impl State {
             config,
             credential,
             drain_notice,
+            connections_per_client: self.limits.connections_per_client,
+            ledger: Arc::clone(&self.ledger),
         });
-        let handle = EpochHandle::spawn(Arc::clone(&published), myself)
-            .await
-            .map_err(|err| InstallError::Spawn {
-                reason: err.to_string(),
-            })?;
+        let handle = EpochHandle::spawn(
+            Arc::clone(&published),
+            Arc::clone(&self.ledger),
+            &self.limits,
+            myself,
+        )
+        .await
+        .map_err(|err| InstallError::Spawn {
+            reason: err.to_string(),
+        })?;
 
         // Publish: the old epoch is retired under the directory's write lock
         // before the new one is visible.
@@ -299,10 +310,23 @@ impl State {
         if self.ledger.complete() {
             tracing::info!("provider pools shut down clean");
         }
+        self.ticker.abort();
         for waiter in self.shutdown_waiters.drain(..) {
             let _ = waiter.send(());
         }
         myself.stop(Some("shut down".into()));
+    }
+
+    /// Asks every retained epoch to destroy expired idle connections, each
+    /// scan touching at most `RECLAIM_BOUND` entries; busy epochs skip a tick.
+    pub(crate) fn reclaim_idle(&self) {
+        for record in self.epochs.values() {
+            let scan = crate::epoch::actor::Msg::Reclaim {
+                bound: crate::registry::RECLAIM_BOUND,
+                reply: None,
+            };
+            let _ = record.handle.mailbox().try_send(scan);
+        }
     }
 
     /// Lowers limits, all or nothing; see `ProviderPools::lower_limits`.
@@ -326,6 +350,16 @@ impl State {
                 &self.ledger.metadata,
                 lowered.metadata_bytes,
             ),
+            (
+                LimitField::Connections,
+                &self.ledger.connections,
+                lowered.connections,
+            ),
+            (
+                LimitField::IdleConnections,
+                &self.ledger.idle,
+                lowered.idle_connections,
+            ),
         ];
         budgets.extend(self.providers.values().map(|p| {
             (
@@ -333,6 +367,15 @@ impl State {
                 &p.clients,
                 lowered.clients_per_provider,
             )
+        }));
+        budgets.extend(self.epochs.values().flat_map(|record| {
+            record.published.all_client_connections().map(|budget| {
+                (
+                    LimitField::ConnectionsPerClient,
+                    budget,
+                    lowered.connections_per_client,
+                )
+            })
         }));
         let mut lowered_so_far = Vec::with_capacity(budgets.len());
         let mut refusal = None;
@@ -361,6 +404,7 @@ impl State {
             return Err(refusal);
         }
         self.ledger.set_queue_age(lowered.queue_age);
+        self.ledger.set_idle_age(lowered.idle_age);
         self.limits = lowered;
         tracing::info!(?lowered, "limits lowered");
         Ok(())

@@ -1,0 +1,193 @@
+//! Connections: owned by the epoch that dialed them, charged before they
+//! exist, destroyed before their charge is returned.
+//!
+//! An adapter implements [`Dialer`]; `ProviderPools::reserve_connection`
+//! hands it a parked connection when a fresh one is idle for the slot's
+//! client, or lets the caller dial one — at most one dial in flight per
+//! configured client, charged to the node's connections and the client's
+//! connections before it starts. A failed or cancelled dial puts the client
+//! into exponential backoff (the registry's fixed dial backoff); while it
+//! lasts, and while another dial is failing, callers get the fixed
+//! [`ConnectError::Unavailable`] carrying the last dial error's kind. The
+//! pools never retry and never reconnect on their own.
+//!
+//! Invariants:
+//! - Charge before dialing: the node and client connection charges exist
+//!   before the dial future is polled.
+//! - Destroy before release: a [`PooledConnection`] drops its resource, then
+//!   its charges.
+//! - Only [`PooledConnection::park`], called by adapter code that verified the
+//!   connection is reusable, returns a connection to the idle pool; a dropped
+//!   connection (a cancelled activation) is destroyed; a retired epoch and a
+//!   full idle pool destroy what is parked.
+//! - Idle connections keep node capacity, not an activation; their age is
+//!   checked at checkout, and the control owner reclaims expired ones in
+//!   bounded scans.
+
+mod permit;
+mod pooled;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub(crate) use permit::{DialOutcome, DialPermit};
+pub use pooled::PooledConnection;
+pub(crate) use pooled::{ConnCharges, IdleConn};
+
+/// Why a dial failed, as adapters classify it. Kept as the client's last
+/// error during backoff, so waiters learn more than "unavailable".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DialErrorKind {
+    /// The origin refused or reset the connection.
+    Refused,
+    /// The dial did not finish in time.
+    Timeout,
+    /// TLS or authentication failed.
+    Handshake,
+    /// The origin answered with something the adapter cannot speak.
+    Protocol,
+    /// The dial was cancelled before it finished.
+    Cancelled,
+    /// Anything else.
+    Other,
+}
+
+impl DialErrorKind {
+    /// A stable name for logs and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Refused => "refused",
+            Self::Timeout => "timeout",
+            Self::Handshake => "handshake",
+            Self::Protocol => "protocol",
+            Self::Cancelled => "cancelled",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for DialErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed dial. The message must not contain credential material.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("dial failed ({kind}): {message}")]
+pub struct DialError {
+    /// The classification.
+    pub kind: DialErrorKind,
+    /// A short description for logs.
+    pub message: String,
+}
+
+impl DialError {
+    /// A dial error of `kind`.
+    pub fn new(kind: DialErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a dial may read: the client's public target and the epoch's
+/// credential.
+#[derive(Clone, Copy)]
+pub struct DialTarget<'a> {
+    /// The origin's public target, as configured.
+    pub target: &'a str,
+    /// The epoch's credential, for trusted adapter code only.
+    pub credential: &'a crate::credential::Credential,
+}
+
+impl std::fmt::Debug for DialTarget<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DialTarget")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens connections for one protocol adapter.
+///
+/// The connection type must own the real resource: dropping it closes the
+/// socket (a facade over a detached driver is not enough — drivers run as
+/// bounded provider jobs).
+pub trait Dialer: Send + Sync {
+    /// The owned connection.
+    type Conn: Send + 'static;
+
+    /// Opens one connection.
+    ///
+    /// # Cancel safety
+    ///
+    /// Must be cancel safe: a dropped future must drop whatever it opened.
+    /// The pools count a dropped dial as a failed one.
+    fn dial(
+        &self,
+        target: DialTarget<'_>,
+    ) -> impl Future<Output = Result<Self::Conn, DialError>> + Send;
+}
+
+/// Why no connection was reserved. Fixed and immediate: nothing waits on a
+/// saturated client, and nothing is retried.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectError {
+    /// The client is in backoff after failed dials, or the dial this request
+    /// waited on failed.
+    #[error("origin unavailable after a {kind} dial failure; retry after {retry_after:?}")]
+    Unavailable {
+        /// The last dial error's kind.
+        kind: DialErrorKind,
+        /// Time left in the backoff window.
+        retry_after: Duration,
+    },
+    /// The epoch actor's mailbox is full.
+    #[error("connection pool is busy")]
+    Busy,
+    /// A connection limit is reached.
+    #[error("connection capacity exhausted: {resource} has {used} of {limit} in use")]
+    Capacity {
+        /// `connections` or `connections_per_client`.
+        resource: &'static str,
+        /// Use when refused.
+        used: u32,
+        /// The limit.
+        limit: u32,
+    },
+    /// The request's deadline passed.
+    #[error("deadline passed before a connection was ready")]
+    Timeout,
+    /// The pools or the epoch are gone.
+    #[error("provider pools are closed")]
+    Closed,
+    /// The dial ran and failed; the client is now in backoff.
+    #[error(transparent)]
+    Dial(DialError),
+}
+
+impl ConnectError {
+    /// The stable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unavailable { .. } | Self::Dial(_) => "unavailable",
+            Self::Busy => "busy",
+            Self::Capacity { .. } => "capacity",
+            Self::Timeout => "timeout",
+            Self::Closed => "closed",
+        }
+    }
+}
+
+impl From<crate::budget::Exhausted> for ConnectError {
+    fn from(e: crate::budget::Exhausted) -> Self {
+        Self::Capacity {
+            resource: e.resource,
+            used: e.used,
+            limit: e.limit,
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! [`DialPermit`]: the right to run one dial for one client, charged before
+//! the dial starts.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::admission::RunningRequest;
+use crate::connection::{ConnCharges, ConnectError, DialError, DialErrorKind, PooledConnection};
+use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::published::PublishedEpoch;
+use crate::ledger::Ledger;
+use crate::mailbox::ReleaseSlot;
+
+/// How a dial ended, as the epoch actor learns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DialOutcome {
+    /// A connection was opened.
+    Connected,
+    /// The dial failed or was cancelled: backoff.
+    Failed(DialErrorKind),
+    /// No dial was attempted (the caller had gone).
+    Withdrawn,
+}
+
+/// Granted by the epoch actor to the one caller that may dial a client now.
+///
+/// The caller runs the dial in its own task — so a dial retains the
+/// activation — and reports the outcome with [`DialPermit::finish`].
+/// Dropping the permit unfinished counts as a cancelled dial.
+pub(crate) struct DialPermit {
+    charges: Option<ConnCharges>,
+    done: Option<ReleaseSlot<EpochMsg>>,
+    park: Option<ReleaseSlot<EpochMsg>>,
+    epoch: Arc<PublishedEpoch>,
+    ledger: Arc<Ledger>,
+    client: usize,
+}
+
+impl DialPermit {
+    pub(crate) fn new(
+        charges: ConnCharges,
+        done: ReleaseSlot<EpochMsg>,
+        park: Option<ReleaseSlot<EpochMsg>>,
+        epoch: Arc<PublishedEpoch>,
+        ledger: Arc<Ledger>,
+        client: usize,
+    ) -> Self {
+        ledger
+            .gauges
+            .connections_connecting
+            .fetch_add(1, Ordering::AcqRel);
+        Self {
+            charges: Some(charges),
+            done: Some(done),
+            park,
+            epoch,
+            ledger,
+            client,
+        }
+    }
+
+    /// Reports the dial's outcome; a success becomes the caller's connection.
+    pub(crate) fn finish<T: Send + 'static>(
+        mut self,
+        dialed: Result<T, DialError>,
+        owner: RunningRequest,
+    ) -> Result<PooledConnection<T>, ConnectError> {
+        self.report(match &dialed {
+            Ok(_) => DialOutcome::Connected,
+            Err(e) => DialOutcome::Failed(e.kind),
+        });
+        let conn = dialed.map_err(ConnectError::Dial)?;
+        let charges = self.charges.take().ok_or(ConnectError::Closed)?;
+        Ok(PooledConnection::new(
+            conn,
+            charges,
+            Arc::clone(&self.epoch),
+            self.park.take(),
+            self.client,
+            false,
+            owner,
+        ))
+    }
+
+    /// Gives the permit up before dialing (the caller was gone): no dial
+    /// happened, so no backoff.
+    pub(crate) fn withdraw(mut self) {
+        self.report(DialOutcome::Withdrawn);
+    }
+
+    fn report(&mut self, outcome: DialOutcome) {
+        if let Some(slot) = self.done.take() {
+            self.ledger
+                .gauges
+                .connections_connecting
+                .fetch_sub(1, Ordering::AcqRel);
+            // A stopped epoch actor has no dial state left to update.
+            let _ = slot.send(EpochMsg::DialDone {
+                client: self.client,
+                outcome,
+                at: tokio::time::Instant::now(),
+            });
+        }
+    }
+}
+
+impl Drop for DialPermit {
+    fn drop(&mut self) {
+        self.report(DialOutcome::Failed(DialErrorKind::Cancelled));
+    }
+}
+
+impl std::fmt::Debug for DialPermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DialPermit")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,162 @@
+//! [`PooledConnection`]: one real connection, its charges and its owner.
+//!
+//! Field order is drop order: the resource first, then the charges it held,
+//! then the gauges, then the activation. Nothing is refunded before the
+//! resource is gone.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::admission::RunningRequest;
+use crate::budget::Charge;
+use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::published::PublishedEpoch;
+use crate::mailbox::ReleaseSlot;
+
+/// The charges one connection holds for its whole life, idle or active:
+/// one of the node's `connections` and one of its client's.
+pub(crate) struct ConnCharges {
+    _node: Charge,
+    _client: Charge,
+}
+
+impl ConnCharges {
+    pub(crate) fn new(node: Charge, client: Charge) -> Self {
+        Self {
+            _node: node,
+            _client: client,
+        }
+    }
+}
+
+/// Counts a connection as checked out (active, or retired once its epoch
+/// retires) while alive.
+pub(crate) struct ActiveGauge {
+    epoch: Arc<PublishedEpoch>,
+}
+
+impl ActiveGauge {
+    pub(crate) fn new(epoch: Arc<PublishedEpoch>) -> Self {
+        epoch.conn_tally().check_out();
+        Self { epoch }
+    }
+}
+
+impl Drop for ActiveGauge {
+    fn drop(&mut self) {
+        self.epoch.conn_tally().check_in();
+    }
+}
+
+/// A parked connection, owned by its epoch actor.
+pub(crate) struct IdleConn {
+    pub(crate) conn: Box<dyn Any + Send>,
+    pub(crate) charges: ConnCharges,
+    /// One of the node's `idle_connections`, taken by the epoch actor when it
+    /// accepts the connection.
+    pub(crate) idle: Option<Charge>,
+    pub(crate) type_id: TypeId,
+    pub(crate) since: Instant,
+}
+
+/// A connection checked out for one request.
+///
+/// `T` owns the real connection. Dropping this destroys `T`, then returns
+/// its charges; only [`PooledConnection::park`] keeps it for reuse.
+#[must_use = "dropping a pooled connection destroys it"]
+pub struct PooledConnection<T: Send + 'static> {
+    conn: T,
+    charges: ConnCharges,
+    gauge: ActiveGauge,
+    park_slot: Option<ReleaseSlot<EpochMsg>>,
+    client: usize,
+    reused: bool,
+    _owner: RunningRequest,
+}
+
+impl<T: Send + 'static> PooledConnection<T> {
+    pub(crate) fn new(
+        conn: T,
+        charges: ConnCharges,
+        epoch: Arc<PublishedEpoch>,
+        park_slot: Option<ReleaseSlot<EpochMsg>>,
+        client: usize,
+        reused: bool,
+        owner: RunningRequest,
+    ) -> Self {
+        Self {
+            conn,
+            charges,
+            gauge: ActiveGauge::new(epoch),
+            park_slot,
+            client,
+            reused,
+            _owner: owner,
+        }
+    }
+
+    /// The connection.
+    pub fn get(&self) -> &T {
+        &self.conn
+    }
+
+    /// The connection, mutably.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.conn
+    }
+
+    /// True when this connection came from the idle pool.
+    pub fn is_reused(&self) -> bool {
+        self.reused
+    }
+
+    /// Returns the connection to its client's idle pool.
+    ///
+    /// Call only after verifying the connection is reusable (for HTTP: the
+    /// response was read completely and both sides allow keep-alive). The
+    /// activation is released; the connection keeps its node capacity while
+    /// idle. A retired epoch, a full idle pool or a stopped epoch actor
+    /// destroy it instead.
+    pub fn park(self) {
+        let Self {
+            conn,
+            charges,
+            gauge,
+            park_slot,
+            client,
+            reused: _,
+            _owner,
+        } = self;
+        let epoch = Arc::clone(&gauge.epoch);
+        drop(gauge);
+        drop(_owner);
+        let Some(slot) = park_slot.filter(|_| !epoch.is_retired()) else {
+            // Destroy, then release: `conn` is dropped before `charges`.
+            drop(conn);
+            drop(charges);
+            return;
+        };
+        let entry = IdleConn {
+            type_id: TypeId::of::<T>(),
+            conn: Box::new(conn),
+            charges,
+            idle: None,
+            since: Instant::now(),
+        };
+        // A stopped epoch actor drops the message, and with it the entry:
+        // the connection is destroyed before its charges are released.
+        let _ = slot.send(EpochMsg::Park { client, entry });
+    }
+}
+
+impl<T: Send + 'static> fmt::Debug for PooledConnection<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledConnection")
+            .field("client", &self.client)
+            .field("reused", &self.reused)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,103 @@
+//! The connection path: check out a parked connection or dial one.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::admission::RunningRequest;
+use crate::connection::{ConnectError, DialTarget, Dialer, PooledConnection};
+use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::pool::Checkout;
+use crate::mailbox::MailboxError;
+use crate::pools::ProviderPools;
+
+impl ProviderPools {
+    /// Reserves a connection to `running`'s client: a fresh idle one when
+    /// parked, otherwise a new one dialed by `dialer` in this task.
+    ///
+    /// The node's and the client's connection charges are taken before the
+    /// dial starts; at most one dial per client is in flight, and callers
+    /// arriving meanwhile share its outcome. During backoff or at a limit
+    /// the answer is immediate. Nothing is retried.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future while dialing drops the dial (counted as a
+    /// cancelled dial: the client backs off) and returns its charges;
+    /// dropping it while waiting on another caller's dial loses nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::Unavailable`] during backoff or when the awaited dial
+    /// failed, [`ConnectError::Dial`] when this caller's dial failed,
+    /// [`ConnectError::Capacity`], [`ConnectError::Busy`],
+    /// [`ConnectError::Timeout`] at the request's deadline, and
+    /// [`ConnectError::Closed`].
+    pub async fn reserve_connection<D: Dialer>(
+        &self,
+        running: &RunningRequest,
+        dialer: &D,
+    ) -> Result<PooledConnection<D::Conn>, ConnectError> {
+        if !self.is_open() && running.client().is_retired() {
+            return Err(ConnectError::Closed);
+        }
+        let (epoch, client) = running.client().epoch_entry();
+        let mailbox = epoch.actor().ok_or(ConnectError::Closed)?;
+        let (reply, answer) = oneshot::channel();
+        let msg = EpochMsg::Checkout {
+            client,
+            type_id: TypeId::of::<D::Conn>(),
+            reply,
+        };
+        mailbox.try_send(msg).map_err(|err| match err {
+            MailboxError::Busy(_) | MailboxError::Timeout(_) => ConnectError::Busy,
+            MailboxError::Closed => ConnectError::Closed,
+        })?;
+        let answer = tokio::time::timeout_at(running.deadline(), answer)
+            .await
+            .map_err(|_| ConnectError::Timeout)?
+            .map_err(|_| ConnectError::Closed)?;
+        match answer {
+            Checkout::Idle(entry) => {
+                let park_slot = mailbox.reserve_release();
+                let crate::connection::IdleConn {
+                    conn,
+                    charges,
+                    idle,
+                    ..
+                } = entry;
+                drop(idle);
+                match conn.downcast::<D::Conn>() {
+                    Ok(conn) => Ok(PooledConnection::new(
+                        *conn,
+                        charges,
+                        Arc::clone(epoch),
+                        park_slot,
+                        client,
+                        true,
+                        running.clone(),
+                    )),
+                    // The actor matched the type; a mismatch cannot reach
+                    // here, and would be destroyed like any drop.
+                    Err(_) => Err(ConnectError::Closed),
+                }
+            }
+            Checkout::Dial(permit) => {
+                let target = DialTarget {
+                    target: epoch.client_target(client),
+                    credential: epoch.credential(),
+                };
+                let dialed = tokio::time::timeout_at(running.deadline(), dialer.dial(target))
+                    .await
+                    .map_err(|_| ConnectError::Timeout);
+                match dialed {
+                    Ok(dialed) => permit.finish(dialed, running.clone()),
+                    // Dropping the permit reports a cancelled dial.
+                    Err(timeout) => Err(timeout),
+                }
+            }
+            Checkout::Refused(refusal) => Err(refusal),
+        }
+    }
+}

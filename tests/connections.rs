@@ -1,0 +1,192 @@
+//! Connections over real loopback sockets: reuse of one parked socket, EOF
+//! at the server when the pool destroys it, cancelled activations never
+//! parking, saturation, and retirement.
+
+mod support;
+
+use provider_pools::{ConnectError, Limits, ProviderPools};
+use support::{bounded, installation, provider, running, start, tcp_config, TcpDialer};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// A loopback origin that reports each accepted connection's peer port and
+/// each EOF it reads.
+struct Origin {
+    target: String,
+    accepted: mpsc::Receiver<u16>,
+    eof: mpsc::Receiver<u16>,
+}
+
+async fn origin() -> Origin {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let target = listener.local_addr().expect("local addr").to_string();
+    let (accepted_tx, accepted) = mpsc::channel(64);
+    let (eof_tx, eof) = mpsc::channel(64);
+    support::task(async move {
+        while let Ok((mut socket, peer)) = listener.accept().await {
+            let _ = accepted_tx.send(peer.port()).await;
+            let eof_tx = eof_tx.clone();
+            support::task(async move {
+                let mut buf = [0u8; 64];
+                while let Ok(n) = socket.read(&mut buf).await {
+                    if n == 0 {
+                        let _ = eof_tx.send(peer.port()).await;
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Origin {
+        target,
+        accepted,
+        eof,
+    }
+}
+
+async fn pools_for(
+    origin: &Origin,
+    limits: Limits,
+) -> (ProviderPools, provider_pools::InstallReceipt) {
+    let pools = start(limits).await;
+    let receipt = pools
+        .install(installation(
+            &provider("web"),
+            0,
+            b"k",
+            tcp_config("web", std::slice::from_ref(&origin.target)),
+        ))
+        .await
+        .expect("install");
+    (pools, receipt)
+}
+
+#[tokio::test]
+async fn sequential_checkouts_reuse_one_socket_and_destruction_sends_eof() {
+    let mut origin = origin().await;
+    let (pools, receipt) = pools_for(&origin, Limits::DEFAULT).await;
+    let dialer = TcpDialer::default();
+
+    let first = running(&pools, &receipt, "t", 1).await;
+    let conn = pools
+        .reserve_connection(&first, &dialer)
+        .await
+        .expect("dialed");
+    assert!(!conn.is_reused());
+    let port = conn.get().local_addr().expect("local addr").port();
+    assert_eq!(bounded("accept", origin.accepted.recv()).await, Some(port));
+    conn.park();
+    drop(first);
+
+    let second = running(&pools, &receipt, "t", 2).await;
+    let conn = pools
+        .reserve_connection(&second, &dialer)
+        .await
+        .expect("reused");
+    assert!(conn.is_reused());
+    assert_eq!(
+        conn.get().local_addr().expect("local addr").port(),
+        port,
+        "same socket"
+    );
+    assert_eq!(dialer.dials.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    drop(conn);
+    assert_eq!(
+        bounded("EOF at the origin", origin.eof.recv()).await,
+        Some(port)
+    );
+    drop(second);
+    let snapshot = pools.snapshot();
+    assert_eq!(snapshot.connections, Default::default(), "{snapshot:?}");
+}
+
+#[tokio::test]
+async fn a_cancelled_activation_destroys_its_connection() {
+    let mut origin = origin().await;
+    let (pools, receipt) = pools_for(&origin, Limits::DEFAULT).await;
+    let dialer = TcpDialer::default();
+    let request = running(&pools, &receipt, "t", 1).await;
+    let conn = pools
+        .reserve_connection(&request, &dialer)
+        .await
+        .expect("dialed");
+    let port = conn.get().local_addr().expect("local addr").port();
+    assert_eq!(pools.snapshot().connections.active, 1);
+
+    // The activation is cancelled: its future, and the connection, dropped.
+    drop(conn);
+    drop(request);
+    assert_eq!(bounded("EOF", origin.eof.recv()).await, Some(port));
+    assert_eq!(pools.snapshot().connections, Default::default());
+
+    let again = running(&pools, &receipt, "t", 2).await;
+    let conn = pools
+        .reserve_connection(&again, &dialer)
+        .await
+        .expect("dialed anew");
+    assert!(!conn.is_reused(), "nothing was parked");
+}
+
+#[tokio::test]
+async fn a_saturated_client_refuses_at_once() {
+    let origin = origin().await;
+    let limits = Limits {
+        connections_per_client: 1,
+        ..Limits::DEFAULT
+    };
+    let (pools, receipt) = pools_for(&origin, limits).await;
+    let dialer = TcpDialer::default();
+    let first = running(&pools, &receipt, "t", 1).await;
+    let _held = pools
+        .reserve_connection(&first, &dialer)
+        .await
+        .expect("dialed");
+    let second = running(&pools, &receipt, "t", 2).await;
+    assert_eq!(
+        pools.reserve_connection(&second, &dialer).await.err(),
+        Some(ConnectError::Capacity {
+            resource: "connections_per_client",
+            used: 1,
+            limit: 1
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_retired_epoch_never_refills_the_idle_pool() {
+    let mut origin = origin().await;
+    let (pools, receipt) = pools_for(&origin, Limits::DEFAULT).await;
+    let dialer = TcpDialer::default();
+    let request = running(&pools, &receipt, "t", 1).await;
+    let conn = pools
+        .reserve_connection(&request, &dialer)
+        .await
+        .expect("dialed");
+    let port = conn.get().local_addr().expect("local addr").port();
+    pools
+        .install(installation(
+            &provider("web"),
+            1,
+            b"k2",
+            tcp_config("web", std::slice::from_ref(&origin.target)),
+        ))
+        .await
+        .expect("rotate");
+    assert_eq!(
+        pools.snapshot().connections.retired,
+        1,
+        "the old epoch's connection counts as retired"
+    );
+    conn.park();
+    assert_eq!(
+        bounded("EOF", origin.eof.recv()).await,
+        Some(port),
+        "destroyed, not parked"
+    );
+    assert_eq!(pools.snapshot().connections.idle, 0);
+    drop(request);
+}
