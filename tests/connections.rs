@@ -190,3 +190,18 @@ async fn a_retired_epoch_never_refills_the_idle_pool() {
     assert_eq!(pools.snapshot().connections.idle, 0);
     drop(request);
 }
+
+#[tokio::test]
+async fn a_retired_registry_opens_no_connection() {
+    let origin = origin().await;
+    let (pools, receipt) = pools_for(&origin, Limits::DEFAULT).await;
+    let request = running(&pools, &receipt, "t", 1).await;
+    pools.retire().await;
+    assert_eq!(
+        pools
+            .reserve_connection(&request, &TcpDialer::default())
+            .await
+            .err(),
+        Some(ConnectError::Closed)
+    );
+}

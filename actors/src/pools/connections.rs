@@ -39,7 +39,9 @@ impl ProviderPools {
         running: &RunningRequest,
         dialer: &D,
     ) -> Result<PooledConnection<D::Conn>, ConnectError> {
-        if !self.is_open() && running.client().is_retired() {
+        // A rotated epoch still serves the work it accepted; a retired
+        // registry has stopped its I/O owner.
+        if !self.is_open() {
             return Err(ConnectError::Closed);
         }
         let (epoch, client) = running.client().epoch_entry();
