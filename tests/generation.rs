@@ -9,9 +9,8 @@ use support::deadline;
 
 fn config(generation: &BrokerGeneration, limits: Limits) -> PoolsConfig {
     PoolsConfig {
-        runtime: tokio::runtime::Handle::current(),
-        generation: generation.clone(),
         limits,
+        ..PoolsConfig::new(tokio::runtime::Handle::current(), generation.clone())
     }
 }
 

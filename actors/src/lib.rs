@@ -31,6 +31,7 @@ pub mod install;
 pub mod limits;
 pub mod plan;
 pub mod snapshot;
+pub mod supervision;
 
 mod ledger;
 mod mailbox;
@@ -58,3 +59,4 @@ pub use limits::{LimitField, Limits, LimitsError};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
 pub use pools::{PoolsConfig, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Snapshot};
+pub use supervision::RestartPolicy;

@@ -20,9 +20,8 @@ pub(crate) fn provider(name: &str) -> ProviderId {
 
 pub(crate) async fn start(limits: Limits) -> ProviderPools {
     let config = PoolsConfig {
-        runtime: tokio::runtime::Handle::current(),
-        generation: BrokerGeneration::new(),
         limits,
+        ..PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
     };
     ProviderPools::start(config).await.expect("registry starts")
 }

@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::budget::Budget;
 use crate::config::{ConfigDigest, ProviderConfig};
@@ -117,8 +117,9 @@ pub(crate) struct PublishedEpoch {
     leases: LeaseWord,
     drain_notice: Mutex<Option<ReleaseSlot<RegistryMsg>>>,
     conns: ConnTally,
-    /// The epoch actor's mailbox, set once the actor is spawned.
-    actor: OnceLock<Mailbox<EpochMsg>>,
+    /// The epoch actor's mailbox: set when the actor is spawned, replaced
+    /// when the registry restarts it.
+    actor: RwLock<Option<Mailbox<EpochMsg>>>,
 }
 
 /// What the registry supplies to build a [`PublishedEpoch`].
@@ -174,7 +175,7 @@ impl PublishedEpoch {
                 state: Mutex::new((false, 0)),
                 ledger,
             },
-            actor: OnceLock::new(),
+            actor: RwLock::new(None),
         })
     }
 
@@ -233,14 +234,17 @@ impl PublishedEpoch {
         })
     }
 
-    /// Records the epoch actor's mailbox; called once, right after spawn.
+    /// Records the epoch actor's mailbox, right after a spawn or restart.
     pub(crate) fn set_actor(&self, mailbox: Mailbox<EpochMsg>) {
-        let _ = self.actor.set(mailbox);
+        *self.actor.write().unwrap_or_else(PoisonError::into_inner) = Some(mailbox);
     }
 
-    /// The epoch actor's mailbox.
-    pub(crate) fn actor(&self) -> Option<&Mailbox<EpochMsg>> {
-        self.actor.get()
+    /// The epoch actor's current mailbox.
+    pub(crate) fn actor(&self) -> Option<Mailbox<EpochMsg>> {
+        self.actor
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn conn_tally(&self) -> &ConnTally {

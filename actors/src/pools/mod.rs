@@ -26,6 +26,7 @@ use crate::mailbox::{Mailbox, MailboxSlots};
 use crate::registry::{self, Directory, Msg, RegistryActor, RegistryArgs};
 use crate::scheduler::{self, SchedulerArgs};
 use crate::snapshot::ControlState;
+use crate::supervision::RestartPolicy;
 
 /// What a registry is started with.
 #[derive(Debug, Clone)]
@@ -36,15 +37,18 @@ pub struct PoolsConfig {
     pub generation: BrokerGeneration,
     /// The startup limits; `lower_limits` can only lower them.
     pub limits: Limits,
+    /// How often a panicking epoch actor is restarted.
+    pub restart: RestartPolicy,
 }
 
 impl PoolsConfig {
-    /// Default limits on `runtime`, for `generation`.
+    /// Default limits and restart policy on `runtime`, for `generation`.
     pub fn new(runtime: Handle, generation: BrokerGeneration) -> Self {
         Self {
             runtime,
             generation,
             limits: Limits::DEFAULT,
+            restart: RestartPolicy::default(),
         }
     }
 }
@@ -116,6 +120,7 @@ impl ProviderPools {
             runtime,
             generation,
             limits,
+            restart,
         } = config;
         limits.validate()?;
         if !generation.try_claim() {
@@ -140,6 +145,7 @@ impl ProviderPools {
             },
             scheduler_ready: scheduler_tx,
             runtime: runtime.clone(),
+            restart,
         };
         let spawned = runtime
             .spawn(async move {

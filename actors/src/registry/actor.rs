@@ -25,6 +25,8 @@ pub(crate) struct RegistryArgs {
     pub(crate) scheduler_ready: oneshot::Sender<Mailbox<scheduler::Msg>>,
     /// The host's runtime, for the one periodic reclaim tick.
     pub(crate) runtime: tokio::runtime::Handle,
+    /// How often a panicking epoch actor is restarted.
+    pub(crate) restart: crate::supervision::RestartPolicy,
 }
 
 impl Actor for RegistryActor {
@@ -53,6 +55,7 @@ impl Actor for RegistryActor {
             mailbox,
             scheduler,
             ticker,
+            args.restart,
         ))
     }
 
@@ -93,10 +96,15 @@ impl Actor for RegistryActor {
     ) -> Result<(), ActorProcessingErr> {
         match event {
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                state.child_stopped(cell.get_id(), None);
+                state
+                    .child_stopped(&myself.get_cell(), cell.get_id(), None)
+                    .await;
             }
             SupervisionEvent::ActorFailed(cell, err) => {
-                state.child_stopped(cell.get_id(), Some(err.to_string()));
+                let failure = Some(err.to_string());
+                state
+                    .child_stopped(&myself.get_cell(), cell.get_id(), failure)
+                    .await;
             }
             _ => return Ok(()),
         }

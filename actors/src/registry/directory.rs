@@ -48,6 +48,14 @@ impl Directory {
         current.insert(epoch.provider.clone(), epoch)
     }
 
+    /// Unpublishes and retires `provider`'s current epoch.
+    pub(crate) fn unpublish(&self, provider: &ProviderId) -> Option<Arc<PublishedEpoch>> {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        let epoch = current.remove(provider)?;
+        epoch.retire();
+        Some(epoch)
+    }
+
     /// Unpublishes and retires every epoch.
     pub(crate) fn clear(&self) -> Vec<Arc<PublishedEpoch>> {
         let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);

@@ -22,6 +22,7 @@ use crate::limits::{LimitField, Limits};
 use crate::mailbox::{Mailbox, ReleaseSlot};
 use crate::registry::{Directory, Msg};
 use crate::scheduler;
+use crate::supervision::{RestartHistory, RestartPolicy};
 
 /// How long the registry waits for the scheduler during shutdown.
 const SCHEDULER_WAIT: Duration = Duration::from_secs(5);
@@ -45,6 +46,7 @@ struct EpochRecord {
     _charges: [Charge; 4],
     drained: bool,
     actor_stopped: bool,
+    restarts: RestartHistory,
 }
 
 pub(crate) struct State {
@@ -60,6 +62,7 @@ pub(crate) struct State {
     scheduler_stopping: bool,
     /// The reclaim tick task; aborted when the registry completes.
     ticker: tokio::task::JoinHandle<()>,
+    restart: RestartPolicy,
     providers: HashMap<ProviderId, ProviderEntry>,
     services: HashMap<ServiceName, ProviderId>,
     epochs: HashMap<InstanceId, EpochRecord>,
@@ -75,6 +78,7 @@ impl State {
         mailbox: Mailbox<Msg>,
         scheduler: Mailbox<scheduler::Msg>,
         ticker: tokio::task::JoinHandle<()>,
+        restart: RestartPolicy,
     ) -> Self {
         Self {
             limits,
@@ -85,6 +89,7 @@ impl State {
             scheduler,
             scheduler_stopping: false,
             ticker,
+            restart,
             providers: HashMap::new(),
             services: HashMap::new(),
             epochs: HashMap::new(),
@@ -221,6 +226,7 @@ impl State {
                 _charges: charges,
                 drained: false,
                 actor_stopped: false,
+                restarts: RestartHistory::default(),
             },
         );
         self.refresh_configured();
@@ -243,8 +249,16 @@ impl State {
     }
 
     /// A child actor terminated or failed: the scheduler (a control owner)
-    /// or an epoch actor.
-    pub(crate) fn child_stopped(&mut self, actor: ActorId, failure: Option<String>) {
+    /// or an epoch actor. An epoch actor that failed before draining is
+    /// restarted with its same configuration within the restart policy;
+    /// past it, its provider is retired. Its record — and every charge —
+    /// stays until its leases drain.
+    pub(crate) async fn child_stopped(
+        &mut self,
+        myself: &ActorCell,
+        actor: ActorId,
+        failure: Option<String>,
+    ) {
         if actor == self.scheduler.actor().get_id() {
             if !self.scheduler_stopping {
                 tracing::error!(reason = ?failure, "scheduler lost; admission closed");
@@ -255,21 +269,50 @@ impl State {
         let Some(instance) = self.by_actor.remove(&actor) else {
             return;
         };
-        if let Some(record) = self.epochs.get_mut(&instance) {
-            record.actor_stopped = true;
-            if let Some(reason) = failure
-                .as_deref()
-                .or((!record.drained).then_some("stopped before draining"))
-            {
-                tracing::error!(
-                    provider = %record.published.provider,
-                    epoch = %record.published.epoch,
-                    reason,
-                    "epoch actor lost; its reservations stay until its leases drain"
-                );
+        let Some(record) = self.epochs.get_mut(&instance) else {
+            return;
+        };
+        record.actor_stopped = true;
+        if record.drained {
+            self.collect(instance);
+            return;
+        }
+        let (provider, epoch) = (record.published.provider.clone(), record.published.epoch);
+        let reason = failure.as_deref().unwrap_or("stopped before draining");
+        if record.restarts.try_restart(&self.restart, Instant::now()) {
+            let respawned = EpochHandle::spawn(
+                Arc::clone(&record.published),
+                Arc::clone(&self.ledger),
+                &self.limits,
+                myself.clone(),
+            )
+            .await;
+            match respawned {
+                Ok(mut handle) => {
+                    tracing::warn!(%provider, %epoch, reason, "epoch actor restarted");
+                    if record.published.is_retired() {
+                        handle.retire();
+                    }
+                    self.by_actor.insert(handle.cell().get_id(), instance);
+                    record.handle = handle;
+                    record.actor_stopped = false;
+                    return;
+                }
+                Err(err) => tracing::error!(%provider, %epoch, %err, "epoch restart failed"),
             }
         }
-        self.collect(instance);
+        tracing::error!(%provider, %epoch, reason, "epoch actor past its restart budget; provider retired");
+        self.retire_provider(&provider);
+    }
+
+    /// Unpublishes `provider`: its current epoch retires and drains.
+    fn retire_provider(&mut self, provider: &ProviderId) {
+        if let Some(epoch) = self.directory.unpublish(provider) {
+            if let Some(record) = self.epochs.get_mut(&epoch.instance) {
+                record.handle.retire();
+            }
+        }
+        self.refresh_configured();
     }
 
     /// Closes admission, answers queued waiters `Closed`, and retires every
