@@ -1,0 +1,272 @@
+//! The accounting invariant under any interleaving (proptest state machine):
+//! after every step every count is within its limit, and after every handle
+//! is dropped and shutdown completes, the snapshot is all zero and clean.
+//!
+//! 1,000 cases by default; `PROPTEST_CASES` raises it.
+
+mod support;
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use provider_pools::{
+    DialError, DialTarget, Dialer, Limits, PoolReady, PooledConnection, ProviderPools,
+    RunningRequest, Snapshot,
+};
+use support::{allow_all, http_config, installation, plan, provider, request, start};
+use tokio::task::JoinHandle;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// Create provider `p`, or rotate it if installed.
+    Install(usize),
+    /// Queue a request of tenant `t` on provider `p`.
+    Admit(usize, usize),
+    /// Drop the `i`-th waiting admission (cancel).
+    Cancel(usize),
+    /// Start the `i`-th granted request.
+    Start(usize),
+    /// Drop the `i`-th granted, unstarted request.
+    DropReady(usize),
+    /// Ask for a connection for the `i`-th running request.
+    Checkout(usize),
+    /// Park the `i`-th connection.
+    Park(usize),
+    /// Drop the `i`-th connection.
+    DropConn(usize),
+    /// Drop the `i`-th running request.
+    DropRunning(usize),
+    /// Lower the running and pending ceilings and the idle age.
+    Lower(u32),
+    /// Let time pass.
+    Advance(u64),
+    /// Retire the pools.
+    Retire,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        2 => (0..3usize).prop_map(Op::Install),
+        6 => (0..4usize, 0..3usize).prop_map(|(t, p)| Op::Admit(t, p)),
+        1 => any::<usize>().prop_map(Op::Cancel),
+        4 => any::<usize>().prop_map(Op::Start),
+        1 => any::<usize>().prop_map(Op::DropReady),
+        4 => any::<usize>().prop_map(Op::Checkout),
+        3 => any::<usize>().prop_map(Op::Park),
+        2 => any::<usize>().prop_map(Op::DropConn),
+        3 => any::<usize>().prop_map(Op::DropRunning),
+        1 => (1..8u32).prop_map(Op::Lower),
+        2 => (0..40_000u64).prop_map(Op::Advance),
+        1 => Just(Op::Retire),
+    ]
+}
+
+struct Mem;
+
+impl Dialer for Mem {
+    type Conn = Vec<u8>;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<Vec<u8>, DialError> {
+        Ok(vec![0; 16])
+    }
+}
+
+const LIMITS: Limits = Limits {
+    retained_configurations: 4,
+    configured_clients: 8,
+    clients_per_provider: 2,
+    connections: 6,
+    connections_per_client: 3,
+    idle_connections: 3,
+    pending_requests: 8,
+    running_requests: 8,
+    requests_per_tenant: 4,
+    requests_per_provider: 6,
+    running_per_tenant: 3,
+    running_per_provider: 4,
+    ..Limits::DEFAULT
+};
+
+#[derive(Default)]
+struct World {
+    receipts: [Option<provider_pools::InstallReceipt>; 3],
+    waiting: Vec<JoinHandle<Result<PoolReady, provider_pools::AdmitError>>>,
+    ready: Vec<PoolReady>,
+    running: Vec<RunningRequest>,
+    conns: Vec<PooledConnection<Vec<u8>>>,
+    sessions: u64,
+}
+
+async fn settle() {
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+}
+
+fn pick<T>(items: &mut Vec<T>, i: usize) -> Option<T> {
+    (!items.is_empty()).then(|| items.swap_remove(i % items.len()))
+}
+
+fn within_limits(s: &Snapshot, limits: &Limits) -> Result<(), String> {
+    let c = s.connections;
+    let checks = [
+        (
+            "retained",
+            s.retained_epochs,
+            limits.retained_configurations,
+        ),
+        ("clients", s.clients, limits.configured_clients),
+        ("pending", s.pending_requests, limits.pending_requests),
+        ("running", s.running_requests, limits.running_requests),
+        (
+            "connections",
+            c.active + c.idle + c.connecting + c.retired,
+            limits.connections,
+        ),
+        ("idle", c.idle, limits.idle_connections),
+        ("metadata", s.metadata_bytes, limits.metadata_bytes),
+    ];
+    for (what, used, limit) in checks {
+        if used > limit {
+            return Err(format!("{what} {used} > {limit}: {s:?}"));
+        }
+    }
+    Ok(())
+}
+
+async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
+    match op {
+        Op::Install(p) => {
+            let name = format!("p{p}");
+            let expected = pools
+                .describe(&provider(&name))
+                .map_or(0, |d| d.epoch.get());
+            let installed = pools
+                .install(installation(
+                    &provider(&name),
+                    expected,
+                    b"k",
+                    http_config(&name, 2),
+                ))
+                .await;
+            if let Ok(receipt) = installed {
+                world.receipts[p] = Some(receipt);
+            }
+        }
+        Op::Admit(t, p) => {
+            let Some(receipt) = world.receipts[p].clone() else {
+                return;
+            };
+            let Ok(input) = pools.stage_input(provider_pools::Bytes::from_static(b"in")) else {
+                return;
+            };
+            world.sessions += 1;
+            let mut admit = request(pools, plan(&format!("t{t}"), world.sessions), &receipt, b"");
+            admit.input = input;
+            let pools = pools.clone();
+            world
+                .waiting
+                .push(support::task(async move { pools.admit(admit).await }));
+        }
+        Op::Cancel(i) => {
+            if let Some(waiter) = pick(&mut world.waiting, i) {
+                waiter.abort();
+            }
+        }
+        Op::Start(i) => {
+            if let Some(ready) = pick(&mut world.ready, i) {
+                if let Ok(call) = pools.dispatch(&allow_all(), ready.plan(), ready.provider()) {
+                    if let Ok(running) = ready.start(call) {
+                        world.running.push(running);
+                    }
+                }
+            }
+        }
+        Op::DropReady(i) => drop(pick(&mut world.ready, i)),
+        Op::Checkout(i) => {
+            if world.running.is_empty() {
+                return;
+            }
+            let running = world.running[i % world.running.len()].clone();
+            if let Ok(conn) = pools.reserve_connection(&running, &Mem).await {
+                world.conns.push(conn);
+            }
+        }
+        Op::Park(i) => {
+            if let Some(conn) = pick(&mut world.conns, i) {
+                conn.park();
+            }
+        }
+        Op::DropConn(i) => drop(pick(&mut world.conns, i)),
+        Op::DropRunning(i) => drop(pick(&mut world.running, i)),
+        Op::Lower(n) => {
+            let (running, pending) = (
+                n.min(LIMITS.running_requests),
+                (n + 2).min(LIMITS.pending_requests),
+            );
+            let lowered = Limits {
+                running_requests: running,
+                running_per_tenant: LIMITS.running_per_tenant.min(running),
+                running_per_provider: LIMITS.running_per_provider.min(running),
+                pending_requests: pending,
+                requests_per_tenant: LIMITS.requests_per_tenant.min(pending),
+                requests_per_provider: LIMITS.requests_per_provider.min(pending),
+                idle_age: Duration::from_secs(u64::from(n) * 3),
+                ..LIMITS
+            };
+            let _ = pools.lower_limits(lowered).await;
+        }
+        Op::Advance(ms) => tokio::time::advance(Duration::from_millis(ms)).await,
+        Op::Retire => pools.retire().await,
+    }
+    settle().await;
+    // Collect admissions that finished.
+    let mut still_waiting = Vec::new();
+    for waiter in world.waiting.drain(..) {
+        if waiter.is_finished() {
+            if let Ok(Ok(ready)) = waiter.await {
+                world.ready.push(ready);
+            }
+        } else {
+            still_waiting.push(waiter);
+        }
+    }
+    world.waiting = still_waiting;
+}
+
+fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    runtime.block_on(async move {
+        let pools = start(LIMITS).await;
+        let mut world = World::default();
+        for op in ops {
+            apply(&pools, &mut world, op).await;
+            within_limits(&pools.snapshot(), &LIMITS).map_err(TestCaseError::fail)?;
+        }
+        for waiter in world.waiting.drain(..) {
+            waiter.abort();
+            let _ = waiter.await;
+        }
+        drop(world);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let report = pools.shutdown(deadline).await;
+        prop_assert!(report.is_clean(), "not clean after shutdown: {report:?}");
+        Ok(())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(1_000),
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn every_interleaving_stays_within_limits_and_ends_clean(ops in proptest::collection::vec(op(), 1..40)) {
+        run_case(ops)?;
+    }
+}
