@@ -10,6 +10,8 @@
 //! ```text
 //! RegistryActor (supervisor; publishes epochs under its fence)
 //! ├── SchedulerActor   tenant → provider rotation, FIFO per group; grants admission
+//! ├── WorkerPoolActor  provider worker slots; owns every job's join handle
+//! ├── CleanupActor     separate cleanup slots; destroys, then releases charges
 //! └── EpochActor × N   one per (provider, epoch), alive until drained
 //! ```
 //!
@@ -36,6 +38,7 @@ mod mailbox;
 mod pools;
 mod registry;
 mod scheduler;
+mod workers;
 
 pub use admission::{
     AdmitError, AdmitRequest, PoolReady, RunningRequest, StagedInput, StagedOutput,
@@ -54,3 +57,4 @@ pub use limits::{LimitField, Limits, LimitsError};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
 pub use pools::{PoolsConfig, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Snapshot};
+pub use workers::{JobError, JobHandle};
