@@ -33,6 +33,7 @@ pub mod limits;
 pub mod plan;
 pub mod snapshot;
 
+mod cleanup;
 mod ledger;
 mod mailbox;
 mod pools;
@@ -44,6 +45,9 @@ pub use admission::{
     AdmitError, AdmitRequest, PoolReady, RunningRequest, StagedInput, StagedOutput,
 };
 pub use bytes::Bytes;
+pub use cleanup::{
+    Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket, CloseFailure,
+};
 pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
 pub use credential::Credential;
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};

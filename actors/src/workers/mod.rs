@@ -46,8 +46,8 @@ mod tests;
 use ractor::RpcReplyPort;
 use tokio::sync::oneshot;
 
+pub(crate) use job::{BoxFuture, JobKind, Work};
 pub use job::{JobError, JobHandle};
-pub(crate) use job::{JobKind, Work};
 #[cfg_attr(not(test), allow(unused_imports))] // wired by the registry integration
 pub(crate) use pool::WorkerPool;
 pub(crate) use tasks::WaitError;
