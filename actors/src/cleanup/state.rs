@@ -54,6 +54,11 @@ impl State {
 
     /// Joins cleanup `id`'s ended task, then frees its slot — or keeps the
     /// slot with a failure whose ticket was dropped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: until the join completes, the task and its slot stay in
+    /// the task table.
     pub(crate) async fn finished(&mut self, id: u64) {
         let Some((slot, result)) = self.tasks.join(id).await else {
             tracing::warn!(cleanup = id, "finish notice for an unknown cleanup");

@@ -88,6 +88,11 @@ impl State {
 
     /// Joins job `id`'s ended task, then releases its worker slot and
     /// metadata.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: until the join completes, the job and its charges stay
+    /// in the task table.
     pub(crate) async fn finished(&mut self, id: u64) {
         let Some((held, result)) = self.tasks.join(id).await else {
             tracing::warn!(job = id, "finish notice for an unknown job");

@@ -146,8 +146,12 @@ impl<H: Send + 'static, O: Send + 'static> TaskTable<H, O> {
     /// result. `None` if no such task is running.
     ///
     /// Called on the task's finish notice, so the task has returned or is
-    /// about to; the entry stays in the table until the join completes, so
-    /// an actor killed mid-join still hands it to the reaper.
+    /// about to.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the entry stays in the table until the join completes,
+    /// so an actor killed mid-join still hands it to the reaper.
     pub(crate) async fn join(&mut self, id: u64) -> Option<(H, Result<O, JoinError>)> {
         let task = self.running.get_mut(&id)?;
         let result = (&mut task.join).await;

@@ -269,6 +269,24 @@ async fn close_refuses_new_jobs_and_lets_accepted_ones_finish() {
     f.idle().await;
 }
 
+/// A worker-pool actor killed while a job runs refunds nothing early: its
+/// reaper keeps the job's charges until the job has been joined.
+#[tokio::test]
+async fn a_killed_pool_keeps_charges_until_the_join() {
+    let f = fixture(1).await;
+    let (gate, _job) = f.hold().await;
+    f.pool.cell().kill();
+    let stopped = || f.pool.cell().get_status() == ractor::ActorStatus::Stopped;
+    eventually("the actor stops", stopped).await;
+    let refused = f.pool.spawn_blocking(|| ()).await.expect_err("gone");
+    assert_eq!(refused, JobError::Closed);
+    assert_eq!(f.ledger.metadata.used(), JOB_OVERHEAD, "held by the reaper");
+
+    gate.open();
+    let refunded = || f.ledger.metadata.used() == 0;
+    eventually("the reaper releases after the join", refunded).await;
+}
+
 /// The worker slots can be lowered, never below use, and never above the
 /// startup limit that sized the release slots.
 #[tokio::test]
