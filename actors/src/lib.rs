@@ -10,6 +10,8 @@
 //! ```text
 //! RegistryActor (supervisor; publishes epochs under its fence)
 //! ├── SchedulerActor   tenant → provider rotation, FIFO per group; grants admission
+//! ├── WorkerPoolActor  provider worker slots; owns every job's join handle
+//! ├── CleanupActor     separate cleanup slots; destroys, then releases charges
 //! └── EpochActor × N   one per (provider, epoch), alive until drained
 //! ```
 //!
@@ -33,16 +35,21 @@ pub mod plan;
 pub mod snapshot;
 pub mod supervision;
 
+mod cleanup;
 mod ledger;
 mod mailbox;
 mod pools;
 mod registry;
 mod scheduler;
+mod workers;
 
 pub use admission::{
     AdmitError, AdmitRequest, PoolReady, RunningRequest, StagedInput, StagedOutput,
 };
 pub use bytes::Bytes;
+pub use cleanup::{
+    Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket, CloseFailure,
+};
 pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
 pub use connection::{
     ConnectError, DialError, DialErrorKind, DialTarget, Dialer, PooledConnection,
@@ -60,3 +67,4 @@ pub use plan::{ExecutionPlan, LedgerId, SessionId};
 pub use pools::{PoolsConfig, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Snapshot};
 pub use supervision::RestartPolicy;
+pub use workers::{JobError, JobHandle};

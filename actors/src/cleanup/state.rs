@@ -1,0 +1,115 @@
+//! The cleanup actor's state and its named operations.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::budget::Charge;
+use crate::cleanup::outcome::Orphan;
+use crate::cleanup::{CleanupCounts, Msg};
+use crate::ledger::Ledger;
+use crate::mailbox::ReleaseSlot;
+use crate::workers::tasks::{FinishGuard, TaskTable, WaitError};
+use crate::workers::BoxFuture;
+
+/// A failure nobody waits for, with the cleanup slot it keeps.
+struct Kept {
+    _failed: Orphan,
+    _slot: Charge,
+}
+
+pub(crate) struct State {
+    tasks: TaskTable<Charge, Option<Orphan>>,
+    /// At most `cleanup_jobs` (startup limit): each entry holds a slot.
+    kept: Vec<Kept>,
+    ledger: Arc<Ledger>,
+}
+
+impl State {
+    pub(crate) fn new(tasks: TaskTable<Charge, Option<Orphan>>, ledger: Arc<Ledger>) -> Self {
+        Self {
+            tasks,
+            kept: Vec::new(),
+            ledger,
+        }
+    }
+
+    /// Spawns an admitted cleanup and keeps its join handle.
+    pub(crate) fn run(
+        &mut self,
+        task: BoxFuture<Option<Orphan>>,
+        slot: Charge,
+        finish: ReleaseSlot<Msg>,
+    ) {
+        let id = self.tasks.next_id();
+        let finish = FinishGuard::new(finish, Msg::Finished { id });
+        let join = self.tasks.runtime().spawn(async move {
+            let _finish = finish;
+            task.await
+        });
+        self.tasks.insert(id, join, slot);
+        tracing::trace!(cleanup = id, "cleanup started");
+    }
+
+    /// Joins cleanup `id`'s ended task, then frees its slot — or keeps the
+    /// slot with a failure whose ticket was dropped.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: until the join completes, the task and its slot stay in
+    /// the task table.
+    pub(crate) async fn finished(&mut self, id: u64) {
+        let Some((slot, result)) = self.tasks.join(id).await else {
+            tracing::warn!(cleanup = id, "finish notice for an unknown cleanup");
+            return;
+        };
+        match result {
+            Ok(None) => tracing::trace!(cleanup = id, "cleanup joined"),
+            Ok(Some(orphan)) => {
+                tracing::warn!(
+                    cleanup = id,
+                    "cleanup failed with nobody waiting; the resource stays owned and charged"
+                );
+                self.kept.push(Kept {
+                    _failed: orphan,
+                    _slot: slot,
+                });
+                self.tasks.wake_if_idle();
+                return;
+            }
+            // The payload is provider text: it is not logged.
+            Err(e) if e.is_panic() => tracing::warn!(
+                cleanup = id,
+                "cleanup panicked; the resource was dropped before its charge"
+            ),
+            Err(_) => tracing::debug!(cleanup = id, "cleanup dropped by the runtime"),
+        }
+        drop(slot);
+        self.tasks.wake_if_idle();
+    }
+
+    pub(crate) fn when_idle(&mut self, reply: oneshot::Sender<Result<(), WaitError>>) {
+        self.tasks.when_idle(reply);
+    }
+
+    pub(crate) fn counts(&self) -> CleanupCounts {
+        CleanupCounts {
+            running: count(self.tasks.len()),
+            orphaned: count(self.kept.len()),
+        }
+    }
+
+    /// Publishes the running cleanups to the ledger's gauge; failures are
+    /// counted by their own values.
+    pub(crate) fn report(&self) {
+        self.ledger
+            .gauges
+            .cleanup_jobs
+            .store(count(self.tasks.len()), Ordering::Release);
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,162 @@
+use tokio::sync::oneshot;
+
+use super::{events, fixture, Script};
+use crate::cleanup::CleanupCounts;
+use crate::workers::testing::{eventually, within};
+
+/// A successful cleanup destroys the resource, then releases its charge,
+/// then frees its slot.
+#[tokio::test]
+async fn success_destroys_then_releases_the_charge() {
+    let f = fixture(2).await;
+    let ticket = f.submit("conn", Script::Succeed);
+    within("cleanup", ticket.outcome()).await.expect("closed");
+    assert_eq!(
+        f.log.events(),
+        events(&["conn destroyed", "conn charge released"])
+    );
+    assert_eq!(f.connections.used(), 0);
+    f.idle().await;
+    assert_eq!(f.gauges(), (0, 0));
+}
+
+/// A failed close hands back the resource, still owned and still charged,
+/// counted in `failed_cleanup` until the caller drops it.
+#[tokio::test]
+async fn a_failed_close_returns_the_still_charged_resource() {
+    let f = fixture(2).await;
+    let ticket = f.submit("conn", Script::Fail);
+    let failed = within("cleanup", ticket.outcome())
+        .await
+        .expect_err("fails");
+    assert_eq!(failed.reason(), "peer refused the close");
+    assert_eq!(failed.resource().name, "conn");
+    assert!(f.log.events().is_empty(), "neither destroyed nor released");
+    assert_eq!(f.connections.used(), 1, "the charge is not refunded");
+    f.idle().await;
+    assert_eq!(f.gauges(), (0, 1));
+
+    drop(failed);
+    assert_eq!(
+        f.log.events(),
+        events(&["conn destroyed", "conn charge released"])
+    );
+    assert_eq!((f.connections.used(), f.gauges().1), (0, 0));
+}
+
+/// A repaired failure can be resubmitted; it stays counted until accepted.
+#[tokio::test]
+async fn a_repaired_failure_is_resubmitted_and_closes() {
+    let f = fixture(1).await;
+    let ticket = f.submit("conn", Script::Fail);
+    let mut failed = within("cleanup", ticket.outcome())
+        .await
+        .expect_err("fails");
+    f.idle().await;
+    failed.resource_mut().script = Script::Succeed;
+    let ticket = f
+        .pool
+        .resubmit(failed)
+        .map_err(|(_, e)| e)
+        .expect("accepted");
+    within("second cleanup", ticket.outcome())
+        .await
+        .expect("closed");
+    assert_eq!(
+        f.log.events(),
+        events(&["conn destroyed", "conn charge released"])
+    );
+    f.idle().await;
+    assert_eq!((f.connections.used(), f.gauges()), (0, (0, 0)));
+}
+
+/// A delayed close keeps its charge and counts as one running cleanup until
+/// it finishes; dropping its ticket does not abort it.
+#[tokio::test]
+async fn a_delayed_cleanup_keeps_its_charge_until_it_finishes() {
+    let f = fixture(2).await;
+    let (verdict, wait) = oneshot::channel();
+    let ticket = f.submit("slow", Script::Wait(wait));
+    drop(ticket);
+    assert_eq!(
+        f.counts().await,
+        CleanupCounts {
+            running: 1,
+            orphaned: 0
+        }
+    );
+    assert_eq!(f.gauges(), (1, 0));
+    assert_eq!(f.connections.used(), 1);
+    assert!(f.log.events().is_empty());
+
+    verdict.send(true).expect("the close waits");
+    f.idle().await;
+    assert_eq!(
+        f.log.events(),
+        events(&["slow destroyed", "slow charge released"])
+    );
+    assert_eq!((f.connections.used(), f.gauges()), (0, (0, 0)));
+}
+
+/// A failure whose ticket was dropped stays owned and charged in the actor,
+/// keeping its slot, until the actor stops; then it is dropped, resource
+/// first.
+#[tokio::test]
+async fn a_failure_nobody_waits_for_stays_charged_in_the_actor() {
+    let f = fixture(1).await;
+    let (verdict, wait) = oneshot::channel();
+    drop(f.submit("lost", Script::Wait(wait)));
+    verdict.send(false).expect("the close waits");
+    f.idle().await;
+    assert_eq!(
+        f.counts().await,
+        CleanupCounts {
+            running: 0,
+            orphaned: 1
+        }
+    );
+    assert_eq!((f.connections.used(), f.gauges()), (1, (0, 1)));
+    assert!(f.log.events().is_empty(), "not refunded");
+    let (probe, paid) = f.probe("next", Script::Succeed);
+    let refused = f
+        .pool
+        .submit(probe, paid)
+        .expect_err("the kept failure holds the slot");
+    assert_eq!(refused.error.code(), "capacity");
+    drop(refused);
+
+    f.pool.cell().stop(None);
+    eventually("the stopped actor drops its kept failure", || {
+        f.gauges().1 == 0
+    })
+    .await;
+    let expected = [
+        "next destroyed",
+        "next charge released",
+        "lost destroyed",
+        "lost charge released",
+    ];
+    assert_eq!(f.log.events(), events(&expected));
+    assert_eq!(f.connections.used(), 0);
+}
+
+/// A panicking close drops the resource before its charge, frees its slot
+/// after the join, and poisons nothing.
+#[tokio::test]
+async fn a_panicking_close_drops_the_resource_before_its_charge() {
+    let f = fixture(1).await;
+    let ticket = f.submit("bad", Script::Panic);
+    within("panicking cleanup", ticket.outcome())
+        .await
+        .expect("gone");
+    assert_eq!(
+        f.log.events(),
+        events(&["bad destroyed", "bad charge released"])
+    );
+    f.idle().await;
+    let ticket = f.submit("good", Script::Succeed);
+    within("next cleanup", ticket.outcome())
+        .await
+        .expect("closed");
+    assert_eq!(f.gauges(), (0, 0));
+}

@@ -1,0 +1,132 @@
+//! The worker-pool actor's state and its named operations.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::budget::{Budget, Charge};
+use crate::ledger::Ledger;
+use crate::mailbox::Mailbox;
+use crate::workers::tasks::{FinishGuard, TaskTable, WaitError};
+use crate::workers::{JobCounts, JobError, JobKind, Msg, Work, JOB_OVERHEAD};
+
+/// What a running job holds until it is joined.
+pub(crate) struct Held {
+    kind: JobKind,
+    _worker: Charge,
+    _metadata: Charge,
+}
+
+pub(crate) struct State {
+    tasks: TaskTable<Held, ()>,
+    workers: Arc<Budget>,
+    ledger: Arc<Ledger>,
+    mailbox: Mailbox<Msg>,
+    closed: Arc<AtomicBool>,
+}
+
+impl State {
+    pub(crate) fn new(
+        tasks: TaskTable<Held, ()>,
+        workers: Arc<Budget>,
+        ledger: Arc<Ledger>,
+        mailbox: Mailbox<Msg>,
+        closed: Arc<AtomicBool>,
+    ) -> Self {
+        Self {
+            tasks,
+            workers,
+            ledger,
+            mailbox,
+            closed,
+        }
+    }
+
+    /// Reserves a worker slot, the job's metadata and its finish slot, then
+    /// submits `work` to the runtime; refuses at once when any is missing.
+    pub(crate) fn spawn(
+        &mut self,
+        kind: JobKind,
+        work: Work,
+        reply: oneshot::Sender<Result<u64, JobError>>,
+    ) {
+        let _ = reply.send(self.accept(kind, work));
+    }
+
+    fn accept(&mut self, kind: JobKind, work: Work) -> Result<u64, JobError> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(JobError::Closed);
+        }
+        let worker = self.workers.try_reserve(1)?;
+        let metadata = self.ledger.metadata.try_reserve(JOB_OVERHEAD)?;
+        // One release slot per worker slot: running out is a sizing bug,
+        // answered as busy rather than waiting.
+        let slot = self.mailbox.reserve_release().ok_or(JobError::Busy)?;
+        let id = self.tasks.next_id();
+        let finish = FinishGuard::new(slot, Msg::Finished { id });
+        let runtime = self.tasks.runtime();
+        let join = match work {
+            Work::Async(future) => runtime.spawn(async move {
+                let _finish = finish;
+                future.await;
+            }),
+            Work::Blocking(job) => runtime.spawn_blocking(move || {
+                let _finish = finish;
+                job();
+            }),
+        };
+        let held = Held {
+            kind,
+            _worker: worker,
+            _metadata: metadata,
+        };
+        self.tasks.insert(id, join, held);
+        tracing::trace!(job = id, ?kind, "job accepted");
+        Ok(id)
+    }
+
+    /// Joins job `id`'s ended task, then releases its worker slot and
+    /// metadata.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: until the join completes, the job and its charges stay
+    /// in the task table.
+    pub(crate) async fn finished(&mut self, id: u64) {
+        let Some((held, result)) = self.tasks.join(id).await else {
+            tracing::warn!(job = id, "finish notice for an unknown job");
+            return;
+        };
+        match result {
+            Ok(()) => tracing::trace!(job = id, kind = ?held.kind, "job joined"),
+            // The payload is provider text: it is not logged.
+            Err(e) if e.is_panic() => tracing::warn!(job = id, kind = ?held.kind, "job panicked"),
+            Err(_) => tracing::debug!(job = id, kind = ?held.kind, "job dropped by the runtime"),
+        }
+        drop(held);
+        self.tasks.wake_if_idle();
+    }
+
+    pub(crate) fn when_idle(&mut self, reply: oneshot::Sender<Result<(), WaitError>>) {
+        self.tasks.when_idle(reply);
+    }
+
+    pub(crate) fn counts(&self) -> JobCounts {
+        let mut counts = JobCounts::default();
+        for held in self.tasks.held() {
+            match held.kind {
+                JobKind::Async => counts.spawned += 1,
+                JobKind::Blocking => counts.blocking += 1,
+                JobKind::Control => counts.control += 1,
+            }
+        }
+        counts
+    }
+
+    /// Publishes the running jobs to the ledger's gauge.
+    pub(crate) fn report(&self) {
+        let running = u32::try_from(self.tasks.len()).unwrap_or(u32::MAX);
+        self.ledger.gauges.workers.store(running, Ordering::Release);
+    }
+}
