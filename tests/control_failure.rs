@@ -62,3 +62,24 @@ async fn a_killed_scheduler_closes_admission_and_fails_the_report() {
     assert_eq!(report.control, ControlState::Failed);
     assert!(!report.is_clean());
 }
+
+#[tokio::test]
+async fn a_killed_worker_pool_or_cleanup_actor_fails_the_report() {
+    for which in [1, 2] {
+        let (pools, _, _) = with_alpha(Limits::DEFAULT, 1).await;
+        let control = pools.control_cells()[which].clone();
+        control.kill();
+        bounded("control actor stops", control.wait(None))
+            .await
+            .expect("wait for the killed actor");
+        support::eventually("the registry records the control failure", || {
+            pools.snapshot().control == ControlState::Failed
+        })
+        .await;
+        assert!(pools.spawn(|| async {}).await.is_err(), "admission closed");
+        let report = pools
+            .shutdown(tokio::time::Instant::now() + Duration::from_millis(50))
+            .await;
+        assert!(!report.is_clean());
+    }
+}

@@ -216,11 +216,11 @@ async fn a_retired_epoch_stays_retained_until_its_last_lease_is_gone() {
         "the retired epoch keeps its reservations while leased"
     );
     let epoch_actors = |pools: &provider_pools::ProviderPools| {
-        let scheduler = pools.scheduler_cell().get_id();
+        let controls = pools.control_cells().map(|cell| cell.get_id());
         registry
             .get_children()
             .iter()
-            .filter(|child| child.get_id() != scheduler)
+            .filter(|child| !controls.contains(&child.get_id()))
             .count()
     };
     assert_eq!(epoch_actors(&pools), 2, "one epoch actor per epoch");

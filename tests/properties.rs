@@ -40,6 +40,10 @@ enum Op {
     Lower(u32),
     /// Let time pass.
     Advance(u64),
+    /// Run a provider job that holds the `i`-th running request a while.
+    Spawn(usize, u64),
+    /// Run blocking work on a worker slot.
+    SpawnBlocking,
     /// Retire the pools.
     Retire,
 }
@@ -57,6 +61,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<usize>().prop_map(Op::DropRunning),
         1 => (1..8u32).prop_map(Op::Lower),
         2 => (0..40_000u64).prop_map(Op::Advance),
+        2 => (any::<usize>(), 0..10_000u64).prop_map(|(i, ms)| Op::Spawn(i, ms)),
+        1 => Just(Op::SpawnBlocking),
         1 => Just(Op::Retire),
     ]
 }
@@ -84,6 +90,7 @@ const LIMITS: Limits = Limits {
     requests_per_provider: 6,
     running_per_tenant: 3,
     running_per_provider: 4,
+    provider_workers: 3,
     ..Limits::DEFAULT
 };
 
@@ -125,6 +132,7 @@ fn within_limits(s: &Snapshot, limits: &Limits) -> Result<(), String> {
         ),
         ("idle", c.idle, limits.idle_connections),
         ("metadata", s.metadata_bytes, limits.metadata_bytes),
+        ("workers", s.workers, limits.provider_workers),
     ];
     for (what, used, limit) in checks {
         if used > limit {
@@ -217,6 +225,19 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
             let _ = pools.lower_limits(lowered).await;
         }
         Op::Advance(ms) => tokio::time::advance(Duration::from_millis(ms)).await,
+        Op::Spawn(i, ms) => {
+            let held =
+                (!world.running.is_empty()).then(|| world.running[i % world.running.len()].clone());
+            let _ = pools
+                .spawn(move || async move {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    drop(held);
+                })
+                .await;
+        }
+        Op::SpawnBlocking => {
+            let _ = pools.spawn_blocking(|| std::hint::black_box(1 + 1)).await;
+        }
         Op::Retire => pools.retire().await,
     }
     settle().await;

@@ -86,13 +86,13 @@ async fn crash_epoch_actor(
 }
 
 fn epoch_actors(pools: &ProviderPools) -> Vec<ractor::ActorId> {
-    let scheduler = pools.scheduler_cell().get_id();
+    let controls = pools.control_cells().map(|cell| cell.get_id());
     pools
         .registry_cell()
         .get_children()
         .iter()
         .map(|c| c.get_id())
-        .filter(|id| *id != scheduler)
+        .filter(|id| !controls.contains(id))
         .collect()
 }
 

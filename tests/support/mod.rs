@@ -246,3 +246,46 @@ pub(crate) async fn running_on(
         .expect("dispatch");
     ready.start(call).expect("start")
 }
+
+/// Holds blocking jobs until opened — or until the test fails, so a failed
+/// assertion never leaves a blocking job that keeps the runtime alive.
+#[derive(Debug, Default)]
+pub(crate) struct Gate(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    /// A closure-side handle that blocks in [`GateWait::wait`] until open.
+    pub(crate) fn waiter(&self) -> GateWait {
+        GateWait(std::sync::Arc::clone(&self.0))
+    }
+
+    /// Opens the gate for every waiter.
+    pub(crate) fn open(self) {
+        drop(self);
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let (open, changed) = &*self.0;
+        *open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        changed.notify_all();
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct GateWait(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl GateWait {
+    /// Blocks this thread until the gate opens.
+    pub(crate) fn wait(self) {
+        let (open, changed) = &*self.0;
+        let guard = open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _open = changed
+            .wait_while(guard, |open| !*open)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}

@@ -75,6 +75,7 @@ impl State {
                     _failed: orphan,
                     _slot: slot,
                 });
+                self.report();
                 self.tasks.wake_if_idle();
                 return;
             }
@@ -86,6 +87,7 @@ impl State {
             Err(_) => tracing::debug!(cleanup = id, "cleanup dropped by the runtime"),
         }
         drop(slot);
+        self.report();
         self.tasks.wake_if_idle();
     }
 

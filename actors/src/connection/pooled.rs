@@ -113,6 +113,23 @@ impl<T: Send + 'static> PooledConnection<T> {
         self.reused
     }
 
+    /// Splits the connection from everything that pays for it, for a
+    /// cleanup job: the resource, and its charges, gauge and activation in
+    /// one owned value to drop only after the resource is destroyed.
+    pub(crate) fn into_cleanup(self) -> (T, Box<dyn Send>) {
+        let Self {
+            conn,
+            charges,
+            gauge,
+            park_slot: _,
+            client: _,
+            reused: _,
+            _owner,
+        } = self;
+        // Tuple fields drop in order: charges, then the gauge, then the owner.
+        (conn, Box::new((charges, gauge, _owner)))
+    }
+
     /// Returns the connection to its client's idle pool.
     ///
     /// Call only after verifying the connection is reusable (for HTTP: the

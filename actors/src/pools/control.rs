@@ -129,8 +129,9 @@ impl ProviderPools {
         }
     }
 
-    /// Retires, then waits until `deadline` for every retained epoch to be
-    /// released, and returns what remains.
+    /// Retires, then waits until `deadline` for every retained epoch, request,
+    /// provider job and cleanup to be really released — jobs joined, never
+    /// aborted — and returns what remains.
     ///
     /// The returned snapshot is clean only if everything was released and
     /// the registry completed; on timeout it reports what is still owned,
@@ -142,6 +143,7 @@ impl ProviderPools {
     /// stays closed and the drain goes on.
     pub async fn shutdown(&self, deadline: Instant) -> Snapshot {
         self.inner.ledger.close();
+        self.inner.workers.close();
         let (reply, done) = oneshot::channel();
         if self
             .send_control(
@@ -152,6 +154,13 @@ impl ProviderPools {
             )
             .await
         {
+            // Jobs may still hand resources to cleanup until they are joined.
+            if self.inner.workers.when_idle(deadline).await.is_ok() {
+                self.inner.cleanup.close();
+                if self.inner.cleanup.when_idle(deadline).await.is_ok() {
+                    self.send_control(Msg::ControlIdle, Some(deadline)).await;
+                }
+            }
             let _ = tokio::time::timeout_at(deadline, done).await;
             let actor = self.inner.mailbox.actor();
             let remaining = deadline.saturating_duration_since(Instant::now());

@@ -10,6 +10,7 @@
 mod admission;
 mod connections;
 mod control;
+mod jobs;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use ractor::{Actor, ActorCell, ActorStatus};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
+use crate::cleanup::CleanupPool;
 use crate::error::StartError;
 use crate::identity::BrokerGeneration;
 use crate::ledger::Ledger;
@@ -27,6 +29,7 @@ use crate::registry::{self, Directory, Msg, RegistryActor, RegistryArgs};
 use crate::scheduler::{self, SchedulerArgs};
 use crate::snapshot::ControlState;
 use crate::supervision::RestartPolicy;
+use crate::workers::WorkerPool;
 
 /// What a registry is started with.
 #[derive(Debug, Clone)]
@@ -63,6 +66,8 @@ pub struct ProviderPools {
 struct Inner {
     mailbox: Mailbox<Msg>,
     scheduler: Mailbox<scheduler::Msg>,
+    workers: WorkerPool,
+    cleanup: CleanupPool,
     ledger: Arc<Ledger>,
     directory: Arc<Directory>,
     generation: BrokerGeneration,
@@ -99,7 +104,7 @@ impl ProviderPools {
     /// # }
     /// ```
     pub async fn start(config: PoolsConfig) -> Result<Self, StartError> {
-        Self::spawn(config, None).await
+        Self::launch(config, None).await
     }
 
     /// Starts a registry linked under the host's own supervisor, which then
@@ -112,10 +117,13 @@ impl ProviderPools {
         config: PoolsConfig,
         supervisor: ActorCell,
     ) -> Result<Self, StartError> {
-        Self::spawn(config, Some(supervisor)).await
+        Self::launch(config, Some(supervisor)).await
     }
 
-    async fn spawn(config: PoolsConfig, supervisor: Option<ActorCell>) -> Result<Self, StartError> {
+    async fn launch(
+        config: PoolsConfig,
+        supervisor: Option<ActorCell>,
+    ) -> Result<Self, StartError> {
         let PoolsConfig {
             runtime,
             generation,
@@ -132,7 +140,7 @@ impl ProviderPools {
         let ledger = Ledger::new(&limits);
         let directory = Arc::new(Directory::default());
         let slots = MailboxSlots::new(registry::mailbox_bound(limits.retained_configurations));
-        let (scheduler_tx, scheduler_rx) = oneshot::channel();
+        let (controls_tx, controls_rx) = oneshot::channel();
         let args = RegistryArgs {
             limits,
             ledger: Arc::clone(&ledger),
@@ -143,7 +151,7 @@ impl ProviderPools {
                 ledger: Arc::clone(&ledger),
                 slots: MailboxSlots::new(scheduler::mailbox_bound(&limits)),
             },
-            scheduler_ready: scheduler_tx,
+            controls_ready: controls_tx,
             runtime: runtime.clone(),
             restart,
         };
@@ -162,13 +170,15 @@ impl ProviderPools {
             Ok(Err(err)) => return Err(spawn_failed(err.to_string())),
             Err(err) => return Err(spawn_failed(err.to_string())),
         };
-        let scheduler = scheduler_rx
+        let controls = controls_rx
             .await
-            .map_err(|_| spawn_failed("scheduler did not start".into()))?;
+            .map_err(|_| spawn_failed("control actors did not start".into()))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 mailbox: slots.attach(actor),
-                scheduler,
+                scheduler: controls.scheduler,
+                workers: controls.workers,
+                cleanup: controls.cleanup,
                 ledger,
                 directory,
                 generation,
@@ -196,6 +206,16 @@ impl ProviderPools {
     /// The scheduler actor (a child of the registry), for monitoring.
     pub fn scheduler_cell(&self) -> ActorCell {
         self.inner.scheduler.actor().get_cell()
+    }
+
+    /// The control actors under the registry — scheduler, worker pool,
+    /// cleanup — for monitoring; the registry's other children are epochs.
+    pub fn control_cells(&self) -> [ActorCell; 3] {
+        [
+            self.scheduler_cell(),
+            self.inner.workers.cell(),
+            self.inner.cleanup.cell(),
+        ]
     }
 
     fn is_open(&self) -> bool {

@@ -6,12 +6,23 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
+use crate::cleanup::CleanupPool;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{Envelope, Mailbox, MailboxSlots};
 use crate::registry::state::State;
 use crate::registry::{Directory, Msg};
-use crate::scheduler::{self, SchedulerActor, SchedulerArgs};
+use crate::scheduler::{SchedulerActor, SchedulerArgs};
+use crate::workers::WorkerPool;
+
+/// The control actors besides the registry, as the handle and the registry
+/// hold them.
+#[derive(Debug, Clone)]
+pub(crate) struct Controls {
+    pub(crate) scheduler: Mailbox<crate::scheduler::Msg>,
+    pub(crate) workers: WorkerPool,
+    pub(crate) cleanup: CleanupPool,
+}
 
 pub(crate) struct RegistryActor;
 
@@ -21,8 +32,8 @@ pub(crate) struct RegistryArgs {
     pub(crate) directory: Arc<Directory>,
     pub(crate) slots: MailboxSlots,
     pub(crate) scheduler: SchedulerArgs,
-    /// Where the handle learns the scheduler's mailbox.
-    pub(crate) scheduler_ready: oneshot::Sender<Mailbox<scheduler::Msg>>,
+    /// Where the handle learns the control actors it talks to.
+    pub(crate) controls_ready: oneshot::Sender<Controls>,
     /// The host's runtime, for the one periodic reclaim tick.
     pub(crate) runtime: tokio::runtime::Handle,
     /// How often a panicking epoch actor is restarted.
@@ -43,8 +54,23 @@ impl Actor for RegistryActor {
         let (scheduler, _join) =
             Actor::spawn_linked(None, SchedulerActor, args.scheduler, myself.get_cell()).await?;
         let scheduler = scheduler_slots.attach(scheduler);
-        if args.scheduler_ready.send(scheduler.clone()).is_err() {
-            return Err("the handle stopped waiting for the scheduler".into());
+        let (ledger, runtime) = (Arc::clone(&args.ledger), args.runtime.clone());
+        let workers = WorkerPool::spawn_linked(
+            &args.limits,
+            Arc::clone(&ledger),
+            runtime.clone(),
+            myself.get_cell(),
+        )
+        .await?;
+        let cleanup =
+            CleanupPool::spawn_linked(&args.limits, ledger, runtime, myself.get_cell()).await?;
+        let controls = Controls {
+            scheduler: scheduler.clone(),
+            workers: workers.clone(),
+            cleanup: cleanup.clone(),
+        };
+        if args.controls_ready.send(controls).is_err() {
+            return Err("the handle stopped waiting for the control actors".into());
         }
         let mailbox = args.slots.attach(myself);
         let ticker = args.runtime.spawn(reclaim_ticks(mailbox.clone()));
@@ -53,7 +79,11 @@ impl Actor for RegistryActor {
             args.ledger,
             args.directory,
             mailbox,
-            scheduler,
+            Controls {
+                scheduler,
+                workers,
+                cleanup,
+            },
             ticker,
             args.restart,
         ))
@@ -80,6 +110,7 @@ impl Actor for RegistryActor {
             }
             Msg::Shutdown { reply } => state.shutdown(reply),
             Msg::ReclaimTick => state.reclaim_idle(),
+            Msg::ControlIdle => {}
             Msg::LowerLimits { limits, reply } => {
                 let _ = reply.send(state.lower_limits(limits).await);
             }

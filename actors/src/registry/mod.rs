@@ -26,7 +26,7 @@ mod state;
 
 use ractor::RpcReplyPort;
 
-pub(crate) use actor::{RegistryActor, RegistryArgs};
+pub(crate) use actor::{Controls, RegistryActor, RegistryArgs};
 pub(crate) use directory::Directory;
 
 use crate::error::{InstallError, LowerError};
@@ -63,6 +63,9 @@ pub(crate) enum Msg {
     Shutdown { reply: RpcReplyPort<()> },
     /// The control owner's one periodic duty: bounded idle-reclaim scans.
     ReclaimTick,
+    /// The worker and cleanup pools may have become idle: re-check
+    /// shutdown.
+    ControlIdle,
     /// Lower limits, all or nothing.
     LowerLimits {
         limits: Limits,

@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::budget::{Budget, Charge, Exhausted};
+use crate::cleanup::CleanupPool;
 use crate::config::EPOCH_OVERHEAD;
 use crate::epoch::actor::EpochHandle;
 use crate::epoch::published::{EpochParts, PublishedEpoch};
@@ -20,9 +21,10 @@ use crate::install::{InstallReceipt, Installation};
 use crate::ledger::Ledger;
 use crate::limits::{LimitField, Limits};
 use crate::mailbox::{Mailbox, ReleaseSlot};
-use crate::registry::{Directory, Msg};
+use crate::registry::{Controls, Directory, Msg};
 use crate::scheduler;
 use crate::supervision::{RestartHistory, RestartPolicy};
+use crate::workers::WorkerPool;
 
 /// How long the registry waits for the scheduler during shutdown.
 const SCHEDULER_WAIT: Duration = Duration::from_secs(5);
@@ -56,9 +58,11 @@ pub(crate) struct State {
     directory: Arc<Directory>,
     mailbox: Mailbox<Msg>,
     scheduler: Mailbox<scheduler::Msg>,
+    workers: WorkerPool,
+    cleanup: CleanupPool,
     /// Room for the scheduler's `Close`, reserved at start.
     scheduler_close: Option<ReleaseSlot<scheduler::Msg>>,
-    /// Set before the registry stops the scheduler itself.
+    /// Set before the registry stops the control actors itself.
     scheduler_stopping: bool,
     /// The reclaim tick task; aborted when the registry completes.
     ticker: tokio::task::JoinHandle<()>,
@@ -76,7 +80,7 @@ impl State {
         ledger: Arc<Ledger>,
         directory: Arc<Directory>,
         mailbox: Mailbox<Msg>,
-        scheduler: Mailbox<scheduler::Msg>,
+        controls: Controls,
         ticker: tokio::task::JoinHandle<()>,
         restart: RestartPolicy,
     ) -> Self {
@@ -85,8 +89,10 @@ impl State {
             ledger,
             directory,
             mailbox,
-            scheduler_close: scheduler.reserve_release(),
-            scheduler,
+            scheduler_close: controls.scheduler.reserve_release(),
+            scheduler: controls.scheduler,
+            workers: controls.workers,
+            cleanup: controls.cleanup,
             scheduler_stopping: false,
             ticker,
             restart,
@@ -259,9 +265,14 @@ impl State {
         actor: ActorId,
         failure: Option<String>,
     ) {
-        if actor == self.scheduler.actor().get_id() {
+        let control = [
+            ("scheduler", self.scheduler.actor().get_id()),
+            ("worker pool", self.workers.cell().get_id()),
+            ("cleanup", self.cleanup.cell().get_id()),
+        ];
+        if let Some((name, _)) = control.iter().find(|(_, id)| *id == actor) {
             if !self.scheduler_stopping {
-                tracing::error!(reason = ?failure, "scheduler lost; admission closed");
+                tracing::error!(actor = name, reason = ?failure, "control actor lost; admission closed");
                 self.ledger.fail();
             }
             return;
@@ -337,7 +348,9 @@ impl State {
     }
 
     /// Completes shutdown if it was asked for and nothing is owned: no epoch
-    /// retained and no request left in the scheduler.
+    /// retained, no request in the scheduler, no job in the worker or
+    /// cleanup pool. Then stops the control actors, completes the ledger and
+    /// stops the registry.
     pub(crate) async fn finish_shutdown(&mut self, myself: &ActorCell) {
         if self.shutdown_waiters.is_empty() || !self.epochs.is_empty() {
             return;
@@ -346,9 +359,28 @@ impl State {
             if self.scheduler_counts().await != Some((0, 0)) {
                 return;
             }
+            let deadline = Instant::now() + SCHEDULER_WAIT;
+            let workers_idle = self
+                .workers
+                .counts(deadline)
+                .await
+                .is_ok_and(|c| c.running() == 0);
+            let cleanup_idle = self
+                .cleanup
+                .counts(deadline)
+                .await
+                .is_ok_and(|c| c.running == 0);
+            if !workers_idle || !cleanup_idle {
+                return;
+            }
             self.scheduler_stopping = true;
-            let cell = self.scheduler.actor().get_cell();
-            let _ = cell.stop_and_wait(None, Some(SCHEDULER_WAIT)).await;
+            for cell in [
+                self.scheduler.actor().get_cell(),
+                self.workers.cell(),
+                self.cleanup.cell(),
+            ] {
+                let _ = cell.stop_and_wait(None, Some(SCHEDULER_WAIT)).await;
+            }
         }
         if self.ledger.complete() {
             tracing::info!("provider pools shut down clean");
@@ -436,6 +468,38 @@ impl State {
                 }
             }
         }
+        let pools = [
+            (
+                LimitField::ProviderWorkers,
+                lowered.provider_workers,
+                self.limits.provider_workers,
+            ),
+            (
+                LimitField::CleanupJobs,
+                lowered.cleanup_jobs,
+                self.limits.cleanup_jobs,
+            ),
+        ];
+        let mut pools_lowered = 0;
+        for (field, requested, _) in pools {
+            if refusal.is_some() {
+                break;
+            }
+            let result = match field {
+                LimitField::ProviderWorkers => self.workers.set_limit(requested),
+                _ => self.cleanup.set_limit(requested),
+            };
+            match result {
+                Ok(()) => pools_lowered += 1,
+                Err(in_use) => {
+                    refusal = Some(LowerError::InUse {
+                        field,
+                        used: in_use.used,
+                        requested,
+                    })
+                }
+            }
+        }
         if refusal.is_none() {
             refusal = self.lower_scheduler(&lowered).await.err();
         }
@@ -443,6 +507,12 @@ impl State {
             for (budget, previous) in lowered_so_far {
                 // Restoring a higher limit cannot fail.
                 let _ = budget.set_limit(previous);
+            }
+            for (field, _, previous) in pools.into_iter().take(pools_lowered) {
+                let _ = match field {
+                    LimitField::ProviderWorkers => self.workers.set_limit(previous),
+                    _ => self.cleanup.set_limit(previous),
+                };
             }
             return Err(refusal);
         }

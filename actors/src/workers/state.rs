@@ -51,7 +51,10 @@ impl State {
         work: Work,
         reply: oneshot::Sender<Result<u64, JobError>>,
     ) {
-        let _ = reply.send(self.accept(kind, work));
+        let accepted = self.accept(kind, work);
+        // The gauge counts the job before its caller hears it was accepted.
+        self.report();
+        let _ = reply.send(accepted);
     }
 
     fn accept(&mut self, kind: JobKind, work: Work) -> Result<u64, JobError> {
@@ -105,6 +108,7 @@ impl State {
             Err(_) => tracing::debug!(job = id, kind = ?held.kind, "job dropped by the runtime"),
         }
         drop(held);
+        self.report();
         self.tasks.wake_if_idle();
     }
 

@@ -1,0 +1,106 @@
+//! Provider jobs, trusted operator work, and graceful connection cleanup.
+
+use std::future::Future;
+
+use crate::cleanup::{Cleanup, CleanupError, CleanupRefused, CleanupTicket};
+use crate::connection::PooledConnection;
+use crate::pools::ProviderPools;
+use crate::workers::{JobError, JobHandle};
+
+impl ProviderPools {
+    /// Runs a provider job (for example a connection's driver) on one of the
+    /// `provider_workers` slots.
+    ///
+    /// The worker slot and the job's metadata are reserved before `make` is
+    /// called; the job's charges return only after it has been joined. A
+    /// job that should keep an activation moves its `RunningRequest` in.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once accepted the job runs to completion; dropping the returned
+    /// handle neither aborts it nor releases its slot.
+    ///
+    /// # Errors
+    ///
+    /// [`JobError::Capacity`] at once when no slot or metadata is free,
+    /// [`JobError::Busy`], and [`JobError::Closed`] after retirement.
+    pub async fn spawn<F, Fut>(&self, make: F) -> Result<JobHandle<Fut::Output>, JobError>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: Send + 'static,
+    {
+        if !self.is_open() {
+            return Err(JobError::Closed);
+        }
+        self.inner.workers.spawn(make).await
+    }
+
+    /// Runs blocking provider work on one of the same worker slots.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`ProviderPools::spawn`]: blocking work is never aborted.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProviderPools::spawn`].
+    pub async fn spawn_blocking<F, T>(&self, job: F) -> Result<JobHandle<T>, JobError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if !self.is_open() {
+            return Err(JobError::Closed);
+        }
+        self.inner.workers.spawn_blocking(job).await
+    }
+
+    /// Runs explicit trusted operator work (for example a protected secret
+    /// reload) on the same worker slots. It constructs no guest authority.
+    ///
+    /// # Cancel safety
+    ///
+    /// An abandoned waiter keeps the job's charges until the job is joined.
+    ///
+    /// # Errors
+    ///
+    /// As [`ProviderPools::spawn`].
+    pub async fn control_blocking<F, T>(&self, job: F) -> Result<JobHandle<T>, JobError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if !self.is_open() {
+            return Err(JobError::Closed);
+        }
+        self.inner.workers.control_blocking(job).await
+    }
+
+    /// Closes a connection gracefully on a cleanup slot — separate from the
+    /// worker slots, so saturated workers never block it.
+    ///
+    /// A successful close destroys the connection, then returns its charges
+    /// and activation. A failed close hands the connection back, still owned
+    /// and still charged, through the ticket: recover it, resubmit it, or
+    /// drop it to destroy it. Nothing is refunded for a failed close.
+    ///
+    /// # Errors
+    ///
+    /// [`CleanupRefused`] with the connection and its charges untouched when
+    /// every cleanup slot is taken or the pools are shut down.
+    pub fn close_connection<T: Cleanup>(
+        &self,
+        conn: PooledConnection<T>,
+    ) -> Result<CleanupTicket<T>, CleanupRefused<T>> {
+        let (resource, charge) = conn.into_cleanup();
+        if self.registry_lost() {
+            return Err(CleanupRefused {
+                resource,
+                charge,
+                error: CleanupError::Closed,
+            });
+        }
+        self.inner.cleanup.submit(resource, charge)
+    }
+}
