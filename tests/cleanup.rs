@@ -158,6 +158,16 @@ async fn a_failed_close_keeps_the_connection_owned_and_charged() {
     );
     assert_eq!(snapshot.running_requests, 1, "the activation is still held");
 
+    // Explicit recovery: trying again fails again and still refunds nothing.
+    let again = pools
+        .retry_close(failed)
+        .map_err(|(_, error)| error)
+        .expect("a cleanup slot");
+    let failed = bounded("second cleanup", again.outcome())
+        .await
+        .expect_err("still refused");
+    assert_eq!(pools.snapshot().connections.active, 1);
+
     drop(failed); // explicit destruction
     eventually("destroyed, then released", || {
         let s = pools.snapshot();

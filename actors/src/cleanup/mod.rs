@@ -44,7 +44,6 @@ use tokio::sync::oneshot;
 pub use outcome::{CleanupError, CleanupFailed, CleanupRefused, CleanupTicket};
 pub use resource::{Cleanup, CloseFailure};
 
-#[cfg_attr(not(test), allow(unused_imports))] // wired by the registry integration
 pub(crate) use pool::CleanupPool;
 
 use crate::budget::Charge;
@@ -90,4 +89,16 @@ pub(crate) enum Msg {
     },
     /// Report what the actor holds.
     Counts { reply: RpcReplyPort<CleanupCounts> },
+}
+
+impl crate::workers::slots::IdleQuery for Msg {
+    type Counts = CleanupCounts;
+
+    fn when_idle(reply: oneshot::Sender<Result<(), crate::workers::WaitError>>) -> Self {
+        Msg::WhenIdle { reply }
+    }
+
+    fn counts(reply: RpcReplyPort<CleanupCounts>) -> Self {
+        Msg::Counts { reply }
+    }
 }

@@ -3,37 +3,42 @@
 //! from a `Drop`.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorStatus, SpawnErr};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tokio::time::Instant;
 
-use crate::budget::{Budget, Charge, InUse};
+use crate::budget::{Budget, Charge};
 use crate::cleanup::actor::{CleanupActor, CleanupArgs};
 use crate::cleanup::outcome::Orphan;
 use crate::cleanup::{
-    mailbox_bound, Cleanup, CleanupCounts, CleanupError, CleanupFailed, CleanupRefused,
-    CleanupTicket, CloseFailure, Msg,
+    mailbox_bound, Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket,
+    CloseFailure, Msg,
 };
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{Mailbox, MailboxSlots, ReleaseSlot};
-use crate::workers::tasks::{answer_within, WaitError};
+use crate::mailbox::{MailboxSlots, ReleaseSlot};
+use crate::workers::slots::SlotPool;
 
 /// The handle of the cleanup actor. Cheap to clone.
 #[derive(Debug, Clone)]
-#[cfg_attr(not(test), allow(dead_code))] // wired by the registry integration
 pub(crate) struct CleanupPool {
-    mailbox: Mailbox<Msg>,
-    /// The cleanup slots, reserved here and freed by the actor after joins.
-    slots: Arc<Budget>,
-    /// The startup limit, which sized the release slots.
-    startup: u32,
-    closed: Arc<AtomicBool>,
+    /// Mailbox, cleanup slots (reserved here, freed by the actor after
+    /// joins), startup limit and close flag.
+    pool: SlotPool<Msg>,
     ledger: Arc<Ledger>,
+}
+
+/// `close`, `when_idle`, `counts`, `set_limit` and `cell` are the shared
+/// [`SlotPool`] operations.
+impl std::ops::Deref for CleanupPool {
+    type Target = SlotPool<Msg>;
+
+    fn deref(&self) -> &SlotPool<Msg> {
+        &self.pool
+    }
 }
 
 /// What an admitted cleanup holds before it runs.
@@ -57,7 +62,6 @@ struct Closing<F> {
     charge: Box<dyn Send>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // wired by the registry integration
 impl CleanupPool {
     /// Spawns the cleanup actor on `runtime`, linked to `supervisor`, with
     /// `limits.cleanup_jobs` slots; every close runs on `runtime`.
@@ -87,10 +91,12 @@ impl CleanupPool {
             .await
             .map_err(|e| SpawnErr::StartupFailed(Box::new(e)))??;
         Ok(CleanupPool {
-            mailbox: slots.attach(actor),
-            slots: Budget::new("cleanup_jobs", limits.cleanup_jobs),
-            startup: limits.cleanup_jobs,
-            closed: Arc::new(AtomicBool::new(false)),
+            pool: SlotPool::new(
+                slots.attach(actor),
+                Budget::new("cleanup_jobs", limits.cleanup_jobs),
+                limits.cleanup_jobs,
+                Arc::new(AtomicBool::new(false)),
+            ),
             ledger,
         })
     }
@@ -143,7 +149,7 @@ impl CleanupPool {
 
     fn admit(&self) -> Result<Admission, CleanupError> {
         let stopped = self.mailbox.actor().get_status() >= ActorStatus::Draining;
-        if self.closed.load(Ordering::Acquire) || stopped {
+        if self.is_closed() || stopped {
             return Err(CleanupError::Closed);
         }
         let slot = self.slots.try_reserve(1)?;
@@ -171,64 +177,6 @@ impl CleanupPool {
         // dropped with it, the resource before its charge.
         let _ = run.send(Msg::Run { task, slot, finish });
         CleanupTicket::new(ticket)
-    }
-
-    /// Refuses every later submission with [`CleanupError::Closed`];
-    /// accepted cleanups run on. Idempotent; needs no mailbox room.
-    pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-    }
-
-    /// Waits until no cleanup runs; failures the actor keeps do not count.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: the actor answers a waiter that left into the void.
-    ///
-    /// # Errors
-    ///
-    /// [`WaitError::Timeout`] when `deadline` passes first (nothing is
-    /// aborted), [`WaitError::Busy`] when too many waiters wait,
-    /// [`WaitError::Closed`] when the actor is gone.
-    pub(crate) async fn when_idle(&self, deadline: Instant) -> Result<(), WaitError> {
-        let (reply, answer) = oneshot::channel();
-        self.mailbox
-            .send_within(Msg::WhenIdle { reply }, deadline)
-            .await?;
-        answer_within(answer, deadline).await?
-    }
-
-    /// Running cleanups and kept failures, as the actor counts them.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    ///
-    /// # Errors
-    ///
-    /// [`WaitError::Timeout`] or [`WaitError::Closed`].
-    pub(crate) async fn counts(&self, deadline: Instant) -> Result<CleanupCounts, WaitError> {
-        let (reply, answer) = oneshot::channel();
-        let msg = Msg::Counts {
-            reply: reply.into(),
-        };
-        self.mailbox.send_within(msg, deadline).await?;
-        answer_within(answer, deadline).await
-    }
-
-    /// Lowers (or restores) the cleanup slots; a limit above the startup
-    /// limit, which sized the release slots, is taken as the startup limit.
-    ///
-    /// # Errors
-    ///
-    /// [`InUse`] when more slots are held than `limit`; the old limit stays.
-    pub(crate) fn set_limit(&self, limit: u32) -> Result<(), InUse> {
-        self.slots.set_limit(limit.min(self.startup))
-    }
-
-    /// The actor, for the supervisor to recognise its events.
-    pub(crate) fn cell(&self) -> ActorCell {
-        self.mailbox.actor().get_cell()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use crate::cleanup::{Cleanup, CleanupError, CleanupRefused, CleanupTicket};
+use crate::cleanup::{Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket};
 use crate::connection::PooledConnection;
 use crate::pools::ProviderPools;
 use crate::workers::{JobError, JobHandle};
@@ -102,5 +102,19 @@ impl ProviderPools {
             });
         }
         self.inner.cleanup.submit(resource, charge)
+    }
+
+    /// Tries a failed close again, explicitly: the connection and its
+    /// charges go back onto a cleanup slot.
+    ///
+    /// # Errors
+    ///
+    /// The failure, untouched, with why it was refused (no free cleanup
+    /// slot, or shut down).
+    pub fn retry_close<T: Cleanup>(
+        &self,
+        failed: CleanupFailed<T>,
+    ) -> Result<CleanupTicket<T>, (CleanupFailed<T>, CleanupError)> {
+        self.inner.cleanup.resubmit(failed)
     }
 }

@@ -36,6 +36,7 @@
 mod actor;
 mod job;
 mod pool;
+pub(crate) mod slots;
 mod state;
 pub(crate) mod tasks;
 #[cfg(test)]
@@ -48,7 +49,6 @@ use tokio::sync::oneshot;
 
 pub(crate) use job::{BoxFuture, JobKind, Work};
 pub use job::{JobError, JobHandle};
-#[cfg_attr(not(test), allow(unused_imports))] // wired by the registry integration
 pub(crate) use pool::WorkerPool;
 pub(crate) use tasks::WaitError;
 
@@ -77,7 +77,6 @@ pub(crate) struct JobCounts {
     pub(crate) control: u32,
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // wired by the registry integration
 impl JobCounts {
     /// Every job holding a worker slot.
     pub(crate) fn running(&self) -> u32 {
@@ -103,4 +102,16 @@ pub(crate) enum Msg {
     },
     /// Report the running jobs.
     Counts { reply: RpcReplyPort<JobCounts> },
+}
+
+impl crate::workers::slots::IdleQuery for Msg {
+    type Counts = JobCounts;
+
+    fn when_idle(reply: oneshot::Sender<Result<(), crate::workers::WaitError>>) -> Self {
+        Msg::WhenIdle { reply }
+    }
+
+    fn counts(reply: RpcReplyPort<JobCounts>) -> Self {
+        Msg::Counts { reply }
+    }
 }

@@ -1,37 +1,40 @@
 //! [`WorkerPool`], the worker-pool actor's handle: its only public face.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, SpawnErr};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tokio::time::Instant;
 
-use crate::budget::{Budget, InUse};
+use crate::budget::Budget;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{Mailbox, MailboxError, MailboxSlots};
+use crate::mailbox::{MailboxError, MailboxSlots};
 use crate::workers::actor::{WorkerPoolActor, WorkerPoolArgs};
 use crate::workers::job::ResultSlot;
-use crate::workers::tasks::{answer_within, WaitError};
-use crate::workers::{mailbox_bound, JobCounts, JobError, JobHandle, JobKind, Msg, Work};
+use crate::workers::slots::SlotPool;
+use crate::workers::{mailbox_bound, JobError, JobHandle, JobKind, Msg, Work};
 
 /// The handle of the worker-pool actor. Cheap to clone.
 #[derive(Debug, Clone)]
-#[cfg_attr(not(test), allow(dead_code))] // wired by the registry integration
 pub(crate) struct WorkerPool {
-    mailbox: Mailbox<Msg>,
-    /// The worker slots; reserved by the actor, lowered through the handle.
-    workers: Arc<Budget>,
-    /// The startup limit, which sized the release slots.
-    startup: u32,
-    /// Set once by `close`; read by the handle and the actor.
-    closed: Arc<AtomicBool>,
+    /// Mailbox, worker slots (reserved by the actor, lowered through the
+    /// handle), startup limit and close flag.
+    pool: SlotPool<Msg>,
 }
 
-#[cfg_attr(not(test), allow(dead_code))] // wired by the registry integration
+/// `close`, `when_idle`, `counts`, `set_limit` and `cell` are the shared
+/// [`SlotPool`] operations.
+impl std::ops::Deref for WorkerPool {
+    type Target = SlotPool<Msg>;
+
+    fn deref(&self) -> &SlotPool<Msg> {
+        &self.pool
+    }
+}
+
 impl WorkerPool {
     /// Spawns the worker-pool actor on `runtime`, linked to `supervisor`,
     /// with `limits.provider_workers` slots; every job runs on `runtime`.
@@ -66,10 +69,12 @@ impl WorkerPool {
             .await
             .map_err(|e| SpawnErr::StartupFailed(Box::new(e)))??;
         Ok(WorkerPool {
-            mailbox: slots.attach(actor),
-            workers,
-            startup: limits.provider_workers,
-            closed,
+            pool: SlotPool::new(
+                slots.attach(actor),
+                workers,
+                limits.provider_workers,
+                closed,
+            ),
         })
     }
 
@@ -157,7 +162,7 @@ impl WorkerPool {
         work: Work,
         answer: oneshot::Receiver<Result<T, JobError>>,
     ) -> Result<JobHandle<T>, JobError> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.is_closed() {
             return Err(JobError::Closed);
         }
         let (reply, accepted) = oneshot::channel();
@@ -171,67 +176,8 @@ impl WorkerPool {
         Ok(JobHandle::new(id, answer))
     }
 
-    /// Refuses every later job with [`JobError::Closed`]; accepted jobs run
-    /// on. Idempotent; needs no mailbox room.
-    pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-    }
-
-    /// Waits until no job runs: every accepted job joined and its charges
-    /// released.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe: the actor answers a waiter that left into the void.
-    ///
-    /// # Errors
-    ///
-    /// [`WaitError::Timeout`] when `deadline` passes first (nothing is
-    /// aborted), [`WaitError::Busy`] when too many waiters wait,
-    /// [`WaitError::Closed`] when the actor is gone.
-    pub(crate) async fn when_idle(&self, deadline: Instant) -> Result<(), WaitError> {
-        let (reply, answer) = oneshot::channel();
-        self.mailbox
-            .send_within(Msg::WhenIdle { reply }, deadline)
-            .await?;
-        answer_within(answer, deadline).await?
-    }
-
-    /// The running jobs, by kind, as the actor counts them.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe.
-    ///
-    /// # Errors
-    ///
-    /// [`WaitError::Timeout`] or [`WaitError::Closed`].
-    pub(crate) async fn counts(&self, deadline: Instant) -> Result<JobCounts, WaitError> {
-        let (reply, answer) = oneshot::channel();
-        let msg = Msg::Counts {
-            reply: reply.into(),
-        };
-        self.mailbox.send_within(msg, deadline).await?;
-        answer_within(answer, deadline).await
-    }
-
-    /// Lowers (or restores) the worker slots; a limit above the startup
-    /// limit, which sized the release slots, is taken as the startup limit.
-    ///
-    /// # Errors
-    ///
-    /// [`InUse`] when more slots are held than `limit`; the old limit stays.
-    pub(crate) fn set_limit(&self, limit: u32) -> Result<(), InUse> {
-        self.workers.set_limit(limit.min(self.startup))
-    }
-
-    /// The actor, for the supervisor to recognise its events.
-    pub(crate) fn cell(&self) -> ActorCell {
-        self.mailbox.actor().get_cell()
-    }
-
     #[cfg(test)]
-    pub(super) fn mailbox(&self) -> &Mailbox<Msg> {
-        &self.mailbox
+    pub(super) fn mailbox(&self) -> &crate::mailbox::Mailbox<Msg> {
+        &self.pool.mailbox
     }
 }
