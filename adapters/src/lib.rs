@@ -7,8 +7,9 @@
 //! it validates its configuration, installs it through
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
-//!
-//! No adapter is built yet; each arrives with its feature.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+#[cfg(feature = "blob")]
+pub mod blob;

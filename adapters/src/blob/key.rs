@@ -1,0 +1,160 @@
+//! [`BlobKey`]: a guest-supplied object key, validated before it touches a
+//! path.
+//!
+//! Invariants:
+//! - A key is relative: never absolute, never `.` or `..`, never an empty
+//!   segment, never a backslash, NUL or control byte.
+//! - A key is bounded: at most [`MAX_KEY`] bytes, segments at most
+//!   [`MAX_SEGMENT`] bytes.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Longest key, in bytes.
+pub const MAX_KEY: usize = 1024;
+/// Longest path segment, in bytes.
+pub const MAX_SEGMENT: usize = 255;
+
+/// Why a key was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    /// Empty, or longer than [`MAX_KEY`].
+    #[error("blob key is {len} bytes; it must be 1 to {MAX_KEY}")]
+    Length {
+        /// Its length.
+        len: usize,
+    },
+    /// Starts with `/`.
+    #[error("blob key is absolute")]
+    Absolute,
+    /// Has an empty, `.` or `..` segment.
+    #[error("blob key has a `{segment}` segment")]
+    Segment {
+        /// The refused segment (empty, `.` or `..`).
+        segment: &'static str,
+    },
+    /// A segment is longer than [`MAX_SEGMENT`].
+    #[error("blob key segment is {len} bytes, more than {MAX_SEGMENT}")]
+    SegmentLength {
+        /// Its length.
+        len: usize,
+    },
+    /// A backslash, NUL or control byte.
+    #[error("blob key has a forbidden byte at {index}")]
+    Byte {
+        /// Where.
+        index: usize,
+    },
+}
+
+/// A validated, relative object key such as `reports/2026/q4.csv`.
+///
+/// # Examples
+///
+/// ```
+/// use provider_pools_adapters::blob::BlobKey;
+///
+/// assert!(BlobKey::parse("reports/q4.csv").is_ok());
+/// assert!(BlobKey::parse("../etc/passwd").is_err());
+/// assert!(BlobKey::parse("/etc/passwd").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct BlobKey(String);
+
+impl BlobKey {
+    /// Validates `key`.
+    ///
+    /// # Errors
+    ///
+    /// The first [`KeyError`] found.
+    pub fn parse(key: &str) -> Result<Self, KeyError> {
+        if key.is_empty() || key.len() > MAX_KEY {
+            return Err(KeyError::Length { len: key.len() });
+        }
+        if let Some(index) = key.bytes().position(|b| b == b'\\' || b.is_ascii_control()) {
+            return Err(KeyError::Byte { index });
+        }
+        if key.starts_with('/') {
+            return Err(KeyError::Absolute);
+        }
+        for segment in key.split('/') {
+            let refused = match segment {
+                "" => Some(""),
+                "." => Some("."),
+                ".." => Some(".."),
+                _ => None,
+            };
+            if let Some(segment) = refused {
+                return Err(KeyError::Segment { segment });
+            }
+            if segment.len() > MAX_SEGMENT {
+                return Err(KeyError::SegmentLength { len: segment.len() });
+            }
+        }
+        Ok(Self(key.to_owned()))
+    }
+
+    /// The key as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The key as a relative path under `root`.
+    pub(crate) fn under(&self, root: &Path) -> PathBuf {
+        self.0
+            .split('/')
+            .fold(root.to_path_buf(), |path, segment| path.join(segment))
+    }
+}
+
+impl fmt::Debug for BlobKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BlobKey({:?})", self.0)
+    }
+}
+
+impl fmt::Display for BlobKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_keys_pass_and_escapes_are_refused() {
+        assert!(BlobKey::parse("a").is_ok());
+        assert!(BlobKey::parse("a/b.c/d-e_f").is_ok());
+        assert_eq!(BlobKey::parse(""), Err(KeyError::Length { len: 0 }));
+        assert_eq!(BlobKey::parse("/a"), Err(KeyError::Absolute));
+        assert_eq!(
+            BlobKey::parse("a/../b"),
+            Err(KeyError::Segment { segment: ".." })
+        );
+        assert_eq!(
+            BlobKey::parse(".."),
+            Err(KeyError::Segment { segment: ".." })
+        );
+        assert_eq!(
+            BlobKey::parse("./a"),
+            Err(KeyError::Segment { segment: "." })
+        );
+        assert_eq!(
+            BlobKey::parse("a//b"),
+            Err(KeyError::Segment { segment: "" })
+        );
+        assert_eq!(BlobKey::parse("a/"), Err(KeyError::Segment { segment: "" }));
+        assert_eq!(BlobKey::parse("a\\b"), Err(KeyError::Byte { index: 1 }));
+        assert_eq!(BlobKey::parse("a\nb"), Err(KeyError::Byte { index: 1 }));
+        let long = "x".repeat(MAX_SEGMENT + 1);
+        assert_eq!(
+            BlobKey::parse(&long),
+            Err(KeyError::SegmentLength {
+                len: MAX_SEGMENT + 1
+            })
+        );
+        assert!(BlobKey::parse(&"a/".repeat(MAX_KEY / 2 + 1)).is_err());
+    }
+}

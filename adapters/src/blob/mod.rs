@@ -1,0 +1,106 @@
+//! The local blob adapter: objects under a configured root directory.
+//!
+//! The trusted configuration names the root as the origin's target (an
+//! absolute directory path) on a [`OriginKind::Blob`](provider_pools_actors::OriginKind)
+//! slot; a guest names a [`BlobKey`]. Operations: [`head`], [`get`]
+//! (streamed), [`put`] (atomic), [`delete`], [`list`].
+//!
+//! Invariants:
+//! - A key never leaves the root: `..`, absolute keys and symlinks escaping
+//!   the root are refused, and writes never follow a symlink.
+//! - Open file handles are the pooled, accounted resources: each is charged
+//!   as one of the node's and the client's connections before it is opened,
+//!   and closed before the charge returns. Handles are never parked.
+//! - Every file-system call runs as a bounded provider job on the worker
+//!   slots; every byte returned is staged against the running request.
+//! - Sizes are bounded by [`BlobLimits`].
+
+mod file;
+mod key;
+mod ops;
+mod root;
+
+pub use key::{BlobKey, KeyError, MAX_KEY, MAX_SEGMENT};
+pub use ops::{delete, get, head, list, put, BlobReader};
+pub use root::PathRefusal;
+
+use provider_pools_actors::{AdmitError, ConnectError, JobError};
+
+/// Size bounds of blob operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobLimits {
+    /// Largest object stored or read, in bytes.
+    pub max_object: u64,
+    /// Most keys one listing returns.
+    pub max_list: usize,
+    /// Bytes per streamed chunk.
+    pub chunk: usize,
+}
+
+impl Default for BlobLimits {
+    fn default() -> Self {
+        Self {
+            max_object: 8 * 1024 * 1024,
+            max_list: 1_000,
+            chunk: 64 * 1024,
+        }
+    }
+}
+
+/// What a blob operation reports about an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobMeta {
+    /// The key.
+    pub key: BlobKey,
+    /// Its size in bytes.
+    pub len: u64,
+}
+
+/// Why a blob operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    /// The key resolves to nothing usable.
+    #[error(transparent)]
+    Refused(PathRefusal),
+    /// The object is larger than allowed.
+    #[error("blob is {len} bytes, more than {limit}")]
+    TooLarge {
+        /// Its size.
+        len: u64,
+        /// The bound.
+        limit: u64,
+    },
+    /// A listing has more entries than allowed.
+    #[error("listing has more than {limit} entries")]
+    TooMany {
+        /// The bound.
+        limit: usize,
+    },
+    /// The request's client is not a blob origin.
+    #[error("the request's origin is not a blob origin")]
+    NotBlob,
+    /// No handle could be charged or opened.
+    #[error(transparent)]
+    Connect(ConnectError),
+    /// No worker could run the file-system call, or it panicked.
+    #[error("blob job failed: {0}")]
+    Job(JobError),
+    /// A result chunk could not be staged.
+    #[error(transparent)]
+    Staging(AdmitError),
+    /// The file ended before its recorded length.
+    #[error("blob was truncated while it was read")]
+    Truncated,
+    /// The handle was lost to an earlier failure.
+    #[error("blob handle is closed")]
+    Closed,
+    /// An I/O error, by kind only (paths are not echoed).
+    #[error("blob i/o failed: {0}")]
+    Io(std::io::ErrorKind),
+}
+
+impl BlobError {
+    pub(crate) fn io(e: std::io::Error) -> Self {
+        Self::Io(e.kind())
+    }
+}
