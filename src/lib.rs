@@ -3,3 +3,5 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub use provider_pools_actors::*;
+
+pub mod node;

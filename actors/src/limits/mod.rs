@@ -5,6 +5,7 @@
 //! Invariant: durations are compared and reported in whole milliseconds, rounded up.
 
 mod backoff;
+mod duration_ms;
 mod error;
 mod field;
 #[cfg(test)]
@@ -79,13 +80,17 @@ pub struct Limits {
     /// at most `metadata_bytes`.
     pub private_config_bytes: u32,
     /// Maximum age of a pending request (default 5 s, ceiling 60 s).
+    #[serde(rename = "queue_age_ms", with = "duration_ms")]
     pub queue_age: Duration,
     /// Maximum age of an idle connection (default 30 s, ceiling 1 h).
+    #[serde(rename = "idle_age_ms", with = "duration_ms")]
     pub idle_age: Duration,
     /// Dial backoff after the first failure (default 100 ms, ceiling 30 s);
     /// at most `dial_backoff_max`.
+    #[serde(rename = "dial_backoff_initial_ms", with = "duration_ms")]
     pub dial_backoff_initial: Duration,
     /// Cap on the dial backoff (default 30 s, ceiling 300 s).
+    #[serde(rename = "dial_backoff_max_ms", with = "duration_ms")]
     pub dial_backoff_max: Duration,
 }
 

@@ -1,0 +1,278 @@
+//! Standalone node startup from a TOML configuration.
+//!
+//! A node file declares limits, capabilities and providers:
+//!
+//! ```toml
+//! [limits]
+//! pending_requests = 64
+//! queue_age_ms = 2000
+//!
+//! [[capability]]            # declaring a capability constructs nothing
+//! name = "weather.read"
+//! provider = "weather"
+//!
+//! [[provider]]              # a provider section opts in: it is installed
+//! id = "weather"
+//! kind = "http"
+//! service = "weather/v1"
+//! authority = "http://127.0.0.1:8080"
+//! origins = ["http://127.0.0.1:8080"]
+//! credential_env = "WEATHER_TOKEN"
+//! settings = { auth_header = "authorization" }
+//!
+//! [[provider]]
+//! id = "files"
+//! kind = "blob"
+//! service = "files/v1"
+//! authority = "file:local"
+//! origins = ["/var/lib/node/blobs"]
+//! ```
+//!
+//! Invariants:
+//! - Only `[[provider]]` sections construct clients; capabilities are names.
+//! - Every error names the key and the line it was found on; none carries a
+//!   credential.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::{
+    Authority, Credential, Epoch, Installation, Limits, OriginKind, OriginSlot, PoolsConfig,
+    ProviderConfig, ProviderId, ProviderPools, ServiceName,
+};
+
+/// A parsed node file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// The startup limits; missing keys take their defaults.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Declared capabilities: names only.
+    #[serde(default, rename = "capability")]
+    pub capabilities: Vec<CapabilityDecl>,
+    /// Providers to install.
+    #[serde(default, rename = "provider")]
+    pub providers: Vec<ProviderDecl>,
+    #[serde(skip)]
+    text: String,
+}
+
+/// A declared capability, bound to a provider by name.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityDecl {
+    /// The capability's name.
+    pub name: String,
+    /// The provider it would use.
+    pub provider: String,
+}
+
+/// The protocol of a provider section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// HTTP origins.
+    Http,
+    /// A local blob root.
+    Blob,
+}
+
+/// One provider to install.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderDecl {
+    /// The logical provider id.
+    pub id: Spanned<String>,
+    /// Its protocol.
+    pub kind: ProviderKind,
+    /// The public service name.
+    pub service: Spanned<String>,
+    /// The public authority identity.
+    pub authority: Spanned<String>,
+    /// Approved origins (HTTP) or the root directory (blob), slots 0..n.
+    pub origins: Spanned<Vec<String>>,
+    /// Environment variable holding the credential, if any.
+    #[serde(default)]
+    pub credential_env: Option<Spanned<String>>,
+    /// Public, protocol-specific settings.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+}
+
+/// A node file that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeConfigError {
+    /// Not valid TOML, or an unknown or mistyped key.
+    #[error("node configuration, line {line}: {message}")]
+    Syntax {
+        /// 1-based line.
+        line: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// A value that does not validate.
+    #[error("node configuration, line {line}: `{key}`: {message}")]
+    Invalid {
+        /// The key, e.g. `provider.id`.
+        key: &'static str,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The limits are invalid.
+    #[error("node configuration, [limits]: {0}")]
+    Limits(crate::LimitsError),
+}
+
+/// Starting a node failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] NodeConfigError),
+    /// The pools did not start.
+    #[error(transparent)]
+    Start(#[from] crate::StartError),
+    /// A provider was refused.
+    #[error("installing provider {provider}: {source}")]
+    Install {
+        /// The provider.
+        provider: String,
+        /// Why.
+        source: crate::InstallError,
+    },
+}
+
+impl NodeConfig {
+    /// Parses a node file.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeConfigError::Syntax`] with the line of the problem.
+    pub fn parse(text: &str) -> Result<Self, NodeConfigError> {
+        let mut config: NodeConfig = toml::from_str(text).map_err(|e| NodeConfigError::Syntax {
+            line: e.span().map_or(1, |span| line_of(text, &span)),
+            message: e.message().to_owned(),
+        })?;
+        config.limits.validate().map_err(NodeConfigError::Limits)?;
+        config.text = text.to_owned();
+        Ok(config)
+    }
+
+    /// The installations the provider sections declare, validated, with
+    /// credentials read from their environment variables.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeConfigError::Invalid`] naming the key and its line.
+    pub fn installations(&self) -> Result<Vec<Installation>, NodeConfigError> {
+        self.providers
+            .iter()
+            .map(|p| self.installation(p))
+            .collect()
+    }
+
+    fn installation(&self, decl: &ProviderDecl) -> Result<Installation, NodeConfigError> {
+        let invalid =
+            |key: &'static str, span: Range<usize>, message: String| NodeConfigError::Invalid {
+                key,
+                line: line_of(&self.text, &span),
+                message,
+            };
+        let provider = ProviderId::new(decl.id.get_ref().as_str())
+            .map_err(|e| invalid("provider.id", decl.id.span(), e.to_string()))?;
+        let service = ServiceName::new(decl.service.get_ref().as_str())
+            .map_err(|e| invalid("provider.service", decl.service.span(), e.to_string()))?;
+        let authority = Authority::new(decl.authority.get_ref().as_str())
+            .map_err(|e| invalid("provider.authority", decl.authority.span(), e.to_string()))?;
+        let kind = match decl.kind {
+            ProviderKind::Http => OriginKind::Http,
+            ProviderKind::Blob => OriginKind::Blob,
+        };
+        let origins = decl.origins.get_ref();
+        if origins.is_empty() {
+            return Err(invalid(
+                "provider.origins",
+                decl.origins.span(),
+                "no origin".into(),
+            ));
+        }
+        let mut config = ProviderConfig::new(service);
+        for (slot, target) in origins.iter().enumerate() {
+            let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+            let well_formed = match decl.kind {
+                ProviderKind::Http => target.starts_with("http://"),
+                ProviderKind::Blob => target.starts_with('/'),
+            };
+            if !well_formed {
+                let expected = match decl.kind {
+                    ProviderKind::Http => "an http:// origin",
+                    ProviderKind::Blob => "an absolute directory",
+                };
+                let message = format!("origin {slot} is not {expected}");
+                return Err(invalid("provider.origins", decl.origins.span(), message));
+            }
+            config = config.with_origin(OriginSlot::new(slot), kind, target.clone());
+        }
+        config.settings = decl.settings.clone();
+        let credential = match &decl.credential_env {
+            None => Credential::empty(),
+            Some(var) => {
+                let bytes = std::env::var_os(var.get_ref())
+                    .ok_or_else(|| {
+                        invalid(
+                            "provider.credential_env",
+                            var.span(),
+                            "variable is not set".into(),
+                        )
+                    })?
+                    .into_encoded_bytes();
+                Credential::new(bytes)
+                    .map_err(|e| invalid("provider.credential_env", var.span(), e.to_string()))?
+            }
+        };
+        Ok(Installation {
+            provider,
+            authority,
+            expected: Epoch::ZERO,
+            credential,
+            config,
+        })
+    }
+
+    /// Starts the pools with this file's limits on `pools` and installs every
+    /// provider section. Capabilities construct nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeError`] naming what failed; providers installed before a
+    /// failure stay installed.
+    pub async fn start(&self, base: PoolsConfig) -> Result<ProviderPools, NodeError> {
+        let installations = self.installations()?;
+        let pools = ProviderPools::start(PoolsConfig {
+            limits: self.limits,
+            ..base
+        })
+        .await?;
+        for installation in installations {
+            let provider = installation.provider.to_string();
+            pools
+                .install(installation)
+                .await
+                .map_err(|source| NodeError::Install { provider, source })?;
+        }
+        Ok(pools)
+    }
+}
+
+/// The 1-based line of `span`'s start in `text`.
+fn line_of(text: &str, span: &Range<usize>) -> usize {
+    text.get(..span.start).map_or(1, |before| {
+        before.bytes().filter(|b| *b == b'\n').count() + 1
+    })
+}

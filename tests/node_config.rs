@@ -1,0 +1,118 @@
+//! Standalone startup from a TOML node file: providers opt in, capabilities
+//! construct nothing, and every error names its key and line.
+
+use provider_pools::node::{NodeConfig, NodeConfigError};
+use provider_pools::{BrokerGeneration, LimitField, LimitsError, PoolsConfig, ProviderId};
+
+fn base() -> PoolsConfig {
+    PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
+}
+
+#[tokio::test]
+async fn declaring_a_capability_alone_constructs_no_client() {
+    let config = NodeConfig::parse(
+        r#"
+[[capability]]
+name = "weather.read"
+provider = "weather"
+"#,
+    )
+    .expect("valid file");
+    let pools = config.start(base()).await.expect("node starts");
+    let snapshot = pools.snapshot();
+    assert_eq!((snapshot.configured_epochs, snapshot.clients), (0, 0));
+    assert!(pools
+        .describe(&ProviderId::new("weather").expect("id"))
+        .is_none());
+}
+
+#[tokio::test]
+async fn provider_sections_and_limits_are_applied() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let text = format!(
+        r#"
+[limits]
+pending_requests = 64
+queue_age_ms = 2000
+
+[[provider]]
+id = "weather"
+kind = "http"
+service = "weather/v1"
+authority = "http://127.0.0.1:8080"
+origins = ["http://127.0.0.1:8080", "http://127.0.0.1:8081"]
+settings = {{ auth_header = "authorization" }}
+
+[[provider]]
+id = "files"
+kind = "blob"
+service = "files/v1"
+authority = "file:local"
+origins = ["{}"]
+"#,
+        root.path().display()
+    );
+    let config = NodeConfig::parse(&text).expect("valid file");
+    let pools = config.start(base()).await.expect("node starts");
+    assert_eq!(pools.limits().pending_requests, 64);
+    assert_eq!(pools.limits().queue_age, std::time::Duration::from_secs(2));
+    let snapshot = pools.snapshot();
+    assert_eq!((snapshot.configured_epochs, snapshot.clients), (2, 3));
+    let weather = pools
+        .describe(&ProviderId::new("weather").expect("id"))
+        .expect("installed");
+    assert_eq!(weather.origins.len(), 2);
+}
+
+#[test]
+fn errors_name_the_key_and_its_line() {
+    let bad_id = "\n[[provider]]\nid = \"Bad Id\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"http://127.0.0.1:1\"]\n";
+    let config = NodeConfig::parse(bad_id).expect("syntax is fine");
+    match config.installations() {
+        Err(NodeConfigError::Invalid { key, line, .. }) => {
+            assert_eq!((key, line), ("provider.id", 3));
+        }
+        other => panic!("expected an invalid provider.id, got {other:?}"),
+    }
+
+    let unknown = "[limits]\npending_requests = 8\n\n[[provider]]\nid = \"p\"\nkinds = \"http\"\n";
+    match NodeConfig::parse(unknown) {
+        Err(NodeConfigError::Syntax { line, message }) => {
+            assert_eq!(line, 6, "{message}");
+            assert!(message.contains("kinds"), "{message}");
+        }
+        other => panic!("expected a syntax error, got {other:?}"),
+    }
+
+    let bad_origin = "[[provider]]\nid = \"p\"\nkind = \"blob\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"relative/dir\"]\n";
+    let config = NodeConfig::parse(bad_origin).expect("syntax is fine");
+    assert!(matches!(
+        config.installations(),
+        Err(NodeConfigError::Invalid {
+            key: "provider.origins",
+            line: 6,
+            ..
+        })
+    ));
+
+    let missing_env = "[[provider]]\nid = \"p\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"http://127.0.0.1:1\"]\ncredential_env = \"PROVIDER_POOLS_TEST_UNSET_VARIABLE\"\n";
+    let config = NodeConfig::parse(missing_env).expect("syntax is fine");
+    assert!(matches!(
+        config.installations(),
+        Err(NodeConfigError::Invalid {
+            key: "provider.credential_env",
+            line: 7,
+            ..
+        })
+    ));
+
+    assert_eq!(
+        NodeConfig::parse("[limits]\nidle_connections = 300\n").err(),
+        Some(NodeConfigError::Limits(LimitsError::Relation {
+            field: LimitField::IdleConnections,
+            value: 300,
+            bound_field: LimitField::Connections,
+            bound: 256,
+        }))
+    );
+}
