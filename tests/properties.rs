@@ -34,6 +34,10 @@ enum Op {
     Park(usize),
     /// Drop the `i`-th connection.
     DropConn(usize),
+    /// Close the `i`-th connection on a cleanup slot; `fail` makes it fail.
+    Close(usize, bool),
+    /// Destroy a kept failed close.
+    DropFailed(usize),
     /// Drop the `i`-th running request.
     DropRunning(usize),
     /// Lower the running and pending ceilings and the idle age.
@@ -58,6 +62,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => any::<usize>().prop_map(Op::Checkout),
         3 => any::<usize>().prop_map(Op::Park),
         2 => any::<usize>().prop_map(Op::DropConn),
+        2 => (any::<usize>(), any::<bool>()).prop_map(|(i, fail)| Op::Close(i, fail)),
+        1 => any::<usize>().prop_map(Op::DropFailed),
         3 => any::<usize>().prop_map(Op::DropRunning),
         1 => (1..8u32).prop_map(Op::Lower),
         2 => (0..40_000u64).prop_map(Op::Advance),
@@ -69,11 +75,26 @@ fn op() -> impl Strategy<Value = Op> {
 
 struct Mem;
 
-impl Dialer for Mem {
-    type Conn = Vec<u8>;
+/// An in-memory connection whose graceful close succeeds or fails.
+struct MemConn {
+    closes: bool,
+}
 
-    async fn dial(&self, _: DialTarget<'_>) -> Result<Vec<u8>, DialError> {
-        Ok(vec![0; 16])
+impl Dialer for Mem {
+    type Conn = MemConn;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<MemConn, DialError> {
+        Ok(MemConn { closes: true })
+    }
+}
+
+impl provider_pools::Cleanup for MemConn {
+    async fn close(self) -> Result<(), provider_pools::CloseFailure<Self>> {
+        if self.closes {
+            Ok(())
+        } else {
+            Err(provider_pools::CloseFailure::new(self, "refused"))
+        }
     }
 }
 
@@ -100,7 +121,8 @@ struct World {
     waiting: Vec<JoinHandle<Result<PoolReady, provider_pools::AdmitError>>>,
     ready: Vec<PoolReady>,
     running: Vec<RunningRequest>,
-    conns: Vec<PooledConnection<Vec<u8>>>,
+    conns: Vec<PooledConnection<MemConn>>,
+    failed: Vec<provider_pools::CleanupFailed<MemConn>>,
     sessions: u64,
 }
 
@@ -133,6 +155,7 @@ fn within_limits(s: &Snapshot, limits: &Limits) -> Result<(), String> {
         ("idle", c.idle, limits.idle_connections),
         ("metadata", s.metadata_bytes, limits.metadata_bytes),
         ("workers", s.workers, limits.provider_workers),
+        ("cleanup", s.cleanup_jobs, limits.cleanup_jobs),
     ];
     for (what, used, limit) in checks {
         if used > limit {
@@ -206,6 +229,17 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
             }
         }
         Op::DropConn(i) => drop(pick(&mut world.conns, i)),
+        Op::Close(i, fail) => {
+            if let Some(mut conn) = pick(&mut world.conns, i) {
+                conn.get_mut().closes = !fail;
+                if let Ok(ticket) = pools.close_connection(conn) {
+                    if let Err(failed) = ticket.outcome().await {
+                        world.failed.push(failed);
+                    }
+                }
+            }
+        }
+        Op::DropFailed(i) => drop(pick(&mut world.failed, i)),
         Op::DropRunning(i) => drop(pick(&mut world.running, i)),
         Op::Lower(n) => {
             let (running, pending) = (
