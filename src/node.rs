@@ -40,8 +40,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    Authority, Credential, Epoch, Installation, Limits, OriginKind, OriginSlot, PoolsConfig,
-    ProviderConfig, ProviderId, ProviderPools, ServiceName,
+    Authority, Credential, Epoch, InstallReceipt, Installation, Limits, OriginKind, OriginSlot,
+    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName,
 };
 
 /// A parsed node file.
@@ -245,29 +245,46 @@ impl NodeConfig {
         })
     }
 
-    /// Starts the pools with this file's limits on `pools` and installs every
-    /// provider section. Capabilities construct nothing.
+    /// Starts the pools with this file's limits (the rest of `base` as
+    /// given) and installs every provider section. Capabilities construct
+    /// nothing.
     ///
     /// # Errors
     ///
     /// [`NodeError`] naming what failed; providers installed before a
     /// failure stay installed.
-    pub async fn start(&self, base: PoolsConfig) -> Result<ProviderPools, NodeError> {
+    pub async fn start(&self, base: PoolsConfig) -> Result<Node, NodeError> {
         let installations = self.installations()?;
         let pools = ProviderPools::start(PoolsConfig {
             limits: self.limits,
             ..base
         })
         .await?;
+        let mut receipts = BTreeMap::new();
         for installation in installations {
-            let provider = installation.provider.to_string();
-            pools
-                .install(installation)
-                .await
-                .map_err(|source| NodeError::Install { provider, source })?;
+            let provider = installation.provider.clone();
+            let receipt =
+                pools
+                    .install(installation)
+                    .await
+                    .map_err(|source| NodeError::Install {
+                        provider: provider.to_string(),
+                        source,
+                    })?;
+            receipts.insert(provider, receipt);
         }
-        Ok(pools)
+        Ok(Node { pools, receipts })
     }
+}
+
+/// A started node: its pools and the receipts of the providers it
+/// installed, whose typed slots its adapters use.
+#[derive(Debug)]
+pub struct Node {
+    /// The registry.
+    pub pools: ProviderPools,
+    /// One receipt per installed provider.
+    pub receipts: BTreeMap<ProviderId, InstallReceipt>,
 }
 
 /// The 1-based line of `span`'s start in `text`.

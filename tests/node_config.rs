@@ -18,7 +18,9 @@ provider = "weather"
 "#,
     )
     .expect("valid file");
-    let pools = config.start(base()).await.expect("node starts");
+    let node = config.start(base()).await.expect("node starts");
+    let pools = node.pools;
+    assert!(node.receipts.is_empty());
     let snapshot = pools.snapshot();
     assert_eq!((snapshot.configured_epochs, snapshot.clients), (0, 0));
     assert!(pools
@@ -53,7 +55,9 @@ origins = ["{}"]
         root.path().display()
     );
     let config = NodeConfig::parse(&text).expect("valid file");
-    let pools = config.start(base()).await.expect("node starts");
+    let node = config.start(base()).await.expect("node starts");
+    assert_eq!(node.receipts.len(), 2);
+    let pools = node.pools;
     assert_eq!(pools.limits().pending_requests, 64);
     assert_eq!(pools.limits().queue_age, std::time::Duration::from_secs(2));
     let snapshot = pools.snapshot();
