@@ -8,7 +8,10 @@
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
 //!
-//! No adapter is built yet; each arrives with its feature.
+//! Built so far: `http` (approved origins and request targets).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+#[cfg(feature = "http")]
+pub mod http;
