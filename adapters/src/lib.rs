@@ -8,7 +8,7 @@
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
 //!
-//! Built so far: `http` (approved origins and request targets).
+//! Built so far: `http`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]

@@ -259,6 +259,10 @@ impl RequestTarget {
     pub fn as_str(&self) -> &str {
         self.0.as_str()
     }
+
+    pub(crate) fn uri(&self) -> http::Uri {
+        http::Uri::from(self.0.clone())
+    }
 }
 
 /// Classifies a target that does not start with `/`.

@@ -1,0 +1,345 @@
+//! Buffered HTTP against a real loopback hyper origin: reuse of one TCP
+//! connection, EOF when the pool destroys it, body limits, statuses that
+//! pass through unretried, backoff after a refused origin, and the opaque
+//! credential binding's secrecy.
+
+mod support;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method};
+use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
+use provider_pools_adapters::http::{
+    call, BodyLimits, HttpDialer, HttpError, HttpRequest, OriginError, RequestTarget,
+};
+use support::origin::Origin;
+use support::{bounded, eventually, install, running, start};
+
+fn get(path: &str) -> HttpRequest {
+    HttpRequest {
+        method: Method::GET,
+        target: RequestTarget::parse(path).expect("origin-form target"),
+        headers: HeaderMap::new(),
+        body: Bytes::new(),
+    }
+}
+
+#[tokio::test]
+async fn sequential_requests_reuse_one_tcp_connection() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    for session in 1..=5 {
+        let request = running(&pools, &receipt, session).await;
+        let response = bounded(
+            "a buffered call",
+            call(&pools, &request, &dialer, get("/ok"), BodyLimits::default()),
+        )
+        .await
+        .expect("200");
+        assert_eq!(response.status, 200);
+        assert_eq!(response.body.bytes().as_ref(), b"hello");
+    }
+    assert_eq!(origin.accepted(), 1, "one TCP connection for every request");
+    assert_eq!(dialer.dials(), 1);
+    assert_eq!(origin.hits("/ok"), 5);
+    // Parks and releases travel through the actors' mailboxes.
+    eventually("one idle connection and nothing running", || {
+        let snapshot = pools.snapshot();
+        snapshot.connections.idle == 1 && snapshot.running_requests == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_destroyed_connection_is_seen_as_eof_and_shutdown_is_clean() {
+    let mut origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    call(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect("200");
+    drop(request);
+    eventually("the connection parked", || {
+        pools.snapshot().connections.idle == 1
+    })
+    .await;
+
+    // Shutdown destroys the idle connection: its driver job ends, the
+    // socket closes and the origin reads EOF; the job is joined.
+    let report = bounded("shutdown", pools.shutdown(support::deadline())).await;
+    origin.client_closed().await;
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[tokio::test]
+async fn connection_close_from_the_origin_is_never_parked() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    let request = running(&pools, &receipt, 1).await;
+    let response = call(
+        &pools,
+        &request,
+        &dialer,
+        get("/close"),
+        BodyLimits::default(),
+    )
+    .await
+    .expect("200");
+    assert_eq!(response.body.bytes().as_ref(), b"bye");
+    assert_eq!(pools.snapshot().connections, ConnectionCounts::default());
+    drop((response, request));
+
+    let request = running(&pools, &receipt, 2).await;
+    call(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect("200");
+    assert_eq!(origin.accepted(), 2, "the closed connection was not reused");
+}
+
+#[tokio::test]
+async fn a_request_body_over_the_limit_is_refused_before_any_dial() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let mut post = get("/ok");
+    post.method = Method::POST;
+    post.body = Bytes::from(vec![0u8; 2048]);
+    let limits = BodyLimits {
+        max_request: 1024,
+        ..BodyLimits::default()
+    };
+
+    let err = call(&pools, &request, &dialer, post, limits)
+        .await
+        .expect_err("too large");
+    assert!(
+        matches!(
+            err,
+            HttpError::RequestTooLarge {
+                len: 2048,
+                max: 1024
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), "request_too_large");
+    assert_eq!(dialer.dials(), 0);
+    assert_eq!(origin.accepted(), 0);
+    assert_eq!(pools.snapshot().connections, ConnectionCounts::default());
+}
+
+#[tokio::test]
+async fn a_response_body_over_the_limit_destroys_its_connection() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let limits = BodyLimits {
+        max_response: 1024,
+        ..BodyLimits::default()
+    };
+
+    // Announced by Content-Length, then found while reading chunks.
+    for (session, path) in [(1, "/big"), (2, "/big-chunked")] {
+        let request = running(&pools, &receipt, session).await;
+        let err = bounded(
+            "an oversized call",
+            call(&pools, &request, &dialer, get(path), limits),
+        )
+        .await
+        .expect_err("too large");
+        assert!(
+            matches!(err, HttpError::ResponseTooLarge { max: 1024 }),
+            "{err:?}"
+        );
+        assert_eq!(err.code(), "response_too_large");
+        let snapshot = pools.snapshot();
+        assert_eq!(
+            snapshot.connections,
+            ConnectionCounts::default(),
+            "{snapshot:?}"
+        );
+        assert_eq!(
+            origin.accepted(),
+            session as usize,
+            "destroyed, never parked"
+        );
+    }
+
+    let request = running(&pools, &receipt, 3).await;
+    call(&pools, &request, &dialer, get("/ok"), limits)
+        .await
+        .expect("200");
+    assert_eq!(origin.accepted(), 3, "the next request dialed anew");
+    drop(request);
+    eventually("no request left running", || {
+        pools.snapshot().running_requests == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn error_statuses_pass_through_and_are_never_retried() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    for (session, path, status) in [(1, "/status/404", 404), (2, "/status/503", 503)] {
+        let request = running(&pools, &receipt, session).await;
+        let response = call(&pools, &request, &dialer, get(path), BodyLimits::default())
+            .await
+            .expect("an answer, whatever its status");
+        assert_eq!(response.status, status);
+        assert_eq!(origin.hits(path), 1, "{path} was sent exactly once");
+    }
+    assert_eq!(origin.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn a_refused_origin_puts_the_client_into_backoff() {
+    // A port nothing listens on any more: connecting is refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let target = format!("http://{}", listener.local_addr().expect("addr"));
+    drop(listener);
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    let request = running(&pools, &receipt, 1).await;
+    let first = call(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(&first, HttpError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Refused),
+        "{first:?}"
+    );
+    assert_eq!(first.code(), "unavailable");
+    assert_eq!(dialer.dials(), 1);
+
+    let second = call(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect_err("in backoff");
+    assert!(
+        matches!(
+            &second,
+            HttpError::Connect(ConnectError::Unavailable {
+                kind: DialErrorKind::Refused,
+                ..
+            })
+        ),
+        "{second:?}"
+    );
+    assert_eq!(second.code(), "unavailable");
+    assert_eq!(dialer.dials(), 1, "no dial during backoff");
+    assert_eq!(pools.snapshot().connections, ConnectionCounts::default());
+}
+
+#[tokio::test]
+async fn an_origin_that_is_not_approved_http_is_refused_without_dialing() {
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, "https://127.0.0.1:1", &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let err = call(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect_err("https is not supported yet");
+    assert!(
+        matches!(err, HttpError::Origin(OriginError::UnsupportedScheme)),
+        "{err:?}"
+    );
+    assert_eq!(dialer.dials(), 0);
+}
+
+const CANARY: &str = "CANARY-b41d-credential";
+
+fn assert_clean(what: &str, text: &str) {
+    assert!(
+        !text.contains(CANARY),
+        "{what} leaks the credential: {text}"
+    );
+    assert!(!text.contains("b41d"), "{what} leaks part of it: {text}");
+}
+
+#[tokio::test]
+async fn the_credential_binding_reaches_the_origin_and_nothing_else() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let settings = [("auth_header", "x-api-key")];
+    let receipt = install(&pools, &origin.target, &settings, CANARY.as_bytes()).await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    // A guest cannot supply the bound header, Host or framing headers.
+    let mut request = get("/ok");
+    request
+        .headers
+        .insert("x-api-key", HeaderValue::from_static("guest-forged"));
+    request
+        .headers
+        .insert("host", HeaderValue::from_static("evil.example"));
+    assert_clean("HttpRequest", &format!("{request:?}"));
+    let running_request = running(&pools, &receipt, 1).await;
+    let response = call(
+        &pools,
+        &running_request,
+        &dialer,
+        request,
+        BodyLimits::default(),
+    )
+    .await
+    .expect("200");
+    assert_clean("BufferedResponse", &format!("{response:?}"));
+
+    let seen = origin.seen();
+    let headers = &seen[0].headers;
+    let keys: Vec<_> = headers.get_all("x-api-key").iter().collect();
+    assert_eq!(keys, [CANARY.as_bytes()], "exactly the bound credential");
+    let port = origin.target.rsplit(':').next().expect("port");
+    assert_eq!(
+        headers.get("host").map(|h| h.as_bytes()),
+        Some(format!("127.0.0.1:{port}").as_bytes()),
+        "Host is the approved origin's"
+    );
+
+    // Errors after the binding was applied carry no credential either.
+    let limits = BodyLimits {
+        max_response: 8,
+        ..BodyLimits::default()
+    };
+    let err = call(&pools, &running_request, &dialer, get("/big"), limits)
+        .await
+        .expect_err("too large");
+    assert_clean("HttpError (Debug)", &format!("{err:?}"));
+    assert_clean("HttpError (Display)", &format!("{err}"));
+    assert_clean("HttpDialer", &format!("{dialer:?}"));
+    assert_clean("RunningRequest", &format!("{running_request:?}"));
+}
+
+#[tokio::test]
+async fn a_credential_that_is_no_header_value_fails_without_showing_it() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let credential = format!("{CANARY}\r\nX-Injected: 1");
+    let settings = [("auth_header", "authorization")];
+    let receipt = install(&pools, &origin.target, &settings, credential.as_bytes()).await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let err = call(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect_err("not a header value");
+    assert!(matches!(err, HttpError::Binding { .. }), "{err:?}");
+    assert_eq!(err.code(), "invalid_binding");
+    assert_clean("HttpError (Debug)", &format!("{err:?}"));
+    assert_clean("HttpError (Display)", &format!("{err}"));
+    assert_eq!(dialer.dials(), 0, "refused while building the request");
+    assert_eq!(origin.accepted(), 0);
+}
