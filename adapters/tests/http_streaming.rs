@@ -1,13 +1,14 @@
 //! Streaming HTTP against a real loopback hyper origin: a finished stream
 //! parks its connection; a dropped one destroys it (the origin reads EOF)
 //! and returns the running capacity; a slow consumer keeps its capacity;
-//! the response limit holds across chunks.
+//! the response limit holds across chunks; a driver needs a worker slot
+//! before its connection is dialed.
 
 mod support;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method};
-use provider_pools_actors::{ConnectionCounts, Limits};
+use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
 use provider_pools_adapters::http::{
     call_streaming, BodyLimits, HttpDialer, HttpError, HttpRequest, RequestTarget,
 };
@@ -179,6 +180,42 @@ async fn the_response_limit_holds_across_chunks() {
     origin.client_closed().await;
     eventually("the owner released", || {
         pools.snapshot().running_requests == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_connection_reserves_its_driver_worker_before_it_connects() {
+    let origin = Origin::start().await;
+    let limits = Limits {
+        provider_workers: 1,
+        ..Limits::DEFAULT
+    };
+    let pools = start(limits).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    // The held stream's connection driver takes the only worker slot.
+    let first = running(&pools, &receipt, 1).await;
+    let stream = call_streaming(&pools, &first, &dialer, get("/hang"), BodyLimits::default())
+        .await
+        .expect("200");
+    assert_eq!(pools.snapshot().workers, 1);
+
+    let second = running(&pools, &receipt, 2).await;
+    let err = call_streaming(&pools, &second, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect_err("no worker for a second driver");
+    assert!(
+        matches!(&err, HttpError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Other),
+        "{err:?}"
+    );
+    assert_eq!(origin.accepted(), 1, "no TCP connect without a driver slot");
+
+    drop((stream, first, second));
+    eventually("the driver joined and nothing owned", || {
+        let snapshot = pools.snapshot();
+        snapshot.workers == 0 && snapshot.running_requests == 0
     })
     .await;
 }

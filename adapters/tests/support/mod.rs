@@ -28,22 +28,26 @@ pub(crate) async fn start(limits: Limits) -> ProviderPools {
     ProviderPools::start(config).await.expect("registry starts")
 }
 
-/// Installs provider `web` with slot 0 at `target`, the given public
-/// settings and credential.
-pub(crate) async fn install(
-    pools: &ProviderPools,
-    target: &str,
-    settings: &[(&str, &str)],
-    credential: &[u8],
-) -> InstallReceipt {
-    let config = settings.iter().fold(
+/// Provider `web`'s configuration: slot 0 at `target`, public `settings`.
+pub(crate) fn config(target: &str, settings: &[(&str, &str)]) -> ProviderConfig {
+    settings.iter().fold(
         ProviderConfig::new(ServiceName::new("web").expect("service name")).with_origin(
             OriginSlot::new(0),
             OriginKind::Http,
             target,
         ),
         |config, (key, value)| config.with_setting(*key, *value),
-    );
+    )
+}
+
+/// Installs provider `web` (epoch 1) with [`config`] and `credential`.
+pub(crate) async fn install(
+    pools: &ProviderPools,
+    target: &str,
+    settings: &[(&str, &str)],
+    credential: &[u8],
+) -> InstallReceipt {
+    let config = config(target, settings);
     let provider = ProviderId::new("web").expect("provider id");
     pools
         .install(Installation {
