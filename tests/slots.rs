@@ -95,3 +95,19 @@ async fn looking_up_an_uninstalled_provider_creates_nothing() {
     assert!(pools.describe(&ghost).is_none());
     assert_eq!(pools.snapshot().configured_epochs, 1);
 }
+
+#[tokio::test]
+async fn a_lease_reads_its_epochs_public_settings() {
+    let pools = start(Limits::DEFAULT).await;
+    let a = provider("alpha");
+    let config = http_config("alpha", 1).with_setting("auth_header", "x-api-key");
+    let receipt = pools
+        .install(installation(&a, 0, b"k", config))
+        .await
+        .expect("install");
+    let lease = pools
+        .client(&a, &receipt.slots[0], OriginKind::Http)
+        .expect("lease");
+    assert_eq!(lease.setting("auth_header"), Some("x-api-key"));
+    assert_eq!(lease.setting("absent"), None);
+}

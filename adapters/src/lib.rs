@@ -7,9 +7,13 @@
 //! it validates its configuration, installs it through
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
+//!
+//! Built so far: `http` and `blob`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 #[cfg(feature = "blob")]
 pub mod blob;
+#[cfg(feature = "http")]
+pub mod http;

@@ -385,6 +385,12 @@ impl ClientLease {
     pub fn credential_for_adapter(&self) -> &Credential {
         &self.epoch.credential
     }
+
+    /// A public setting of the leased epoch's configuration (for example an
+    /// adapter's `auth_header`); `None` when not configured.
+    pub fn setting(&self, key: &str) -> Option<&str> {
+        self.epoch.config.settings.get(key).map(String::as_str)
+    }
 }
 
 impl Drop for ClientLease {

@@ -1,0 +1,116 @@
+//! Buffered HTTP: one request, the whole response body read under a hard
+//! cap and charged as the request's staged output.
+//!
+//! Invariants:
+//! - The response body never grows past `max_response`; past it the
+//!   exchange fails and its connection is destroyed, never parked.
+//! - A connection is parked only after the body was read to its end and
+//!   both heads allowed keep-alive and the connection is ready again.
+//! - Every status passes through unchanged; nothing is retried.
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::{Body, Incoming};
+use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
+
+use crate::http::dialer::HttpDialer;
+use crate::http::error::HttpError;
+use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
+
+/// A complete response whose body is charged to the pools' metadata and
+/// keeps the request's running capacity until dropped.
+pub struct BufferedResponse {
+    /// The origin's status, unchanged.
+    pub status: StatusCode,
+    /// The origin's headers.
+    pub headers: HeaderMap,
+    /// The body, charged.
+    pub body: StagedOutput,
+}
+
+impl std::fmt::Debug for BufferedResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferedResponse")
+            .field("status", &self.status)
+            .field("headers", &self.headers.len())
+            .field("body", &self.body)
+            .finish()
+    }
+}
+
+/// Sends `request` to `running`'s approved origin and reads the whole
+/// response.
+///
+/// The exchange — connection, request, response — is bounded by the
+/// request's deadline. The request's credential binding (provider setting
+/// `auth_header`) is resolved from the running epoch now.
+///
+/// # Cancel safety
+///
+/// Dropping the future destroys the connection in use (it is never parked)
+/// and loses the response; a dial in progress counts as cancelled and the
+/// client backs off.
+///
+/// # Errors
+///
+/// [`HttpError::RequestTooLarge`] before any dial; [`HttpError::Connect`]
+/// when no connection was reserved; [`HttpError::ResponseTooLarge`],
+/// [`HttpError::Protocol`] and [`HttpError::Timeout`] with the connection
+/// destroyed; [`HttpError::Origin`] and [`HttpError::Binding`] for a bad
+/// configuration; [`HttpError::Staging`] when the body cannot be charged.
+pub async fn call(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &HttpDialer,
+    request: HttpRequest,
+    limits: BodyLimits,
+) -> Result<BufferedResponse, HttpError> {
+    let Opened {
+        conn,
+        response,
+        keep_alive,
+    } = exchange::open(pools, running, dialer, request, limits).await?;
+    let (parts, mut body) = response.into_parts();
+    let bytes = tokio::time::timeout_at(
+        running.deadline(),
+        read_capped(&mut body, limits.max_response),
+    )
+    .await
+    .map_err(|_| HttpError::Timeout)??;
+    drop(body);
+    if keep_alive {
+        exchange::park_if_reusable(conn, running.deadline()).await;
+    } else {
+        drop(conn);
+    }
+    let body = running.stage_output(bytes).map_err(HttpError::Staging)?;
+    Ok(BufferedResponse {
+        status: parts.status,
+        headers: parts.headers,
+        body,
+    })
+}
+
+/// Reads `body` to its end, failing as soon as it would pass `max` bytes.
+async fn read_capped(body: &mut Incoming, max: usize) -> Result<Bytes, HttpError> {
+    let too_large = HttpError::ResponseTooLarge { max };
+    let announced = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
+    if announced > max {
+        return Err(too_large);
+    }
+    let mut buffer = BytesMut::with_capacity(announced);
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|source| HttpError::Protocol {
+            phase: "reading the response body",
+            source,
+        })?;
+        if let Ok(data) = frame.into_data() {
+            if buffer.len().saturating_add(data.len()) > max {
+                return Err(too_large);
+            }
+            buffer.extend_from_slice(&data);
+        }
+    }
+    Ok(buffer.freeze())
+}

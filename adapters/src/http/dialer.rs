@@ -1,0 +1,147 @@
+//! [`HttpDialer`] and [`HttpConnection`]: one HTTP/1.1 connection over
+//! tokio TCP, whose driver is a bounded provider job.
+//!
+//! Invariants:
+//! - The driver's worker slot is reserved before the TCP connect starts;
+//!   a dial that fails or is dropped ends that job at once.
+//! - The driver never runs as a detached task: it is a `ProviderPools::spawn`
+//!   job, joined by the worker pool.
+//! - An [`HttpConnection`] owns the request sender and the driver's handle;
+//!   dropping it drops the sender, which ends the driver and closes the
+//!   socket (the origin reads EOF).
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use provider_pools_actors::{
+    DialError, DialErrorKind, DialTarget, Dialer, JobHandle, ProviderPools,
+};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+use crate::http::origin::ApprovedOrigin;
+
+type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// Dials HTTP/1.1 connections to a slot's approved origin.
+pub struct HttpDialer {
+    pools: ProviderPools,
+    dials: AtomicU64,
+}
+
+impl HttpDialer {
+    /// A dialer whose connection drivers run as jobs of `pools`.
+    pub fn new(pools: ProviderPools) -> Self {
+        Self {
+            pools,
+            dials: AtomicU64::new(0),
+        }
+    }
+
+    /// Dials started so far (for metrics and tests).
+    pub fn dials(&self) -> u64 {
+        self.dials.load(Ordering::Relaxed)
+    }
+}
+
+impl fmt::Debug for HttpDialer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpDialer")
+            .field("dials", &self.dials())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One owned HTTP/1.1 connection: the request sender and its driver job.
+///
+/// Field order is drop order: the sender goes first, which lets the driver
+/// finish and close the socket.
+pub struct HttpConnection {
+    sender: SendRequest<Full<Bytes>>,
+    _driver: JobHandle<()>,
+}
+
+impl HttpConnection {
+    pub(crate) fn sender(&mut self) -> &mut SendRequest<Full<Bytes>> {
+        &mut self.sender
+    }
+
+    /// True once the connection can carry no more requests.
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+}
+
+impl fmt::Debug for HttpConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpConnection")
+            .field("closed", &self.sender.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dialer for HttpDialer {
+    type Conn = HttpConnection;
+
+    /// Reserves the driver's job, connects, and hands the driver over.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future drops the socket and the driver's hand-over
+    /// channel; the reserved job then ends at once and is joined.
+    async fn dial(&self, target: DialTarget<'_>) -> Result<HttpConnection, DialError> {
+        self.dials.fetch_add(1, Ordering::Relaxed);
+        let origin = ApprovedOrigin::parse(target.target)
+            .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
+        let (hand_over, driver) = oneshot::channel::<Driver>();
+        let job = self.pools.spawn(move || drive(driver)).await.map_err(|e| {
+            DialError::new(
+                DialErrorKind::Other,
+                format!("no provider job for the connection driver: {e}"),
+            )
+        })?;
+        let stream = TcpStream::connect(origin.connect_address())
+            .await
+            .map_err(connect_error)?;
+        // Latency over batching; a failure here changes nothing else.
+        let _ = stream.set_nodelay(true);
+        let (sender, connection) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;
+        hand_over.send(connection).map_err(|_| {
+            DialError::new(
+                DialErrorKind::Other,
+                "the connection driver job ended early",
+            )
+        })?;
+        Ok(HttpConnection {
+            sender,
+            _driver: job,
+        })
+    }
+}
+
+/// The driver job: runs the connection once it is handed over; ends at
+/// once when the dial gave up.
+async fn drive(driver: oneshot::Receiver<Driver>) {
+    if let Ok(connection) = driver.await {
+        // The connection ends when its sender is dropped or the origin
+        // closes; either way the socket is closed when this returns.
+        let _ = connection.await;
+    }
+}
+
+fn connect_error(e: std::io::Error) -> DialError {
+    let kind = match e.kind() {
+        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset => {
+            DialErrorKind::Refused
+        }
+        std::io::ErrorKind::TimedOut => DialErrorKind::Timeout,
+        _ => DialErrorKind::Other,
+    };
+    DialError::new(kind, e.to_string())
+}

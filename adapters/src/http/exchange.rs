@@ -1,0 +1,215 @@
+//! The parts of one exchange that buffered and streaming calls share:
+//! building the request (Host, credential binding), sending it on a pooled
+//! connection, and deciding whether that connection may be parked.
+//!
+//! Invariants:
+//! - The body limit is checked before a connection is reserved.
+//! - The credential is read from the running request's epoch when the
+//!   request is built, and its header value is marked sensitive.
+//! - Guest headers never set `Host`, framing headers or the bound header.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+use http::{HeaderMap, Method, Version};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
+use tokio::time::Instant;
+
+use crate::http::dialer::{HttpConnection, HttpDialer};
+use crate::http::error::HttpError;
+use crate::http::origin::{ApprovedOrigin, RequestTarget};
+
+/// The provider setting naming the header that carries the credential.
+pub const AUTH_HEADER_SETTING: &str = "auth_header";
+
+/// Longest wait for a connection to accept its next request after a
+/// complete response; past it the connection is not parked.
+const REUSE_WAIT: Duration = Duration::from_secs(1);
+
+/// A guest's HTTP request to the slot's approved origin.
+pub struct HttpRequest {
+    /// The method.
+    pub method: Method,
+    /// The origin-form target.
+    pub target: RequestTarget,
+    /// Guest headers; `Host`, `Content-Length`, `Transfer-Encoding` and the
+    /// bound credential header are replaced.
+    pub headers: HeaderMap,
+    /// The request body.
+    pub body: Bytes,
+}
+
+impl std::fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("target", &self.target)
+            .field("headers", &self.headers.len())
+            .field("body", &self.body.len())
+            .finish()
+    }
+}
+
+/// Body size limits of one exchange, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyLimits {
+    /// Largest request body sent.
+    pub max_request: usize,
+    /// Largest response body read.
+    pub max_response: usize,
+}
+
+impl Default for BodyLimits {
+    /// 1 MiB each way.
+    fn default() -> Self {
+        Self {
+            max_request: 1 << 20,
+            max_response: 1 << 20,
+        }
+    }
+}
+
+/// A sent request whose response head has arrived.
+pub(crate) struct Opened {
+    pub(crate) conn: PooledConnection<HttpConnection>,
+    pub(crate) response: http::Response<Incoming>,
+    /// Both sides allow keep-alive, judged from the heads.
+    pub(crate) keep_alive: bool,
+}
+
+/// Checks the limit, builds the request, reserves a connection and sends.
+pub(crate) async fn open(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &HttpDialer,
+    request: HttpRequest,
+    limits: BodyLimits,
+) -> Result<Opened, HttpError> {
+    if request.body.len() > limits.max_request {
+        return Err(HttpError::RequestTooLarge {
+            len: request.body.len(),
+            max: limits.max_request,
+        });
+    }
+    let origin = ApprovedOrigin::parse(running.client().target())?;
+    let request = build(running, &origin, request)?;
+    let request_close = asks_close(request.headers());
+    tokio::time::timeout_at(running.deadline(), async {
+        let mut conn = checkout(pools, running, dialer).await?;
+        let sender = conn.get_mut().sender();
+        sender.ready().await.map_err(|source| HttpError::Protocol {
+            phase: "sending the request",
+            source,
+        })?;
+        let response =
+            sender
+                .send_request(request)
+                .await
+                .map_err(|source| HttpError::Protocol {
+                    phase: "sending the request",
+                    source,
+                })?;
+        let keep_alive = !request_close
+            && response.version() == Version::HTTP_11
+            && !asks_close(response.headers());
+        Ok(Opened {
+            conn,
+            response,
+            keep_alive,
+        })
+    })
+    .await
+    .map_err(|_| HttpError::Timeout)?
+}
+
+/// A connection that can take a request: an idle one the origin closed
+/// meanwhile is destroyed and the next one taken, before anything is sent.
+async fn checkout(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &HttpDialer,
+) -> Result<PooledConnection<HttpConnection>, HttpError> {
+    // Bounded: a dead idle connection is destroyed on each turn, and the
+    // idle pool of a client is finite; the last turn dials.
+    for _ in 0..4 {
+        let conn = pools.reserve_connection(running, dialer).await?;
+        if !(conn.is_reused() && conn.get().is_closed()) {
+            return Ok(conn);
+        }
+    }
+    Ok(pools.reserve_connection(running, dialer).await?)
+}
+
+/// Builds the hyper request: origin-form URI, `Host` from the approved
+/// origin, the credential binding.
+fn build(
+    running: &RunningRequest,
+    origin: &ApprovedOrigin,
+    request: HttpRequest,
+) -> Result<http::Request<Full<Bytes>>, HttpError> {
+    let HttpRequest {
+        method,
+        target,
+        mut headers,
+        body,
+    } = request;
+    for name in [HOST, CONTENT_LENGTH, TRANSFER_ENCODING] {
+        headers.remove(name);
+    }
+    let host = HeaderValue::from_str(&origin.host_header())
+        .map_err(|_| HttpError::Origin(crate::http::origin::OriginError::InvalidHost))?;
+    headers.insert(HOST, host);
+    if let Some(name) = running.client().setting(AUTH_HEADER_SETTING) {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HttpError::Binding {
+            reason: "auth_header is not a valid header name",
+        })?;
+        let credential = running.client().credential_for_adapter();
+        if credential.is_empty() {
+            return Err(HttpError::Binding {
+                reason: "the epoch's credential is empty",
+            });
+        }
+        let mut value = HeaderValue::from_bytes(credential.expose_to_adapter()).map_err(|_| {
+            HttpError::Binding {
+                reason: "the epoch's credential is not a valid header value",
+            }
+        })?;
+        value.set_sensitive(true);
+        headers.remove(&name);
+        headers.insert(name, value);
+    }
+    let mut built = http::Request::new(Full::new(body));
+    *built.method_mut() = method;
+    *built.uri_mut() = target.uri();
+    *built.headers_mut() = headers;
+    Ok(built)
+}
+
+/// True when a `Connection` header asks to close.
+fn asks_close(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("close"))
+}
+
+/// After a complete response on a keep-alive connection: parks it when the
+/// connection is ready for the next request, else destroys it.
+///
+/// Dropping the future destroys the connection (it is never parked).
+pub(crate) async fn park_if_reusable(
+    mut conn: PooledConnection<HttpConnection>,
+    deadline: Instant,
+) {
+    let wait = deadline.min(Instant::now() + REUSE_WAIT);
+    let sender = conn.get_mut().sender();
+    let ready = tokio::time::timeout_at(wait, sender.ready()).await;
+    if matches!(ready, Ok(Ok(()))) && sender.is_ready() {
+        conn.park();
+    }
+}

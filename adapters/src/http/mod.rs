@@ -1,0 +1,36 @@
+//! HTTP/1.1 adapters, buffered and streaming, on connections the pools own.
+//!
+//! A trusted configuration approves origins (`http://host:port`, one per
+//! slot); a guest names a slot and an origin-form target. [`HttpDialer`]
+//! opens hyper 1 client connections over tokio TCP whose drivers run as
+//! bounded provider jobs; [`call`] reads a whole response under a cap and
+//! charges it, [`call_streaming`] hands the body out chunk by chunk.
+//!
+//! Plain `http` only in this round: https (rustls, a configurable CA) is a
+//! follow-up.
+//!
+//! Invariants:
+//! - No request creates a pool, a client or an origin: the slot's approved
+//!   origin is the only host a request reaches, and `Host` is set from it.
+//! - Request and response bodies are bounded; a refused request dials
+//!   nothing, an oversized response destroys its connection.
+//! - A connection is parked only after a complete response with keep-alive
+//!   allowed by both sides; everything else destroys it.
+//! - The opaque credential binding (setting `auth_header`) is resolved from
+//!   the running epoch when the request is built, and marked sensitive; it
+//!   never appears in an error or `Debug` output.
+//! - The pools never retry: 4xx and 5xx answers pass through unchanged.
+
+mod buffered;
+mod dialer;
+mod error;
+mod exchange;
+mod origin;
+mod streaming;
+
+pub use buffered::{call, BufferedResponse};
+pub use dialer::{HttpConnection, HttpDialer};
+pub use error::HttpError;
+pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING};
+pub use origin::{ApprovedOrigin, OriginError, RequestTarget, TargetError, MAX_TARGET};
+pub use streaming::{call_streaming, ResponseStream};

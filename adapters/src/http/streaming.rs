@@ -1,0 +1,172 @@
+//! Streaming HTTP: the response body arrives chunk by chunk while the
+//! stream holds the request's running owner and its connection.
+//!
+//! Invariants:
+//! - Until the body ends or the stream is dropped, the stream holds the
+//!   connection and the running capacity; a slow consumer keeps both.
+//! - `max_response` bounds the sum of all chunks; past it the stream fails
+//!   and its connection is destroyed.
+//! - Only a body read to its end, with keep-alive allowed by both heads and
+//!   the connection ready again, parks the connection; dropping the stream
+//!   earlier destroys it (the origin reads EOF).
+//! - Chunks handed out are the consumer's: they are not charged here.
+
+use bytes::Bytes;
+use http::{HeaderMap, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
+use tokio::time::Instant;
+
+use crate::http::dialer::{HttpConnection, HttpDialer};
+use crate::http::error::HttpError;
+use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
+
+/// A response whose body is read chunk by chunk.
+///
+/// Field order is drop order: the body, then the connection (destroyed
+/// unless parked), then the running owner.
+pub struct ResponseStream {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Option<Incoming>,
+    conn: Option<PooledConnection<HttpConnection>>,
+    running: Option<RunningRequest>,
+    keep_alive: bool,
+    received: usize,
+    max: usize,
+    deadline: Instant,
+}
+
+impl std::fmt::Debug for ResponseStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseStream")
+            .field("status", &self.status)
+            .field("headers", &self.headers.len())
+            .field("received", &self.received)
+            .field("finished", &self.running.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sends `request` to `running`'s approved origin and returns once the
+/// response head has arrived.
+///
+/// # Cancel safety
+///
+/// Dropping the future destroys the connection in use (it is never parked);
+/// a dial in progress counts as cancelled and the client backs off.
+///
+/// # Errors
+///
+/// As [`crate::http::call`], except that body errors come from
+/// [`ResponseStream::next_chunk`].
+pub async fn call_streaming(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &HttpDialer,
+    request: HttpRequest,
+    limits: BodyLimits,
+) -> Result<ResponseStream, HttpError> {
+    let Opened {
+        conn,
+        response,
+        keep_alive,
+    } = exchange::open(pools, running, dialer, request, limits).await?;
+    let (parts, body) = response.into_parts();
+    Ok(ResponseStream {
+        status: parts.status,
+        headers: parts.headers,
+        body: Some(body),
+        conn: Some(conn),
+        running: Some(running.clone()),
+        keep_alive,
+        received: 0,
+        max: limits.max_response,
+        deadline: running.deadline(),
+    })
+}
+
+impl ResponseStream {
+    /// The origin's status, unchanged.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The origin's headers.
+    pub fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
+    /// Body bytes received so far.
+    pub fn received(&self) -> usize {
+        self.received
+    }
+
+    /// The next body chunk; `None` once the body ended (the connection was
+    /// then parked or destroyed, and the running owner released) or after
+    /// an error.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future while it waits for a chunk loses nothing; while
+    /// it checks the finished connection for reuse, the connection is
+    /// destroyed instead of parked.
+    ///
+    /// # Errors
+    ///
+    /// [`HttpError::ResponseTooLarge`], [`HttpError::Protocol`] and
+    /// [`HttpError::Timeout`] (the request's deadline); each destroys the
+    /// connection and releases the running owner.
+    pub async fn next_chunk(&mut self) -> Option<Result<Bytes, HttpError>> {
+        self.running.as_ref()?;
+        loop {
+            let body = self.body.as_mut()?;
+            let frame = match tokio::time::timeout_at(self.deadline, body.frame()).await {
+                Err(_) => return Some(Err(self.fail(HttpError::Timeout))),
+                Ok(None) => {
+                    self.finish().await;
+                    return None;
+                }
+                Ok(Some(Err(source))) => {
+                    return Some(Err(self.fail(HttpError::Protocol {
+                        phase: "reading the response body",
+                        source,
+                    })))
+                }
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue; // trailers
+            };
+            self.received = self.received.saturating_add(data.len());
+            if self.received > self.max {
+                let max = self.max;
+                return Some(Err(self.fail(HttpError::ResponseTooLarge { max })));
+            }
+            if !data.is_empty() {
+                return Some(Ok(data));
+            }
+        }
+    }
+
+    /// Ends the stream: drops the body (so the driver stops waiting for
+    /// it), destroys the connection, releases the owner.
+    fn fail(&mut self, error: HttpError) -> HttpError {
+        self.body = None;
+        self.conn = None;
+        self.running = None;
+        error
+    }
+
+    /// The body ended: parks the connection when reusable, then releases
+    /// the running owner.
+    async fn finish(&mut self) {
+        self.body = None;
+        let conn = self.conn.take();
+        if let (Some(conn), true) = (conn, self.keep_alive) {
+            exchange::park_if_reusable(conn, self.deadline).await;
+        }
+        self.running = None;
+    }
+}

@@ -1,0 +1,221 @@
+//! Streaming HTTP against a real loopback hyper origin: a finished stream
+//! parks its connection; a dropped one destroys it (the origin reads EOF)
+//! and returns the running capacity; a slow consumer keeps its capacity;
+//! the response limit holds across chunks; a driver needs a worker slot
+//! before its connection is dialed.
+
+mod support;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method};
+use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
+use provider_pools_adapters::http::{
+    call_streaming, BodyLimits, HttpDialer, HttpError, HttpRequest, RequestTarget,
+};
+use support::origin::Origin;
+use support::{bounded, eventually, install, running, start};
+
+fn get(path: &str) -> HttpRequest {
+    HttpRequest {
+        method: Method::GET,
+        target: RequestTarget::parse(path).expect("origin-form target"),
+        headers: HeaderMap::new(),
+        body: Bytes::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_finished_stream_parks_its_connection_and_releases_its_owner() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    for session in 1..=3 {
+        let request = running(&pools, &receipt, session).await;
+        let mut stream = call_streaming(
+            &pools,
+            &request,
+            &dialer,
+            get("/chunks"),
+            BodyLimits::default(),
+        )
+        .await
+        .expect("200");
+        drop(request);
+        assert_eq!(stream.status(), 200);
+        let mut body = Vec::new();
+        while let Some(chunk) = bounded("a chunk", stream.next_chunk()).await {
+            body.extend_from_slice(&chunk.expect("chunk"));
+        }
+        assert_eq!(body, b"one,two,three");
+        // The finished stream, still held, owns nothing any more.
+        eventually("the connection parked and the owner released", || {
+            let snapshot = pools.snapshot();
+            snapshot.connections.idle == 1 && snapshot.running_requests == 0
+        })
+        .await;
+        assert!(bounded("after the end", stream.next_chunk())
+            .await
+            .is_none());
+    }
+    assert_eq!(origin.accepted(), 1, "every stream reused one connection");
+}
+
+#[tokio::test]
+async fn dropping_a_stream_midway_destroys_its_connection_and_returns_capacity() {
+    let mut origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    let request = running(&pools, &receipt, 1).await;
+    let mut stream = call_streaming(
+        &pools,
+        &request,
+        &dialer,
+        get("/hang"),
+        BodyLimits::default(),
+    )
+    .await
+    .expect("200");
+    drop(request);
+    let first = bounded("the first chunk", stream.next_chunk()).await;
+    assert_eq!(first.expect("a chunk").expect("data"), "first");
+    let snapshot = pools.snapshot();
+    assert_eq!(snapshot.running_requests, 1, "{snapshot:?}");
+    assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
+
+    drop(stream);
+    origin.client_closed().await;
+    assert_eq!(pools.snapshot().connections, ConnectionCounts::default());
+    eventually("the running capacity returned", || {
+        pools.snapshot().running_requests == 0
+    })
+    .await;
+
+    let request = running(&pools, &receipt, 2).await;
+    let stream = call_streaming(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect("200");
+    drop(stream);
+    assert_eq!(
+        origin.accepted(),
+        2,
+        "the dropped connection was not reused"
+    );
+}
+
+#[tokio::test]
+async fn a_slow_consumer_keeps_its_capacity_until_it_drops_the_stream() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    let request = running(&pools, &receipt, 1).await;
+    let stream = call_streaming(
+        &pools,
+        &request,
+        &dialer,
+        get("/chunks"),
+        BodyLimits::default(),
+    )
+    .await
+    .expect("200");
+    drop(request);
+    // Nobody reads the slow stream's body. Another request's full
+    // exchange runs meanwhile, and the held stream keeps what it owns.
+    let other = running(&pools, &receipt, 2).await;
+    let mut quick = call_streaming(&pools, &other, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect("200");
+    drop(other);
+    while bounded("a chunk", quick.next_chunk()).await.is_some() {}
+    drop(quick);
+    eventually("only the slow stream runs", || {
+        pools.snapshot().running_requests == 1
+    })
+    .await;
+    let snapshot = pools.snapshot();
+    assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
+    assert_eq!(origin.accepted(), 2, "the held connection was not shared");
+
+    drop(stream);
+    eventually("the slow stream's capacity returned", || {
+        let snapshot = pools.snapshot();
+        snapshot.running_requests == 0 && snapshot.connections.active == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_response_limit_holds_across_chunks() {
+    let mut origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let limits = BodyLimits {
+        max_response: 6,
+        ..BodyLimits::default()
+    };
+
+    let request = running(&pools, &receipt, 1).await;
+    let mut stream = call_streaming(&pools, &request, &dialer, get("/chunks"), limits)
+        .await
+        .expect("200");
+    drop(request);
+    let first = bounded("a chunk", stream.next_chunk()).await;
+    assert_eq!(first.expect("a chunk").expect("data"), "one,");
+    let second = bounded("a chunk", stream.next_chunk()).await;
+    let err = second.expect("an answer").expect_err("over the limit");
+    assert!(
+        matches!(err, HttpError::ResponseTooLarge { max: 6 }),
+        "{err:?}"
+    );
+    assert!(bounded("after the error", stream.next_chunk())
+        .await
+        .is_none());
+    assert_eq!(pools.snapshot().connections, ConnectionCounts::default());
+    origin.client_closed().await;
+    eventually("the owner released", || {
+        pools.snapshot().running_requests == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_connection_reserves_its_driver_worker_before_it_connects() {
+    let origin = Origin::start().await;
+    let limits = Limits {
+        provider_workers: 1,
+        ..Limits::DEFAULT
+    };
+    let pools = start(limits).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    // The held stream's connection driver takes the only worker slot.
+    let first = running(&pools, &receipt, 1).await;
+    let stream = call_streaming(&pools, &first, &dialer, get("/hang"), BodyLimits::default())
+        .await
+        .expect("200");
+    assert_eq!(pools.snapshot().workers, 1);
+
+    let second = running(&pools, &receipt, 2).await;
+    let err = call_streaming(&pools, &second, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect_err("no worker for a second driver");
+    assert!(
+        matches!(&err, HttpError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Other),
+        "{err:?}"
+    );
+    assert_eq!(origin.accepted(), 1, "no TCP connect without a driver slot");
+
+    drop((stream, first, second));
+    eventually("the driver joined and nothing owned", || {
+        let snapshot = pools.snapshot();
+        snapshot.workers == 0 && snapshot.running_requests == 0
+    })
+    .await;
+}

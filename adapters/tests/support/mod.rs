@@ -1,0 +1,138 @@
+//! Shared set-up for the adapters' tests: a fresh registry per test, one
+//! installed provider whose slot 0 is a loopback origin, running requests,
+//! and bounded waits. Kept small: the root crate's `tests/support` is the
+//! full version.
+
+#![allow(dead_code)]
+
+pub(crate) mod origin;
+
+use std::future::Future;
+use std::time::Duration;
+
+use provider_pools_actors::{
+    AdmitRequest, Authority, BrokerGeneration, Credential, Denied, DispatchAuthority, Epoch,
+    ExecutionPlan, InstallReceipt, Installation, LedgerId, Limits, OriginKind, OriginSlot,
+    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, RunningRequest, ServiceName, SessionId,
+    TenantId,
+};
+
+/// How long any bounded wait in these tests may take before it fails.
+pub(crate) const WAIT: Duration = Duration::from_secs(5);
+
+pub(crate) async fn start(limits: Limits) -> ProviderPools {
+    let config = PoolsConfig {
+        limits,
+        ..PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
+    };
+    ProviderPools::start(config).await.expect("registry starts")
+}
+
+/// Provider `web`'s configuration: slot 0 at `target`, public `settings`.
+pub(crate) fn config(target: &str, settings: &[(&str, &str)]) -> ProviderConfig {
+    settings.iter().fold(
+        ProviderConfig::new(ServiceName::new("web").expect("service name")).with_origin(
+            OriginSlot::new(0),
+            OriginKind::Http,
+            target,
+        ),
+        |config, (key, value)| config.with_setting(*key, *value),
+    )
+}
+
+/// Installs provider `web` (epoch 1) with [`config`] and `credential`.
+pub(crate) async fn install(
+    pools: &ProviderPools,
+    target: &str,
+    settings: &[(&str, &str)],
+    credential: &[u8],
+) -> InstallReceipt {
+    let config = config(target, settings);
+    let provider = ProviderId::new("web").expect("provider id");
+    pools
+        .install(Installation {
+            authority: Authority::new("https://web.example").expect("authority"),
+            provider,
+            expected: Epoch::new(0),
+            credential: Credential::from_slice(credential).expect("credential within bound"),
+            config,
+        })
+        .await
+        .expect("install")
+}
+
+#[derive(Debug)]
+struct AllowAll;
+
+impl DispatchAuthority for AllowAll {
+    fn authorize(&self, _: &ExecutionPlan, _: &ProviderId) -> Result<(), Denied> {
+        Ok(())
+    }
+}
+
+/// Admits, dispatches and starts a request of tenant `t` for slot 0.
+pub(crate) async fn running(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    session: u64,
+) -> RunningRequest {
+    let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
+    let plan = ExecutionPlan::seal(
+        TenantId::new("t").expect("tenant"),
+        SessionId::new(session),
+        LedgerId::new(1),
+        far,
+        far,
+    );
+    let request = AdmitRequest {
+        plan,
+        provider: receipt.provider.clone(),
+        slot: receipt.slots[0],
+        kind: OriginKind::Http,
+        input: pools
+            .stage_input(provider_pools_actors::Bytes::new())
+            .expect("empty input"),
+    };
+    let ready = bounded("admission", pools.admit(request))
+        .await
+        .expect("capacity is free");
+    let call = pools
+        .dispatch(&AllowAll, ready.plan(), ready.provider())
+        .expect("dispatch");
+    ready.start(call).expect("start")
+}
+
+/// Runs `future` with a bound, failing with `what` if it does not finish.
+pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, future)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {WAIT:?}: {what}"))
+}
+
+/// Polls `condition` until it holds, failing after [`WAIT`] with `what`.
+/// For effects that travel through actor mailboxes and driver jobs.
+pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !condition() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {WAIT:?} waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Runs `future` as a task of the test's runtime.
+#[allow(clippy::disallowed_methods, reason = "tests own their tasks")]
+pub(crate) fn task<F>(future: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(future)
+}
+
+/// A deadline [`WAIT`] from now.
+pub(crate) fn deadline() -> tokio::time::Instant {
+    tokio::time::Instant::now() + WAIT
+}
