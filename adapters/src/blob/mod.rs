@@ -103,4 +103,22 @@ impl BlobError {
     pub(crate) fn io(e: std::io::Error) -> Self {
         Self::Io(e.kind())
     }
+
+    /// A stable code for this error, for callers and metrics.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Refused(PathRefusal::Missing) => "not_found",
+            Self::Refused(PathRefusal::Escapes) => "escapes_root",
+            Self::Refused(PathRefusal::NotAFile) => "not_a_file",
+            Self::TooLarge { .. } => "too_large",
+            Self::TooMany { .. } => "too_many",
+            Self::NotBlob => "not_blob",
+            Self::Connect(e) => e.code(),
+            Self::Job(e) => e.code(),
+            Self::Staging(e) => e.code(),
+            Self::Truncated => "truncated",
+            Self::Closed => "closed",
+            Self::Io(_) => "io",
+        }
+    }
 }

@@ -1,0 +1,366 @@
+//! The node demo: a multi-tenant workload against a loopback HTTP origin and
+//! a temporary blob root, through one provider-pools registry.
+//!
+//! Eight tenants run closed-loop workers for about ten seconds (set
+//! `NODE_DEMO_SECONDS` to change it); one of them, `flood`, runs eight times
+//! as many workers as the others. Running capacity is smaller than demand,
+//! so everyone is backlogged and the scheduler's rotation decides. Halfway
+//! through, the HTTP provider's credential is rotated and the per-tenant
+//! running ceiling is lowered. The demo ends with a per-tenant table (grants,
+//! p50/p99 admission wait, errors by kind), Jain's fairness index over the
+//! tenants, and the shutdown report; it exits non-zero unless the report is
+//! clean.
+//!
+//! Run with `cargo run --release --example node`.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use provider_pools::node::NodeConfig;
+use provider_pools::{
+    AdmitRequest, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan, InstallReceipt,
+    LedgerId, Limits, OriginKind, PolicyTable, PoolsConfig, ProviderId, ProviderPools, SessionId,
+    TenantId,
+};
+use provider_pools_adapters::blob::{self, BlobKey, BlobLimits};
+use provider_pools_adapters::http::{self, BodyLimits, HttpDialer, HttpRequest, RequestTarget};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+const TENANTS: [(&str, usize); 8] = [
+    ("acme", 2),
+    ("globex", 2),
+    ("initech", 2),
+    ("umbrella", 2),
+    ("hooli", 2),
+    ("stark", 2),
+    ("wayne", 2),
+    ("flood", 16),
+];
+
+/// What one tenant saw.
+#[derive(Default)]
+struct TenantStats {
+    grants: u64,
+    waits_us: Vec<u64>,
+    errors: BTreeMap<&'static str, u64>,
+}
+
+struct Demo {
+    pools: ProviderPools,
+    policy: PolicyTable,
+    weather: InstallReceipt,
+    files: InstallReceipt,
+    dialer: HttpDialer,
+    stats: Mutex<BTreeMap<&'static str, TenantStats>>,
+    stop: AtomicBool,
+    sessions: AtomicU64,
+}
+
+/// A loopback origin: `GET /forecast` answers after a short think time.
+async fn start_origin() -> Result<String, BoxError> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let origin = format!("http://{}", listener.local_addr()?);
+    #[allow(clippy::disallowed_methods, reason = "the demo's own origin server")]
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            #[allow(clippy::disallowed_methods, reason = "the demo's own origin server")]
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|_req: Request<Incoming>| async {
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(
+                        b"{\"forecast\":\"sunny\"}",
+                    ))))
+                });
+                let io = hyper_util::rt::TokioIo::new(socket);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    });
+    Ok(origin)
+}
+
+impl Demo {
+    fn plan(&self, tenant: &str) -> Result<ExecutionPlan, BoxError> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let session = self.sessions.fetch_add(1, Ordering::Relaxed);
+        Ok(ExecutionPlan::seal(
+            TenantId::new(tenant)?,
+            SessionId::new(session),
+            LedgerId::new(1),
+            deadline,
+            deadline,
+        ))
+    }
+
+    /// One call: admission, a fresh dispatch, then HTTP or blob I/O.
+    async fn call(&self, tenant: &'static str, round: u64) -> Result<u64, &'static str> {
+        let use_http = round % 2 == 0;
+        let receipt = if use_http { &self.weather } else { &self.files };
+        let plan = self.plan(tenant).map_err(|_| "plan")?;
+        let input = self
+            .pools
+            .stage_input(Bytes::from_static(b"demo"))
+            .map_err(|e| e.code())?;
+        let asked = Instant::now();
+        let ready = self
+            .pools
+            .admit(AdmitRequest {
+                plan: plan.clone(),
+                provider: receipt.provider.clone(),
+                slot: receipt.slots[0],
+                kind: if use_http {
+                    OriginKind::Http
+                } else {
+                    OriginKind::Blob
+                },
+                input,
+            })
+            .await
+            .map_err(|e| e.code())?;
+        let waited = asked.elapsed().as_micros() as u64;
+        let call = self
+            .pools
+            .dispatch(&self.policy, &plan, &receipt.provider)
+            .map_err(|e| e.code())?;
+        let running = ready.start(call).map_err(|e| e.code())?;
+        if use_http {
+            let request = HttpRequest {
+                method: hyper::Method::GET,
+                target: RequestTarget::parse("/forecast?city=demo").map_err(|_| "target")?,
+                headers: Default::default(),
+                body: Bytes::new(),
+            };
+            http::call(
+                &self.pools,
+                &running,
+                &self.dialer,
+                request,
+                BodyLimits::default(),
+            )
+            .await
+            .map_err(|e| e.code())?;
+        } else {
+            let key = BlobKey::parse(&format!("{tenant}/{}", round % 4)).map_err(|_| "key")?;
+            let body = Bytes::from(format!("{tenant} round {round}"));
+            blob::put(&self.pools, &running, &key, body, BlobLimits::default())
+                .await
+                .map_err(|e| e.code())?;
+            let mut reader = blob::get(&self.pools, &running, &key, BlobLimits::default())
+                .await
+                .map_err(|e| e.code())?;
+            while let Some(chunk) = reader.next_chunk().await {
+                chunk.map_err(|e| e.code())?;
+            }
+        }
+        Ok(waited)
+    }
+
+    async fn worker(self: Arc<Self>, tenant: &'static str) {
+        let mut round = 0u64;
+        while !self.stop.load(Ordering::Acquire) {
+            round += 1;
+            let outcome = self.call(tenant, round).await;
+            let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = stats.entry(tenant).or_default();
+            match outcome {
+                Ok(waited) => {
+                    entry.grants += 1;
+                    entry.waits_us.push(waited);
+                }
+                Err(code) => *entry.errors.entry(code).or_default() += 1,
+            }
+        }
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let index = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[index] as f64 / 1_000.0
+}
+
+async fn run() -> Result<bool, BoxError> {
+    let seconds: u64 = std::env::var("NODE_DEMO_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let origin = start_origin().await?;
+    let blob_root = tempfile::tempdir()?;
+    let text = include_str!("node.toml")
+        .replace("${ORIGIN}", &origin)
+        .replace("${BLOB_ROOT}", &blob_root.path().display().to_string());
+    std::env::set_var("NODE_DEMO_WEATHER_TOKEN", "Bearer demo-token-1");
+    let config = NodeConfig::parse(&text)?;
+    let node = config
+        .start(PoolsConfig::new(
+            tokio::runtime::Handle::current(),
+            BrokerGeneration::new(),
+        ))
+        .await?;
+    let pools = node.pools.clone();
+    println!(
+        "node started: origin {origin}, blob root {}",
+        blob_root.path().display()
+    );
+
+    let policy = PolicyTable::new();
+    let weather_id = ProviderId::new("weather")?;
+    let files_id = ProviderId::new("files")?;
+    for (tenant, _) in TENANTS {
+        policy.allow(TenantId::new(tenant)?, weather_id.clone());
+        policy.allow(TenantId::new(tenant)?, files_id.clone());
+    }
+    let weather = node
+        .receipts
+        .get(&weather_id)
+        .ok_or("weather not installed")?
+        .clone();
+    let files = node
+        .receipts
+        .get(&files_id)
+        .ok_or("files not installed")?
+        .clone();
+    let demo = Arc::new(Demo {
+        dialer: HttpDialer::new(pools.clone()),
+        pools: pools.clone(),
+        policy,
+        weather,
+        files,
+        stats: Mutex::new(BTreeMap::new()),
+        stop: AtomicBool::new(false),
+        sessions: AtomicU64::new(0),
+    });
+
+    let mut workers = JoinSet::new();
+    for (tenant, count) in TENANTS {
+        for _ in 0..count {
+            workers.spawn(Arc::clone(&demo).worker(tenant));
+        }
+    }
+
+    let started = Instant::now();
+    let mut rotated = false;
+    for second in 1..=seconds {
+        tokio::time::sleep_until(started + Duration::from_secs(second)).await;
+        let s = pools.snapshot();
+        let grants: u64 = demo
+            .stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .map(|t| t.grants)
+            .sum();
+        println!(
+            "[{second:>3}s] grants {grants:>6} | running {:>2} pending {:>3} | conns active {} idle {} | epochs {} | workers {}",
+            s.running_requests, s.pending_requests, s.connections.active, s.connections.idle,
+            s.retained_epochs, s.workers,
+        );
+        if !rotated && second * 2 >= seconds {
+            rotated = true;
+            let current = pools.describe(&weather_id).map_or(Epoch::ZERO, |d| d.epoch);
+            let mut installation = config
+                .installations()?
+                .into_iter()
+                .find(|i| i.provider == weather_id)
+                .ok_or("weather provider")?;
+            installation.expected = current;
+            installation.credential = Credential::from_slice(b"Bearer demo-token-2")?;
+            let rotated_to = pools.install(installation).await?;
+            let startup = *pools.limits();
+            pools
+                .lower_limits(Limits {
+                    running_per_tenant: 4,
+                    ..startup
+                })
+                .await?;
+            println!(
+                "        rotated weather's credential to epoch {} and lowered running_per_tenant to 4",
+                rotated_to.epoch
+            );
+        }
+    }
+    demo.stop.store(true, Ordering::Release);
+    while workers.join_next().await.is_some() {}
+
+    println!();
+    println!(
+        "{:<10} {:>8} {:>10} {:>10}  errors",
+        "tenant", "grants", "p50 ms", "p99 ms"
+    );
+    let stats = std::mem::take(&mut *demo.stats.lock().unwrap_or_else(|e| e.into_inner()));
+    for (tenant, _) in TENANTS {
+        let Some(t) = stats.get(tenant) else { continue };
+        let mut waits = t.waits_us.clone();
+        waits.sort_unstable();
+        let errors: Vec<String> = t.errors.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        println!(
+            "{tenant:<10} {:>8} {:>10.2} {:>10.2}  {}",
+            t.grants,
+            percentile(&waits, 0.50),
+            percentile(&waits, 0.99),
+            if errors.is_empty() {
+                "-".to_string()
+            } else {
+                errors.join(" ")
+            }
+        );
+    }
+    let tenant_grants: Vec<f64> = TENANTS
+        .iter()
+        .map(|(tenant, _)| stats.get(tenant).map_or(0.0, |t| t.grants as f64))
+        .collect();
+    let jain = |xs: &[f64]| {
+        let sum: f64 = xs.iter().sum();
+        let squares: f64 = xs.iter().map(|x| x * x).sum();
+        if squares == 0.0 {
+            0.0
+        } else {
+            sum * sum / (xs.len() as f64 * squares)
+        }
+    };
+    println!();
+    println!(
+        "fairness (Jain's index over the {} backlogged tenants' grants): {:.3}",
+        tenant_grants.len(),
+        jain(&tenant_grants)
+    );
+
+    drop(demo);
+    let report = pools
+        .shutdown(Instant::now() + Duration::from_secs(10))
+        .await;
+    println!("shutdown report: {report:?}");
+    Ok(report.is_clean())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(true) => {
+            println!("clean shutdown");
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            eprintln!("shutdown was not clean");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("node demo failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
