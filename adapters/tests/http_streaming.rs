@@ -46,7 +46,7 @@ async fn a_finished_stream_parks_its_connection_and_releases_its_owner() {
         assert_eq!(stream.status(), 200);
         let mut body = Vec::new();
         while let Some(chunk) = bounded("a chunk", stream.next_chunk()).await {
-            body.extend_from_slice(&chunk.expect("chunk"));
+            body.extend_from_slice(chunk.expect("chunk").bytes());
         }
         assert_eq!(body, b"one,two,three");
         // The finished stream, still held, owns nothing any more.
@@ -81,7 +81,10 @@ async fn dropping_a_stream_midway_destroys_its_connection_and_returns_capacity()
     .expect("200");
     drop(request);
     let first = bounded("the first chunk", stream.next_chunk()).await;
-    assert_eq!(first.expect("a chunk").expect("data"), "first");
+    assert_eq!(
+        first.expect("a chunk").expect("data").bytes().as_ref(),
+        b"first"
+    );
     let snapshot = pools.snapshot();
     assert_eq!(snapshot.running_requests, 1, "{snapshot:?}");
     assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
@@ -166,7 +169,10 @@ async fn the_response_limit_holds_across_chunks() {
         .expect("200");
     drop(request);
     let first = bounded("a chunk", stream.next_chunk()).await;
-    assert_eq!(first.expect("a chunk").expect("data"), "one,");
+    assert_eq!(
+        first.expect("a chunk").expect("data").bytes().as_ref(),
+        b"one,"
+    );
     let second = bounded("a chunk", stream.next_chunk()).await;
     let err = second.expect("an answer").expect_err("over the limit");
     assert!(
@@ -216,6 +222,47 @@ async fn a_connection_reserves_its_driver_worker_before_it_connects() {
     eventually("the driver joined and nothing owned", || {
         let snapshot = pools.snapshot();
         snapshot.workers == 0 && snapshot.running_requests == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_held_chunk_keeps_its_charge_and_the_request_after_the_stream_is_gone() {
+    let mut origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let mut stream = call_streaming(
+        &pools,
+        &request,
+        &dialer,
+        get("/hang"),
+        BodyLimits::default(),
+    )
+    .await
+    .expect("200");
+    drop(request);
+    let before = pools.snapshot().metadata_bytes;
+    let chunk = bounded("the first chunk", stream.next_chunk())
+        .await
+        .expect("a chunk")
+        .expect("data");
+    assert_eq!(
+        pools.snapshot().metadata_bytes,
+        before + chunk.bytes().len() as u32,
+        "the chunk is charged"
+    );
+    drop(stream);
+    origin.client_closed().await;
+    assert_eq!(
+        pools.snapshot().running_requests,
+        1,
+        "the chunk keeps the request"
+    );
+    drop(chunk);
+    eventually("the running capacity returned with the chunk", || {
+        pools.snapshot().running_requests == 0
     })
     .await;
 }

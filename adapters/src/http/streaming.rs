@@ -11,10 +11,10 @@
 //!   earlier destroys it (the origin reads EOF).
 //! - Chunks handed out are the consumer's: they are not charged here.
 
-use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use provider_pools_actors::StagedOutput;
 use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
@@ -103,7 +103,7 @@ impl ResponseStream {
         self.received
     }
 
-    /// The next body chunk; `None` once the body ended (the connection was
+    /// The next body chunk, charged against the request; `None` once the body ended (the connection was
     /// then parked or destroyed, and the running owner released) or after
     /// an error.
     ///
@@ -118,7 +118,7 @@ impl ResponseStream {
     /// [`HttpError::ResponseTooLarge`], [`HttpError::Protocol`] and
     /// [`HttpError::Timeout`] (the request's deadline); each destroys the
     /// connection and releases the running owner.
-    pub async fn next_chunk(&mut self) -> Option<Result<Bytes, HttpError>> {
+    pub async fn next_chunk(&mut self) -> Option<Result<StagedOutput, HttpError>> {
         self.running.as_ref()?;
         loop {
             let body = self.body.as_mut()?;
@@ -145,7 +145,10 @@ impl ResponseStream {
                 return Some(Err(self.fail(HttpError::ResponseTooLarge { max })));
             }
             if !data.is_empty() {
-                return Some(Ok(data));
+                // Each chunk is charged to the metadata budget and keeps the
+                // request's running owner until the consumer drops it.
+                let running = self.running.as_ref()?;
+                return Some(running.stage_output(data).map_err(HttpError::Staging));
             }
         }
     }
