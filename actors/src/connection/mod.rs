@@ -93,12 +93,15 @@ impl DialError {
     }
 }
 
-/// What a dial may read: the client's public target and the epoch's
-/// credential.
+/// What a dial may read: the client's public target, the epoch's public
+/// settings and the epoch's credential.
 #[derive(Clone, Copy)]
 pub struct DialTarget<'a> {
     /// The origin's public target, as configured.
     pub target: &'a str,
+    /// The epoch's public, protocol-specific settings (for example the
+    /// HTTP adapter's `ca_file`).
+    pub settings: &'a std::collections::BTreeMap<String, String>,
     /// The epoch's credential, for trusted adapter code only.
     pub credential: &'a crate::credential::Credential,
 }

@@ -88,6 +88,7 @@ impl ProviderPools {
             Checkout::Dial(permit) => {
                 let target = DialTarget {
                     target: epoch.client_target(client),
+                    settings: &epoch.config.settings,
                     credential: epoch.credential(),
                 };
                 let dialed = tokio::time::timeout_at(running.deadline(), dialer.dial(target))
