@@ -246,12 +246,12 @@ async fn a_refused_origin_puts_the_client_into_backoff() {
 #[tokio::test]
 async fn an_origin_that_is_not_approved_http_is_refused_without_dialing() {
     let pools = start(Limits::DEFAULT).await;
-    let receipt = install(&pools, "https://127.0.0.1:1", &[], b"k").await;
+    let receipt = install(&pools, "ftp://127.0.0.1:1", &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
     let request = running(&pools, &receipt, 1).await;
     let err = call(&pools, &request, &dialer, get("/ok"), BodyLimits::default())
         .await
-        .expect_err("https is not supported yet");
+        .expect_err("only http and https are approved");
     assert!(
         matches!(err, HttpError::Origin(OriginError::UnsupportedScheme)),
         "{err:?}"

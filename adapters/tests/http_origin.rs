@@ -1,5 +1,5 @@
 //! Approved origins and guest request targets: only `http://host:port`
-//! origins are approved, and a guest names only an origin-form target —
+//! and `https://host:port` origins are approved, and a guest names only an origin-form target —
 //! never a URL, another authority, userinfo or an escaping path.
 
 use provider_pools_adapters::http::{
@@ -25,9 +25,42 @@ fn an_approved_origin_is_scheme_host_and_port() {
 }
 
 #[test]
-fn anything_but_an_http_origin_is_refused_naming_the_part() {
+fn an_https_origin_defaults_to_port_443() {
+    let origin = ApprovedOrigin::parse("HTTPS://Api.Example.com").expect("valid");
+    assert_eq!(
+        (
+            origin.scheme(),
+            origin.host(),
+            origin.port(),
+            origin.is_tls()
+        ),
+        ("https", "api.example.com", 443, true)
+    );
+    assert_eq!(origin.host_header(), "api.example.com");
+    assert_eq!(origin.connect_address(), "api.example.com:443");
+    assert_eq!(origin.to_string(), "https://api.example.com:443");
+
+    let origin = ApprovedOrigin::parse("https://127.0.0.1:8443").expect("valid");
+    assert_eq!(origin.host_header(), "127.0.0.1:8443");
+    let origin = ApprovedOrigin::parse("https://localhost:80").expect("valid");
+    assert_eq!(
+        origin.host_header(),
+        "localhost:80",
+        "80 is not https's default"
+    );
+    assert!(!ApprovedOrigin::parse("http://localhost")
+        .expect("valid")
+        .is_tls());
+}
+
+#[test]
+fn anything_but_an_http_or_https_origin_is_refused_naming_the_part() {
     let cases = [
-        ("https://api.example.com", OriginError::UnsupportedScheme),
+        ("wss://api.example.com", OriginError::UnsupportedScheme),
+        ("https:/api.example.com", OriginError::UnsupportedScheme),
+        ("https://user@api.example.com", OriginError::Userinfo),
+        ("https://api.example.com/", OriginError::Path),
+        ("https://api.example.com:0", OriginError::InvalidPort),
         ("ftp://api.example.com", OriginError::UnsupportedScheme),
         ("api.example.com:80", OriginError::UnsupportedScheme),
         ("http://user:pw@api.example.com", OriginError::Userinfo),

@@ -1,9 +1,13 @@
 //! [`HttpDialer`] and [`HttpConnection`]: one HTTP/1.1 connection over
-//! tokio TCP, whose driver is a bounded provider job.
+//! tokio TCP, or TLS over it for `https`, whose driver is a bounded
+//! provider job.
 //!
 //! Invariants:
 //! - The driver's worker slot is reserved before the TCP connect starts;
 //!   a dial that fails or is dropped ends that job at once.
+//! - An `https` origin's connection carries HTTP only after a completed TLS
+//!   handshake; a failed one is a [`DialErrorKind::Handshake`] dial error,
+//!   so the client backs off like after any failed dial.
 //! - The driver never runs as a detached task: it is a `ProviderPools::spawn`
 //!   job, joined by the worker pool.
 //! - An [`HttpConnection`] owns the request sender and the driver's handle;
@@ -20,14 +24,23 @@ use hyper_util::rt::TokioIo;
 use provider_pools_actors::{
     DialError, DialErrorKind, DialTarget, Dialer, JobHandle, ProviderPools,
 };
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
 use crate::http::origin::ApprovedOrigin;
+use crate::http::tls;
 
-type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+/// A connection's byte stream: plain TCP or TLS over TCP.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
 
-/// Dials HTTP/1.1 connections to a slot's approved origin.
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+type Driver = http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>;
+
+/// Dials HTTP/1.1 connections to a slot's approved origin; `https`
+/// origins get TLS, trusting the epoch's `ca_file` setting when present and
+/// the bundled web PKI roots otherwise.
 pub struct HttpDialer {
     pools: ProviderPools,
     dials: AtomicU64,
@@ -87,16 +100,29 @@ impl fmt::Debug for HttpConnection {
 impl Dialer for HttpDialer {
     type Conn = HttpConnection;
 
-    /// Reserves the driver's job, connects, and hands the driver over.
+    /// Reserves the driver's job, connects (and runs the TLS handshake for
+    /// `https`), and hands the driver over.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future drops the socket and the driver's hand-over
     /// channel; the reserved job then ends at once and is joined.
+    ///
+    /// # Errors
+    ///
+    /// A [`DialError`]: `Refused`/`Timeout`/`Other` from the TCP connect,
+    /// `Handshake` for an unusable `ca_file` or a failed TLS handshake,
+    /// `Protocol` for a failed HTTP/1 handshake.
     async fn dial(&self, target: DialTarget<'_>) -> Result<HttpConnection, DialError> {
         self.dials.fetch_add(1, Ordering::Relaxed);
         let origin = ApprovedOrigin::parse(target.target)
             .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
+        // Trust anchors first: an unusable `ca_file` fails before connecting.
+        let tls_config = if origin.is_tls() {
+            Some(tls::client_config(target.settings)?)
+        } else {
+            None
+        };
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let job = self.pools.spawn(move || drive(driver)).await.map_err(|e| {
             DialError::new(
@@ -109,6 +135,10 @@ impl Dialer for HttpDialer {
             .map_err(connect_error)?;
         // Latency over batching; a failure here changes nothing else.
         let _ = stream.set_nodelay(true);
+        let stream: Box<dyn Stream> = match tls_config {
+            Some(config) => Box::new(tls::handshake(config, &origin, stream).await?),
+            None => Box::new(stream),
+        };
         let (sender, connection) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;

@@ -1,13 +1,15 @@
 //! HTTP/1.1 adapters, buffered and streaming, on connections the pools own.
 //!
-//! A trusted configuration approves origins (`http://host:port`, one per
-//! slot); a guest names a slot and an origin-form target. [`HttpDialer`]
-//! opens hyper 1 client connections over tokio TCP whose drivers run as
-//! bounded provider jobs; [`call`] reads a whole response under a cap and
+//! A trusted configuration approves origins (`http://host[:port]` or
+//! `https://host[:port]`, one per slot); a guest names a slot and an
+//! origin-form target. [`HttpDialer`] opens hyper 1 client connections over
+//! tokio TCP — with rustls (ring provider) for `https` — whose drivers run
+//! as bounded provider jobs; [`call`] reads a whole response under a cap and
 //! charges it, [`call_streaming`] hands the body out chunk by chunk.
 //!
-//! Plain `http` only in this round: https (rustls, a configurable CA) is a
-//! follow-up.
+//! `https` trusts the bundled web PKI roots, or only the PEM bundle named
+//! by the provider setting `ca_file` ([`CA_FILE_SETTING`], an absolute
+//! path) when it is set.
 //!
 //! Invariants:
 //! - No request creates a pool, a client or an origin: the slot's approved
@@ -20,6 +22,8 @@
 //!   the running epoch when the request is built, and marked sensitive; it
 //!   never appears in an error or `Debug` output.
 //! - The pools never retry: 4xx and 5xx answers pass through unchanged.
+//! - An `https` connection is verified against the approved origin's host;
+//!   a failed TLS handshake is a failed dial, and the client backs off.
 
 mod buffered;
 mod dialer;
@@ -27,6 +31,7 @@ mod error;
 mod exchange;
 mod origin;
 mod streaming;
+mod tls;
 
 pub use buffered::{call, BufferedResponse};
 pub use dialer::{HttpConnection, HttpDialer};
@@ -34,3 +39,4 @@ pub use error::HttpError;
 pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING};
 pub use origin::{ApprovedOrigin, OriginError, RequestTarget, TargetError, MAX_TARGET};
 pub use streaming::{call_streaming, ResponseStream};
+pub use tls::CA_FILE_SETTING;

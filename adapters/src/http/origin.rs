@@ -1,13 +1,14 @@
 //! Approved origins and guest request targets.
 //!
-//! The trusted configuration names each approved origin (`http://host:port`)
+//! The trusted configuration names each approved origin
+//! (`http://host[:port]` or `https://host[:port]`)
 //! and the pools number it with an opaque slot; a guest names a slot and an
 //! origin-form request target (`/path?query`), never a URL. Parsing here is
 //! pure: nothing in this module dials, installs or creates a pool.
 //!
 //! Invariants:
-//! - An [`ApprovedOrigin`] is exactly scheme, host and port: no userinfo,
-//!   path, query or fragment; only `http` in this round (https follows).
+//! - An [`ApprovedOrigin`] is exactly scheme (`http` or `https`), host and
+//!   port: no userinfo, path, query or fragment.
 //! - A [`RequestTarget`] starts with `/`, never with `//`, and holds only
 //!   printable ASCII without `@`, `\`, `#` or spaces, so it cannot name
 //!   another origin whatever the server's parser does with it.
@@ -20,8 +21,8 @@ pub const MAX_TARGET: usize = 8 * 1024;
 /// Why a configured origin was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum OriginError {
-    /// The origin is not `http://` (https is not supported yet).
-    #[error("origin scheme must be http")]
+    /// The origin is neither `http://` nor `https://`.
+    #[error("origin scheme must be http or https")]
     UnsupportedScheme,
     /// The origin carries `user@`.
     #[error("origin must not carry userinfo")]
@@ -43,25 +44,32 @@ pub enum OriginError {
     InvalidPort,
 }
 
-/// One approved origin: `http`, a host and a port.
+/// One approved origin: a scheme (`http` or `https`), a host and a port.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ApprovedOrigin {
+    tls: bool,
     host: String,
     port: u16,
 }
 
 impl ApprovedOrigin {
-    /// Parses `http://host[:port]` (port 80 when omitted). Hosts are DNS
-    /// names, IPv4 literals or bracketed IPv6 literals.
+    /// Parses `http://host[:port]` (port 80 when omitted) or
+    /// `https://host[:port]` (port 443 when omitted). Hosts are DNS names,
+    /// IPv4 literals or bracketed IPv6 literals.
     ///
     /// # Errors
     ///
     /// The [`OriginError`] naming the first part that is not allowed.
     pub fn parse(text: &str) -> Result<Self, OriginError> {
         let scheme_end = text.find("://").ok_or(OriginError::UnsupportedScheme)?;
-        if !text[..scheme_end].eq_ignore_ascii_case("http") {
+        let scheme = &text[..scheme_end];
+        let tls = if scheme.eq_ignore_ascii_case("http") {
+            false
+        } else if scheme.eq_ignore_ascii_case("https") {
+            true
+        } else {
             return Err(OriginError::UnsupportedScheme);
-        }
+        };
         let authority = &text[scheme_end + 3..];
         if authority.contains('@') {
             return Err(OriginError::Userinfo);
@@ -77,18 +85,28 @@ impl ApprovedOrigin {
         }
         let (host, port) = split_host_port(authority)?;
         let port = match port {
-            None => 80,
+            None => default_port(tls),
             Some(port) => parse_port(port)?,
         };
         Ok(Self {
+            tls,
             host: host.to_ascii_lowercase(),
             port,
         })
     }
 
-    /// The scheme (always `http` in this round).
+    /// The scheme: `http` or `https`.
     pub fn scheme(&self) -> &'static str {
-        "http"
+        if self.tls {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// True for `https`: the connection runs TLS to [`Self::host`].
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// The host, as configured (IPv6 literals keep their brackets).
@@ -106,9 +124,10 @@ impl ApprovedOrigin {
         format!("{}:{}", self.host, self.port)
     }
 
-    /// The `Host` header value: the port is left out when it is 80.
+    /// The `Host` header value: the port is left out when it is the
+    /// scheme's default (80 for http, 443 for https).
     pub fn host_header(&self) -> String {
-        if self.port == 80 {
+        if self.port == default_port(self.tls) {
             self.host.clone()
         } else {
             self.connect_address()
@@ -124,7 +143,15 @@ impl fmt::Debug for ApprovedOrigin {
 
 impl fmt::Display for ApprovedOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "http://{}:{}", self.host, self.port)
+        write!(f, "{}://{}:{}", self.scheme(), self.host, self.port)
+    }
+}
+
+fn default_port(tls: bool) -> u16 {
+    if tls {
+        443
+    } else {
+        80
     }
 }
 
