@@ -183,6 +183,28 @@ async fn a_ca_file_is_trusted_and_one_tls_connection_serves_sequential_requests(
     .await;
 }
 
+#[tokio::test]
+async fn a_dns_host_is_verified_against_the_certificate_names() {
+    let ca = Ca::new("provider-pools test ca");
+    let ca_file = ca.pem_file();
+    let origin = TlsOrigin::start(&ca).await;
+    let target = origin.target.replace("127.0.0.1", "localhost");
+    let pools = start(Limits::DEFAULT).await;
+    let settings = [(CA_FILE_SETTING, path_of(&ca_file))];
+    let receipt = install(&pools, &target, &settings, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let response = bounded(
+        "a call to https://localhost",
+        call(&pools, &request, &dialer, get("/ok"), BodyLimits::default()),
+    )
+    .await
+    .expect("localhost is one of the certificate's names");
+    assert_eq!(response.status, 200);
+    let host = target.trim_start_matches("https://");
+    assert_eq!(origin.seen()[0]["host"], host);
+}
+
 /// Calls twice: the first dial fails its TLS handshake, the second call is
 /// answered by the backoff without reaching the origin.
 async fn assert_handshake_failure_backs_off(settings: &[(&str, &str)], accepts: usize) {
