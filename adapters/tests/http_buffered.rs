@@ -5,22 +5,11 @@
 mod support;
 
 use bytes::Bytes;
-use http::{HeaderMap, Method};
+use http::Method;
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
-use provider_pools_adapters::http::{
-    call, BodyLimits, HttpDialer, HttpError, HttpRequest, OriginError, RequestTarget,
-};
+use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, HttpError, OriginError};
 use support::origin::Origin;
-use support::{bounded, eventually, install, running, start};
-
-fn get(path: &str) -> HttpRequest {
-    HttpRequest {
-        method: Method::GET,
-        target: RequestTarget::parse(path).expect("origin-form target"),
-        headers: HeaderMap::new(),
-        body: Bytes::new(),
-    }
-}
+use support::{bounded, eventually, get, install, running, start};
 
 #[tokio::test]
 async fn sequential_requests_reuse_one_tcp_connection() {

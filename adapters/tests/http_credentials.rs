@@ -5,23 +5,11 @@
 
 mod support;
 
-use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method};
+use http::HeaderValue;
 use provider_pools_actors::{Authority, Credential, Epoch, Installation, Limits};
-use provider_pools_adapters::http::{
-    call, BodyLimits, HttpDialer, HttpError, HttpRequest, RequestTarget,
-};
+use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, HttpError};
 use support::origin::Origin;
-use support::{install, running, start};
-
-fn get(path: &str) -> HttpRequest {
-    HttpRequest {
-        method: Method::GET,
-        target: RequestTarget::parse(path).expect("origin-form target"),
-        headers: HeaderMap::new(),
-        body: Bytes::new(),
-    }
-}
+use support::{get, install, running, start};
 
 const CANARY: &str = "CANARY-b41d-credential";
 

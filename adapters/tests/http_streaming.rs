@@ -6,23 +6,10 @@
 
 mod support;
 
-use bytes::Bytes;
-use http::{HeaderMap, Method};
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
-use provider_pools_adapters::http::{
-    call_streaming, BodyLimits, HttpDialer, HttpError, HttpRequest, RequestTarget,
-};
+use provider_pools_adapters::http::{call_streaming, BodyLimits, HttpDialer, HttpError};
 use support::origin::Origin;
-use support::{bounded, eventually, install, running, start};
-
-fn get(path: &str) -> HttpRequest {
-    HttpRequest {
-        method: Method::GET,
-        target: RequestTarget::parse(path).expect("origin-form target"),
-        headers: HeaderMap::new(),
-        body: Bytes::new(),
-    }
-}
+use support::{bounded, eventually, get, install, running, start};
 
 #[tokio::test]
 async fn a_finished_stream_parks_its_connection_and_releases_its_owner() {

@@ -12,17 +12,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
 use provider_pools_adapters::http::{
-    call, BodyLimits, HttpDialer, HttpError, HttpRequest, RequestTarget, AUTH_HEADER_SETTING,
-    CA_FILE_SETTING,
+    call, BodyLimits, HttpDialer, HttpError, AUTH_HEADER_SETTING, CA_FILE_SETTING,
 };
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use support::{bounded, eventually, install, running, start};
+use support::{bounded, eventually, get, install, running, start};
 use tempfile::NamedTempFile;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -130,15 +129,6 @@ impl TlsOrigin {
 
     fn seen(&self) -> Vec<HeaderMap> {
         self.seen.lock().expect("log").clone()
-    }
-}
-
-fn get(path: &str) -> HttpRequest {
-    HttpRequest {
-        method: Method::GET,
-        target: RequestTarget::parse(path).expect("origin-form target"),
-        headers: HeaderMap::new(),
-        body: Bytes::new(),
     }
 }
 

@@ -136,3 +136,14 @@ where
 pub(crate) fn deadline() -> tokio::time::Instant {
     tokio::time::Instant::now() + WAIT
 }
+
+/// A GET of the origin-form `path`, with no headers and no body.
+pub(crate) fn get(path: &str) -> provider_pools_adapters::http::HttpRequest {
+    provider_pools_adapters::http::HttpRequest {
+        method: http::Method::GET,
+        target: provider_pools_adapters::http::RequestTarget::parse(path)
+            .expect("origin-form target"),
+        headers: http::HeaderMap::new(),
+        body: provider_pools_actors::Bytes::new(),
+    }
+}
