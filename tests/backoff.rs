@@ -238,3 +238,47 @@ async fn a_cancelled_dial_backs_off_and_returns_its_charges() {
         })
     ));
 }
+
+/// A dialer that runs out of its own room the first time, then connects.
+#[derive(Default)]
+struct SaturatedOnce {
+    dials: std::sync::atomic::AtomicUsize,
+}
+
+impl provider_pools::Dialer for SaturatedOnce {
+    type Conn = ();
+
+    async fn dial(
+        &self,
+        _: provider_pools::DialTarget<'_>,
+    ) -> Result<(), provider_pools::DialError> {
+        if self.dials.fetch_add(1, Ordering::SeqCst) == 0 {
+            Err(provider_pools::DialError::new(
+                DialErrorKind::Saturated,
+                "no worker slot",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_saturated_adapter_answers_busy_without_backoff() {
+    let (pools, receipt) = refusing_pools(Limits::DEFAULT).await;
+    let request = running(&pools, &receipt, "t", 1).await;
+    let dialer = SaturatedOnce::default();
+    let first = pools.reserve_connection(&request, &dialer).await.err();
+    assert_eq!(
+        first.as_ref().map(ConnectError::code),
+        Some("busy"),
+        "{first:?}"
+    );
+    // No backoff: the very next call dials again, at the same instant.
+    let conn = pools
+        .reserve_connection(&request, &dialer)
+        .await
+        .expect("no backoff after saturation");
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 2);
+    drop(conn);
+}

@@ -7,7 +7,7 @@
 mod support;
 
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
-use provider_pools_adapters::http::{call_streaming, BodyLimits, HttpDialer, HttpError};
+use provider_pools_adapters::http::{call, call_streaming, BodyLimits, HttpDialer, HttpError};
 use support::origin::Origin;
 use support::{bounded, eventually, get, install, running, start};
 
@@ -200,15 +200,27 @@ async fn a_connection_reserves_its_driver_worker_before_it_connects() {
         .await
         .expect_err("no worker for a second driver");
     assert!(
-        matches!(&err, HttpError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Other),
+        matches!(&err, HttpError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Saturated),
         "{err:?}"
+    );
+    assert_eq!(
+        err.code(),
+        "busy",
+        "our own limit, not the origin's failure"
     );
     assert_eq!(origin.accepted(), 1, "no TCP connect without a driver slot");
 
-    drop((stream, first, second));
-    eventually("the driver joined and nothing owned", || {
+    drop((stream, first));
+    eventually("the driver joined", || pools.snapshot().workers == 0).await;
+    // No backoff was recorded: the same request dials again at once.
+    let response = call(&pools, &second, &dialer, get("/ok"), BodyLimits::default())
+        .await
+        .expect("the origin was never in backoff");
+    assert_eq!(response.status, 200);
+    drop((response, second));
+    eventually("nothing owned", || {
         let snapshot = pools.snapshot();
-        snapshot.workers == 0 && snapshot.running_requests == 0
+        snapshot.running_requests == 0
     })
     .await;
 }

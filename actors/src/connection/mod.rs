@@ -6,7 +6,9 @@
 //! client, or lets the caller dial one — at most one dial in flight per
 //! configured client, charged to the node's connections and the client's
 //! connections before it starts. A failed or cancelled dial puts the client
-//! into exponential backoff (the registry's fixed dial backoff); while it
+//! into exponential backoff (the registry's fixed dial backoff) — unless the
+//! adapter reports it [`DialErrorKind::Saturated`] (it ran out of its own
+//! bounded resources before reaching the origin); while it
 //! lasts, and while another dial is failing, callers get the fixed
 //! [`ConnectError::Unavailable`] carrying the last dial error's kind. The
 //! pools never retry and never reconnect on their own.
@@ -49,6 +51,10 @@ pub enum DialErrorKind {
     Protocol,
     /// The dial was cancelled before it finished.
     Cancelled,
+    /// The adapter ran out of a local bounded resource (a worker slot for
+    /// its driver or file-system job) before it reached the origin. Not the
+    /// origin's failure: no backoff, and callers hear `Busy`.
+    Saturated,
     /// Anything else.
     Other,
 }
@@ -62,6 +68,7 @@ impl DialErrorKind {
             Self::Handshake => "handshake",
             Self::Protocol => "protocol",
             Self::Cancelled => "cancelled",
+            Self::Saturated => "saturated",
             Self::Other => "other",
         }
     }
@@ -176,6 +183,7 @@ impl ConnectError {
     /// The stable code of this error.
     pub fn code(&self) -> &'static str {
         match self {
+            Self::Dial(e) if e.kind == DialErrorKind::Saturated => "busy",
             Self::Unavailable { .. } | Self::Dial(_) => "unavailable",
             Self::Busy => "busy",
             Self::Capacity { .. } => "capacity",

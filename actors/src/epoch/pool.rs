@@ -119,6 +119,15 @@ impl Pools {
             // permit; another dial may be in flight since.
             return;
         }
+        if outcome == DialOutcome::Failed(DialErrorKind::Saturated) {
+            // The adapter had no room of its own; the origin was never
+            // tried. No backoff: the gate opens for the next waiter.
+            if let Some(pool) = self.clients.get_mut(client) {
+                pool.dialing = false;
+            }
+            self.serve_next_waiter(mailbox, client);
+            return;
+        }
         let now = Instant::now();
         let backoff = self.backoff;
         let Some(pool) = self.clients.get_mut(client) else {
@@ -143,7 +152,11 @@ impl Pools {
             }
             DialOutcome::Withdrawn => return,
         }
-        // The next waiter dials (serially: one dial in flight per client).
+        self.serve_next_waiter(mailbox, client);
+    }
+
+    /// The next waiter dials (serially: one dial in flight per client).
+    fn serve_next_waiter(&mut self, mailbox: &Mailbox<Msg>, client: usize) {
         while let Some((_, waiter)) = self
             .clients
             .get_mut(client)

@@ -9,7 +9,9 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use provider_pools_actors::{DialError, DialErrorKind, DialTarget, Dialer, ProviderPools};
+use provider_pools_actors::{
+    DialError, DialErrorKind, DialTarget, Dialer, JobError, ProviderPools,
+};
 
 use crate::blob::root::{BlobRoot, PathRefusal};
 use crate::blob::BlobKey;
@@ -124,7 +126,12 @@ impl Dialer for BlobOpener {
             .spawn_blocking(move || open(&root, &key, mode))
             .await
             .map_err(|e| {
-                DialError::new(DialErrorKind::Other, format!("no worker: {}", e.code()))
+                // No worker slot: our own limit, not the root's failure.
+                let kind = match e {
+                    JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
+                    _ => DialErrorKind::Other,
+                };
+                DialError::new(kind, format!("no worker: {}", e.code()))
             })?;
         match job.join().await {
             Ok(Ok(file)) => Ok(file),

@@ -22,7 +22,7 @@ use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use provider_pools_actors::{
-    DialError, DialErrorKind, DialTarget, Dialer, JobHandle, ProviderPools,
+    DialError, DialErrorKind, DialTarget, Dialer, JobError, JobHandle, ProviderPools,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -125,8 +125,14 @@ impl Dialer for HttpDialer {
         };
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let job = self.pools.spawn(move || drive(driver)).await.map_err(|e| {
+            // No worker slot for the driver: our own limit, not the origin's
+            // failure, so the client is not put into backoff.
+            let kind = match e {
+                JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
+                _ => DialErrorKind::Other,
+            };
             DialError::new(
-                DialErrorKind::Other,
+                kind,
                 format!("no provider job for the connection driver: {e}"),
             )
         })?;
