@@ -1,0 +1,22 @@
+//! Test support: the real peers the adapters' tests talk to, each started
+//! on a free loopback port with its own temporary storage, awaited until it
+//! answers, and stopped when its handle drops (also when a test panics).
+//!
+//! The peers are installed by `scripts/peers` (which the README test
+//! command runs) into `target/peers/venv`; `PROVIDER_POOLS_PEERS` names
+//! another install directory. A missing peer fails the test that needs it
+//! with a message saying how to install it: nothing is skipped silently.
+//!
+//! Invariants:
+//! - Every wait is bounded; a peer that does not answer in time fails the
+//!   test with the tail of its own log.
+//! - A [`Peer`] owns its process and its temporary directory; dropping it
+//!   kills the process and reaps it before the directory is removed.
+
+#![allow(clippy::unwrap_used)]
+
+mod peer;
+mod peers;
+
+pub use peer::{binary, free_port, Peer, PeerCommand};
+pub use peers::{Bao, Moto, Nats};

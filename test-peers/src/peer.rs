@@ -1,0 +1,253 @@
+//! One peer process: found, started, awaited, stopped.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// How long a peer may take to answer after it was started.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+/// How many times a peer is restarted on another port when its first port
+/// was taken between [`free_port`] and the peer's bind.
+const START_ATTEMPTS: usize = 3;
+
+/// The directory the peers are installed in.
+fn peers_dir() -> PathBuf {
+    match std::env::var_os("PROVIDER_POOLS_PEERS") {
+        Some(dir) => PathBuf::from(dir),
+        // test-peers/ sits in the workspace root, beside target/.
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join("target")
+            .join("peers"),
+    }
+}
+
+/// The path of the peer binary `name`: from the peers' virtual environment,
+/// else from `PATH`.
+///
+/// # Panics
+///
+/// When it is in neither, with a message saying how to install it.
+pub fn binary(name: &str) -> PathBuf {
+    let installed = peers_dir().join("venv").join("bin").join(name);
+    if installed.is_file() {
+        return installed;
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return candidate;
+            }
+        }
+    }
+    panic!(
+        "test peer `{name}` is not installed: run ./scripts/peers \
+         (the README test command ./scripts/test runs it), which installs \
+         the pinned peers into {}",
+        peers_dir().join("venv").display()
+    );
+}
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// What to start: the binary, its arguments and environment. `{port}` and
+/// `{dir}` in an argument or a variable's value become the chosen port and
+/// the peer's temporary directory.
+#[derive(Debug, Clone)]
+pub struct PeerCommand {
+    name: &'static str,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl PeerCommand {
+    /// The peer binary `name` (see [`binary`]).
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Starts the peer on a free port and waits until `ready` says it
+    /// answers (at most a minute). A peer that exits early, for example
+    /// because its port was taken meanwhile, is started again on another
+    /// port, at most three times.
+    ///
+    /// # Panics
+    ///
+    /// When the binary is missing, or the peer never answers; the message
+    /// carries the end of the peer's log.
+    pub fn start(&self, ready: impl Fn(SocketAddr) -> bool) -> Peer {
+        let program = binary(self.name);
+        let mut last_log = String::new();
+        for _ in 0..START_ATTEMPTS {
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("peer-{}-", self.name))
+                .tempdir()
+                .expect("a temporary directory for the peer");
+            let port = free_port();
+            let fill = |s: &str| {
+                s.replace("{port}", &port.to_string())
+                    .replace("{dir}", &dir.path().display().to_string())
+            };
+            let log_path = dir.path().join("peer.log");
+            let log = File::create(&log_path).expect("the peer's log file");
+            let mut command = Command::new(&program);
+            command
+                .args(self.args.iter().map(|a| fill(a)))
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("the peer's log file"))
+                .stderr(log);
+            for (key, value) in &self.env {
+                command.env(key, fill(value));
+            }
+            let child = command
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+            let mut peer = Peer {
+                name: self.name,
+                addr: SocketAddr::from(([127, 0, 0, 1], port)),
+                child,
+                log_path,
+                dir,
+            };
+            let until = Instant::now() + READY_WITHIN;
+            loop {
+                if let Ok(Some(_)) = peer.child.try_wait() {
+                    last_log = peer.log_tail();
+                    break;
+                }
+                if ready(peer.addr) {
+                    return peer;
+                }
+                if Instant::now() >= until {
+                    panic!(
+                        "test peer `{}` did not answer on {} within {:?}; its log ends:\n{}",
+                        self.name,
+                        peer.addr,
+                        READY_WITHIN,
+                        peer.log_tail()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        panic!(
+            "test peer `{}` exited before answering, {START_ATTEMPTS} times; its last log ends:\n{last_log}",
+            self.name
+        );
+    }
+}
+
+/// A running peer. Dropping it kills and reaps the process, then removes
+/// its temporary directory.
+pub struct Peer {
+    name: &'static str,
+    addr: SocketAddr,
+    child: Child,
+    log_path: PathBuf,
+    // Dropped last: the process is gone before its storage is removed.
+    dir: TempDir,
+}
+
+impl Peer {
+    /// The loopback address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Its port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Its temporary directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The last 4 KiB of what it printed.
+    pub fn log_tail(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = File::open(&self.log_path) {
+            let _ = file.read_to_string(&mut text);
+        }
+        let start = text.len().saturating_sub(4096);
+        let start = (start..text.len())
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(text.len());
+        text[start..].to_owned()
+    }
+
+    /// Kills the process now (to test a peer that disappears); the handle
+    /// keeps its address and directory.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("name", &self.name)
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+/// True when `addr` accepts a TCP connection within a second.
+pub(crate) fn accepts(addr: SocketAddr) -> bool {
+    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+}
+
+/// The status code `GET path` answers on `addr` with, over a one-shot
+/// HTTP/1.0 exchange; `None` when it does not answer within two seconds.
+pub(crate) fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).ok()?;
+    // "HTTP/1.x NNN"
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}

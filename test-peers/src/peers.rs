@@ -1,0 +1,73 @@
+//! The peers the adapters' tests use, each with its start line and its
+//! readiness probe.
+
+use crate::peer::{accepts, http_status, Peer, PeerCommand};
+
+/// A moto server (S3, IAM and the other AWS APIs moto emulates).
+#[derive(Debug)]
+pub struct Moto;
+
+impl Moto {
+    /// Starts `moto_server` without authentication: any access key and
+    /// secret are accepted.
+    pub fn start() -> Peer {
+        Self::command().start(moto_ready)
+    }
+
+    /// Starts `moto_server` with IAM authentication on: the first
+    /// `unauthenticated_calls` requests are let through (to create IAM
+    /// users and their access keys), every later request must be signed
+    /// with a key moto knows, and a bad signature is refused.
+    pub fn start_authenticated(unauthenticated_calls: u32) -> Peer {
+        Self::command()
+            .env(
+                "INITIAL_NO_AUTH_ACTION_COUNT",
+                &unauthenticated_calls.to_string(),
+            )
+            .start(moto_ready)
+    }
+
+    fn command() -> PeerCommand {
+        PeerCommand::new("moto_server").args(["-H", "127.0.0.1", "-p", "{port}"])
+    }
+}
+
+fn moto_ready(addr: std::net::SocketAddr) -> bool {
+    // A TCP accept would do, but moto's own API also proves Flask is up.
+    // It does not count against INITIAL_NO_AUTH_ACTION_COUNT.
+    http_status(addr, "/moto-api/").is_some()
+}
+
+/// An OpenBao dev server (Vault's open fork): in memory, unsealed, with a
+/// KV-v2 engine at `secret/`.
+#[derive(Debug)]
+pub struct Bao;
+
+impl Bao {
+    /// Starts `bao server -dev` whose root token is `root_token`.
+    pub fn start(root_token: &str) -> Peer {
+        PeerCommand::new("bao")
+            .args([
+                "server",
+                "-dev",
+                "-dev-listen-address=127.0.0.1:{port}",
+                "-dev-no-store-token",
+            ])
+            .args([format!("-dev-root-token-id={root_token}")])
+            .env("HOME", "{dir}")
+            .start(|addr| http_status(addr, "/v1/sys/health") == Some(200))
+    }
+}
+
+/// A nats-server with JetStream, storing in the peer's temporary directory.
+#[derive(Debug)]
+pub struct Nats;
+
+impl Nats {
+    /// Starts `nats-server -js` on loopback.
+    pub fn start() -> Peer {
+        PeerCommand::new("nats-server")
+            .args(["-a", "127.0.0.1", "-p", "{port}", "-js", "-sd", "{dir}/js"])
+            .start(accepts)
+    }
+}
