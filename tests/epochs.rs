@@ -379,3 +379,77 @@ async fn concurrent_lookups_never_go_back_an_epoch() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn adapter_state_is_built_per_epoch_from_its_credential_and_dropped_with_it() {
+    // What an adapter builds from the credential (an SDK client, say).
+    struct Built {
+        credential: Vec<u8>,
+        dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    }
+    impl Drop for Built {
+        fn drop(&mut self) {
+            self.dropped.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let build = |dropped: &std::sync::Arc<std::sync::atomic::AtomicBool>| {
+        let dropped = dropped.clone();
+        move |lease: &provider_pools::ClientLease| {
+            Ok::<_, ()>(Built {
+                credential: lease.credential_for_adapter().expose_to_adapter().to_vec(),
+                dropped,
+            })
+        }
+    };
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    let first = pools
+        .install(installation(&p, 0, b"k1", http_config("alpha", 1)))
+        .await
+        .expect("create");
+    let old_dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let old_lease = pools
+        .client(&p, &first.slots[0], OriginKind::Http)
+        .expect("lease on epoch 1");
+    let old = old_lease
+        .adapter_state(build(&old_dropped))
+        .expect("built on epoch 1");
+    let again = pools
+        .client(&p, &first.slots[0], OriginKind::Http)
+        .expect("second lease on epoch 1")
+        .adapter_state(|_| -> Result<Built, ()> { panic!("epoch 1 builds once") })
+        .expect("kept on epoch 1");
+    assert!(std::sync::Arc::ptr_eq(&old, &again));
+    drop(again);
+
+    let second = pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
+        .await
+        .expect("rotate");
+    let new_dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let new = pools
+        .client(&p, &second.slots[0], OriginKind::Http)
+        .expect("lease on epoch 2")
+        .adapter_state(build(&new_dropped))
+        .expect("built on epoch 2");
+    assert_eq!(
+        (old.credential.as_slice(), new.credential.as_slice()),
+        (&b"k1"[..], &b"k2"[..]),
+        "each epoch builds from its own credential"
+    );
+    assert_eq!(
+        old_lease
+            .adapter_state(|_| -> Result<Built, ()> { panic!("kept") })
+            .map(|b| b.credential.clone()),
+        Ok(b"k1".to_vec()),
+        "a call still on epoch 1 keeps epoch 1's value"
+    );
+
+    drop(old);
+    drop(old_lease);
+    eventually("the drained epoch drops its adapter state", || {
+        old_dropped.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    assert!(!new_dropped.load(std::sync::atomic::Ordering::SeqCst));
+}

@@ -7,6 +7,7 @@
 //! - A retired epoch keeps every reservation until its last lease is gone.
 
 pub(crate) mod actor;
+mod adapter_state;
 mod lease;
 pub(crate) mod pool;
 pub(crate) mod published;

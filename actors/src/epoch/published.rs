@@ -17,6 +17,7 @@ use crate::budget::Budget;
 use crate::config::{ConfigDigest, ProviderConfig};
 use crate::credential::Credential;
 use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::adapter_state::AdapterState;
 use crate::epoch::lease::{Drain, LeaseWord};
 use crate::error::LookupError;
 use crate::identity::{Authority, Epoch, InstanceId, OriginKind, OriginSlot, ProviderId};
@@ -59,6 +60,8 @@ struct ConfiguredClient {
     id: ClientId,
     /// This client's connections, against `connections_per_client`.
     connections: Arc<Budget>,
+    /// What an adapter built for this client, kept for the epoch's life.
+    adapter: AdapterState,
 }
 
 /// Checked-out connections of one epoch, and whether they count as active or
@@ -156,6 +159,7 @@ impl PublishedEpoch {
                 kind: origin.kind,
                 id: ClientId(InstanceId::next().get()),
                 connections: Budget::new("connections_per_client", connections_per_client),
+                adapter: AdapterState::default(),
             })
             .collect();
         clients.sort_unstable_by_key(|c| c.slot);
@@ -384,6 +388,31 @@ impl ClientLease {
     /// a connection. Never log or return what this yields.
     pub fn credential_for_adapter(&self) -> &Credential {
         &self.epoch.credential
+    }
+
+    /// The value the adapter keeps for this client and epoch — built by
+    /// `build` from the client's target, settings and credential on first
+    /// use, then shared by every later call on the same epoch.
+    ///
+    /// This is where an adapter keeps what it builds from the epoch's
+    /// immutable configuration, such as an SDK client holding the epoch's
+    /// credential: a rotation's new epoch builds its own, and calls still
+    /// holding the old epoch keep using the old one until they finish. The
+    /// value is dropped with its epoch, after the last lease. Two racing
+    /// first calls may both build; one value is kept. A client already
+    /// keeping a value of another type serves `build`'s value uncached.
+    ///
+    /// # Errors
+    ///
+    /// Whatever `build` returns; nothing is kept then.
+    pub fn adapter_state<T, E>(
+        &self,
+        build: impl FnOnce(&ClientLease) -> Result<T, E>,
+    ) -> Result<Arc<T>, E>
+    where
+        T: Send + Sync + 'static,
+    {
+        self.client().adapter.get_or_build(|| build(self))
     }
 
     /// A public setting of the leased epoch's configuration (for example an
