@@ -10,6 +10,7 @@
 mod admission;
 mod connections;
 mod control;
+mod ingress;
 mod jobs;
 
 use std::sync::atomic::AtomicU64;
