@@ -11,6 +11,7 @@ mod admission;
 mod connections;
 mod control;
 mod jobs;
+mod prepay;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -30,6 +31,8 @@ use crate::scheduler::{self, SchedulerArgs};
 use crate::snapshot::ControlState;
 use crate::supervision::RestartPolicy;
 use crate::workers::WorkerPool;
+
+pub use prepay::Prepaid;
 
 /// What a registry is started with.
 #[derive(Debug, Clone)]
