@@ -6,6 +6,10 @@
 #![allow(dead_code)]
 
 pub(crate) mod origin;
+#[cfg(feature = "vault")]
+pub(crate) mod relay;
+#[cfg(feature = "vault")]
+pub(crate) mod vault;
 
 use std::future::Future;
 use std::time::Duration;
@@ -62,7 +66,7 @@ pub(crate) async fn install(
 }
 
 #[derive(Debug)]
-struct AllowAll;
+pub(crate) struct AllowAll;
 
 impl DispatchAuthority for AllowAll {
     fn authorize(&self, _: &ExecutionPlan, _: &ProviderId) -> Result<(), Denied> {
