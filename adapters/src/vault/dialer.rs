@@ -203,22 +203,15 @@ fn connect_kind(e: &(dyn std::error::Error + 'static)) -> DialErrorKind {
         if error.downcast_ref::<rustls::Error>().is_some() {
             return DialErrorKind::Handshake;
         }
-        if let Some(io) = error.downcast_ref::<std::io::Error>() {
-            let inner = io
-                .get_ref()
-                .map(|inner| inner as &(dyn std::error::Error + 'static));
-            if inner.is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some()) {
-                return DialErrorKind::Handshake;
-            }
-            match io.kind() {
-                std::io::ErrorKind::TimedOut => return DialErrorKind::Timeout,
-                std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset => {
-                    return DialErrorKind::Refused
-                }
-                _ => {}
-            }
-        }
-        current = error.source();
+        current = match error.downcast_ref::<std::io::Error>() {
+            // An io error wraps its cause without naming it as `source`.
+            Some(io) => match (io.get_ref(), io.kind()) {
+                (Some(inner), _) => Some(inner as &(dyn std::error::Error + 'static)),
+                (None, std::io::ErrorKind::TimedOut) => return DialErrorKind::Timeout,
+                (None, _) => return DialErrorKind::Refused,
+            },
+            None => error.source(),
+        };
     }
     DialErrorKind::Refused
 }
