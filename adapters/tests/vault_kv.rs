@@ -9,10 +9,9 @@ use provider_pools_actors::Limits;
 use provider_pools_adapters::vault::{
     self, PathError, SecretPath, VaultDialer, VaultError, VaultLimits,
 };
-use provider_pools_test_peers::Bao;
 use serde_json::Value;
 use support::relay::Relay;
-use support::vault::{bao_call, data, install, running, ROOT};
+use support::vault::{bao_call, data, install, running, start_bao, ROOT};
 use support::{deadline, eventually, start};
 
 fn path(text: &str) -> SecretPath {
@@ -26,7 +25,7 @@ async fn assert_clean_shutdown(pools: &provider_pools_actors::ProviderPools) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_reads_versions_and_metadata_on_one_socket() {
-    let bao = Bao::start(ROOT);
+    let bao = start_bao().await;
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
@@ -104,12 +103,12 @@ async fn writes_reads_versions_and_metadata_on_one_socket() {
     assert_clean_shutdown(&pools).await;
     // Shutdown destroyed the idle connection: its socket is closed.
     relay.client_closed().await;
-    assert_eq!(relay.open(), 0);
+    eventually("the relay's sockets to close", || relay.open() == 0).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_secret_or_version_is_not_found() {
-    let bao = Bao::start(ROOT);
+    let bao = start_bao().await;
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
     let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
@@ -158,7 +157,7 @@ async fn a_missing_secret_or_version_is_not_found() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_is_denied_and_never_shown() {
     const WRONG: &str = "s.CANARY-wrong-token-7f3a";
-    let bao = Bao::start(ROOT);
+    let bao = start_bao().await;
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
     let receipt = install(&pools, &target, &[], WRONG.as_bytes(), 0).await;
@@ -196,7 +195,7 @@ async fn a_wrong_token_is_denied_and_never_shown() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_check_and_set_mismatch_is_a_conflict_and_writes_nothing() {
-    let bao = Bao::start(ROOT);
+    let bao = start_bao().await;
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
     let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
@@ -258,7 +257,7 @@ async fn a_check_and_set_mismatch_is_a_conflict_and_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oversized_or_invalid_input_is_refused_before_any_dial() {
-    let bao = Bao::start(ROOT);
+    let bao = start_bao().await;
     let relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
@@ -320,7 +319,7 @@ async fn oversized_or_invalid_input_is_refused_before_any_dial() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oversized_response_destroys_its_connection() {
-    let bao = Bao::start(ROOT);
+    let bao = start_bao().await;
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
@@ -377,7 +376,7 @@ async fn an_oversized_response_destroys_its_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unusable_token_or_setting_fails_before_any_dial_without_showing_it() {
-    let bao = Bao::start(ROOT);
+    let bao = start_bao().await;
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
     let dialer = VaultDialer::new(VaultLimits::default());

@@ -23,6 +23,27 @@ path "secret/data/*" { capabilities = ["create", "read", "update"] }
 path "secret/metadata/*" { capabilities = ["read"] }
 "#;
 
+/// Starts a dev server and waits until its KV-v2 engine at `secret/` is
+/// mounted (its health endpoint answers a little earlier).
+pub(crate) async fn start_bao() -> provider_pools_test_peers::Peer {
+    let bao = provider_pools_test_peers::Bao::start(ROOT);
+    let addr = bao.addr();
+    let deadline = tokio::time::Instant::now() + super::WAIT;
+    while bao_call(addr, "GET", "/v1/secret/config", ROOT, None)
+        .await
+        .0
+        != 200
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "secret/ was not mounted in time; the server's log ends:\n{}",
+            bao.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    bao
+}
+
 /// One HTTP/1.1 exchange with the dev server on its own socket
 /// (`Connection: close`): the status and the JSON body (`null` if none).
 pub(crate) async fn bao_call(
