@@ -53,9 +53,24 @@ pub(crate) async fn bao_call(
     token: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
+    bao_call_in(addr, None, method, path, token, body).await
+}
+
+/// As [`bao_call`], in `namespace` when one is named.
+pub(crate) async fn bao_call_in(
+    addr: SocketAddr,
+    namespace: Option<&str>,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let namespace = namespace
+        .map(|ns| format!("X-Vault-Namespace: {ns}\r\n"))
+        .unwrap_or_default();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nX-Vault-Token: {token}\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nX-Vault-Token: {token}\r\n{namespace}\
          Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
