@@ -8,7 +8,7 @@
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
 //!
-//! Built so far: `http`, `blob` and `secret`.
+//! Built so far: `http`, `blob`, `secret` and `vault`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -19,3 +19,5 @@ pub mod blob;
 pub mod http;
 #[cfg(feature = "secret")]
 pub mod secret;
+#[cfg(feature = "vault")]
+pub mod vault;

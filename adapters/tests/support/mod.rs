@@ -6,6 +6,10 @@
 #![allow(dead_code)]
 
 pub(crate) mod origin;
+#[cfg(feature = "vault")]
+pub(crate) mod relay;
+#[cfg(feature = "vault")]
+pub(crate) mod vault;
 
 use std::future::Future;
 use std::time::Duration;
