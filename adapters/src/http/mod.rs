@@ -28,7 +28,7 @@
 mod buffered;
 mod dialer;
 mod error;
-mod exchange;
+pub(crate) mod exchange;
 mod origin;
 mod streaming;
 mod tls;
