@@ -69,10 +69,10 @@ async fn a_user_without_s3_permission_is_denied() {
     let moto = Moto::start_authenticated(SETUP);
     let keys = set_up(&moto).await;
 
-    put_with(&moto, &keys.allowed).await.expect("the allowed user stores");
-    let err = put_with(&moto, &keys.denied)
+    put_with(&moto, &keys.allowed)
         .await
-        .expect_err("no policy");
+        .expect("the allowed user stores");
+    let err = put_with(&moto, &keys.denied).await.expect_err("no policy");
     assert!(
         matches!(&err, S3Error::Denied { code } if code == "AccessDenied"),
         "{err:?}"
