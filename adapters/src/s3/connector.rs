@@ -145,7 +145,7 @@ impl Bound {
         let request = request
             .try_into_http1x()
             .map_err(|_| Failure::Unapproved("the request"))?;
-        let host = self.approved_host(request.uri())?;
+        let host = approved_host(&self.endpoint, request.uri())?;
         let (mut parts, body) = request.into_parts();
         let max = self.bounds.max_request;
         let body = Limited::new(body, usize::try_from(max).unwrap_or(usize::MAX))
@@ -192,34 +192,107 @@ impl Bound {
         .await
         .map_err(|_| Failure::Timeout)?
     }
+}
 
-    /// The `Host` of a request to the approved endpoint, or the refusal.
-    fn approved_host(&self, uri: &Uri) -> Result<HeaderValue, Failure> {
-        let origin = &self.endpoint.origin;
-        let scheme_ok = uri
-            .scheme_str()
-            .is_some_and(|s| s.eq_ignore_ascii_case(origin.scheme()));
-        if !scheme_ok {
-            return Err(Failure::Unapproved("the scheme"));
-        }
-        let expected = self.endpoint.request_host();
-        let host = uri.host().ok_or(Failure::Unapproved("the host"))?;
-        let port = uri
-            .port_u16()
-            .unwrap_or(if origin.is_tls() { 443 } else { 80 });
-        let authority = if port == origin.port() {
-            let default = if origin.is_tls() { 443 } else { 80 };
-            if port == default {
-                host.to_ascii_lowercase()
-            } else {
-                format!("{}:{port}", host.to_ascii_lowercase())
-            }
-        } else {
-            return Err(Failure::Unapproved("the port"));
-        };
-        if authority != expected {
-            return Err(Failure::Unapproved("the host"));
-        }
-        HeaderValue::from_str(&expected).map_err(|_| Failure::Unapproved("the host"))
+/// The `Host` of a request to the approved endpoint (the bucket prefixed
+/// under virtual-hosted addressing), or the refusal naming what differs.
+fn approved_host(endpoint: &S3Endpoint, uri: &Uri) -> Result<HeaderValue, Failure> {
+    let origin = &endpoint.origin;
+    let scheme_ok = uri
+        .scheme_str()
+        .is_some_and(|s| s.eq_ignore_ascii_case(origin.scheme()));
+    if !scheme_ok {
+        return Err(Failure::Unapproved("the scheme"));
+    }
+    let default = if origin.is_tls() { 443 } else { 80 };
+    if uri.port_u16().unwrap_or(default) != origin.port() {
+        return Err(Failure::Unapproved("the port"));
+    }
+    let host = uri.host().ok_or(Failure::Unapproved("the host"))?;
+    let authority = if origin.port() == default {
+        host.to_ascii_lowercase()
+    } else {
+        format!("{}:{}", host.to_ascii_lowercase(), origin.port())
+    };
+    let expected = endpoint.request_host();
+    if authority != expected {
+        return Err(Failure::Unapproved("the host"));
+    }
+    HeaderValue::from_str(&expected).map_err(|_| Failure::Unapproved("the host"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn endpoint(target: &str, path_style: &str) -> S3Endpoint {
+        let settings: BTreeMap<String, String> = [
+            ("region", "us-east-1"),
+            ("bucket", "data"),
+            ("path_style", path_style),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        S3Endpoint::parse(target, &settings).expect("valid")
+    }
+
+    fn check(endpoint: &S3Endpoint, uri: &str) -> Result<String, &'static str> {
+        let uri: Uri = uri.parse().expect("uri");
+        approved_host(endpoint, &uri)
+            .map(|host| host.to_str().expect("ascii").to_owned())
+            .map_err(|failure| match failure {
+                Failure::Unapproved(what) => what,
+                _ => "other",
+            })
+    }
+
+    #[test]
+    fn only_the_slots_endpoint_is_approved() {
+        let path = endpoint("http://127.0.0.1:9000", "true");
+        assert_eq!(
+            check(&path, "http://127.0.0.1:9000/data/k"),
+            Ok("127.0.0.1:9000".into())
+        );
+        assert_eq!(
+            check(&path, "https://127.0.0.1:9000/data/k"),
+            Err("the scheme")
+        );
+        assert_eq!(
+            check(&path, "http://127.0.0.1:9001/data/k"),
+            Err("the port")
+        );
+        assert_eq!(
+            check(&path, "http://127.0.0.2:9000/data/k"),
+            Err("the host")
+        );
+        assert_eq!(
+            check(&path, "http://data.127.0.0.1:9000/k"),
+            Err("the host")
+        );
+        assert_eq!(check(&path, "/data/k"), Err("the scheme"));
+    }
+
+    #[test]
+    fn virtual_hosted_requests_name_the_bucket_and_default_ports_are_implied() {
+        let virtual_hosted = endpoint("https://s3.example", "false");
+        assert_eq!(
+            check(&virtual_hosted, "https://data.s3.example/k"),
+            Ok("data.s3.example".into())
+        );
+        assert_eq!(
+            check(&virtual_hosted, "https://data.s3.example:443/k"),
+            Ok("data.s3.example".into())
+        );
+        assert_eq!(
+            check(&virtual_hosted, "https://other.s3.example/k"),
+            Err("the host")
+        );
+        assert_eq!(
+            check(&virtual_hosted, "https://s3.example/data/k"),
+            Err("the host")
+        );
     }
 }
