@@ -389,7 +389,8 @@ async fn adapter_state_is_built_per_epoch_from_its_credential_and_dropped_with_i
     }
     impl Drop for Built {
         fn drop(&mut self) {
-            self.dropped.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.dropped
+                .store(true, std::sync::atomic::Ordering::SeqCst);
         }
     }
     let build = |dropped: &std::sync::Arc<std::sync::atomic::AtomicBool>| {

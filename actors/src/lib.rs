@@ -44,7 +44,8 @@ mod scheduler;
 mod workers;
 
 pub use admission::{
-    AdmitError, AdmitRequest, PoolReady, RunningRequest, StagedInput, StagedOutput,
+    AdmitError, AdmitRequest, IngressEvent, IngressRequest, PoolReady, RunningRequest, StagedInput,
+    StagedOutput,
 };
 pub use bytes::Bytes;
 pub use cleanup::{
@@ -64,7 +65,7 @@ pub use identity::{
 pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{LimitField, Limits, LimitsError};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
-pub use pools::{PoolsConfig, ProviderPools};
+pub use pools::{PoolsConfig, Prepaid, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Snapshot};
 pub use supervision::RestartPolicy;
 pub use workers::{JobError, JobHandle};

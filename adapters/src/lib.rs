@@ -8,7 +8,7 @@
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
 //!
-//! Built so far: `http`, `blob` and `s3`.
+//! Built so far: `http`, `blob`, `s3` and `secret`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -19,3 +19,5 @@ pub mod blob;
 pub mod http;
 #[cfg(feature = "s3")]
 pub mod s3;
+#[cfg(feature = "secret")]
+pub mod secret;

@@ -17,11 +17,13 @@
 //!   of a `RunningRequest` its running capacity.
 
 mod error;
+mod ingress;
 mod ready;
 mod running;
 mod staged;
 
 pub use error::AdmitError;
+pub use ingress::{IngressEvent, IngressRequest};
 pub use ready::PoolReady;
 pub use running::RunningRequest;
 pub use staged::{StagedInput, StagedOutput};

@@ -62,7 +62,7 @@ pub(crate) async fn install(
 }
 
 #[derive(Debug)]
-struct AllowAll;
+pub(crate) struct AllowAll;
 
 impl DispatchAuthority for AllowAll {
     fn authorize(&self, _: &ExecutionPlan, _: &ProviderId) -> Result<(), Denied> {
