@@ -8,7 +8,7 @@
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
 //!
-//! Built so far: `http`, `blob`, `secret` and `vault`.
+//! Built so far: `http`, `blob`, `s3`, `secret` and `vault`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -17,6 +17,8 @@
 pub mod blob;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "s3")]
+pub mod s3;
 #[cfg(feature = "secret")]
 pub mod secret;
 #[cfg(feature = "vault")]

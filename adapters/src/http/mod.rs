@@ -31,7 +31,7 @@
 mod buffered;
 mod dialer;
 mod error;
-mod exchange;
+pub(crate) mod exchange;
 mod ingress;
 mod origin;
 mod streaming;
