@@ -10,7 +10,8 @@ mod support;
 use std::time::Duration;
 
 use provider_pools_actors::{ConnectError, DialErrorKind, Limits};
-use provider_pools_adapters::vault::{self, SecretPath, VaultDialer, VaultError, VaultLimits};
+use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use provider_pools_test_peers::free_port;
 use support::relay::Relay;
 use support::vault::{data, install, kv_token, revoke, running, running_until, start_bao, ROOT};
@@ -31,7 +32,7 @@ async fn dropping_a_call_mid_exchange_closes_its_socket_and_returns_its_charges(
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = std::sync::Arc::new(VaultDialer::new(VaultLimits::default()));
+    let dialer = std::sync::Arc::new(HttpDialer::new(pools.clone()));
     let limits = VaultLimits::default();
     let db = path("app/db");
     let request = running(&pools, &receipt, 1).await;
@@ -91,7 +92,7 @@ async fn a_deadline_mid_exchange_times_out_and_destroys_the_connection() {
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let db = path("app/db");
     let request = running(&pools, &receipt, 1).await;
@@ -138,7 +139,7 @@ async fn a_rotation_sends_the_new_token_while_calls_of_the_old_epoch_finish() {
     let new_token = kv_token(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let first = install(&pools, &relay.target, &[], old_token.as_bytes(), 0).await;
-    let dialer = std::sync::Arc::new(VaultDialer::new(VaultLimits::default()));
+    let dialer = std::sync::Arc::new(HttpDialer::new(pools.clone()));
     let limits = VaultLimits::default();
     let db = path("app/db");
     let setup = running(&pools, &first, 1).await;
@@ -236,7 +237,7 @@ async fn an_unreachable_server_is_a_failed_dial_and_the_client_backs_off() {
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://127.0.0.1:{}", free_port());
     let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let request = running(&pools, &receipt, 1).await;
 
