@@ -6,9 +6,8 @@
 mod support;
 
 use provider_pools_actors::Limits;
-use provider_pools_adapters::vault::{
-    self, PathError, SecretPath, VaultDialer, VaultError, VaultLimits,
-};
+use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::vault::{self, PathError, SecretPath, VaultError, VaultLimits};
 use serde_json::Value;
 use support::relay::Relay;
 use support::vault::{bao_call, data, install, running, start_bao, ROOT};
@@ -29,7 +28,7 @@ async fn writes_reads_versions_and_metadata_on_one_socket() {
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let request = running(&pools, &receipt, 1).await;
     let db = path("app/db");
@@ -112,7 +111,7 @@ async fn a_missing_secret_or_version_is_not_found() {
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
     let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let request = running(&pools, &receipt, 1).await;
 
@@ -161,7 +160,7 @@ async fn a_wrong_token_is_denied_and_never_shown() {
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
     let receipt = install(&pools, &target, &[], WRONG.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let request = running(&pools, &receipt, 1).await;
 
@@ -199,7 +198,7 @@ async fn a_check_and_set_mismatch_is_a_conflict_and_writes_nothing() {
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
     let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let request = running(&pools, &receipt, 1).await;
     let db = path("app/db");
@@ -261,7 +260,7 @@ async fn oversized_or_invalid_input_is_refused_before_any_dial() {
     let relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits {
         max_secret_bytes: 64,
         ..VaultLimits::default()
@@ -323,7 +322,7 @@ async fn an_oversized_response_destroys_its_connection() {
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let request = running(&pools, &receipt, 1).await;
     let db = path("app/big");
     let big = "y".repeat(8 * 1024);

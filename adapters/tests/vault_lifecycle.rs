@@ -1,18 +1,20 @@
 //! The lifecycle of Vault connections against a real OpenBao dev server:
-//! a call dropped or timed out mid-exchange destroys its connection before
-//! its charges return; a rotation sends the new token while calls of the
-//! old epoch finish, proven by revoking the old token; an unreachable
-//! server backs the client off. A relay in front of the server holds its
-//! answers, so a call stays mid-exchange while a test acts.
+//! a call dropped or timed out mid-exchange destroys its connection, whose
+//! socket is closed before the driver job owning it returns its worker
+//! slot; a rotation sends the new token while calls of the old epoch
+//! finish, proven by revoking the old token. A relay in front of the
+//! server holds its answers, so a call stays mid-exchange while a test
+//! acts.
 
 mod support;
 
 use std::time::Duration;
 
-use provider_pools_actors::{ConnectError, DialErrorKind, Limits};
-use provider_pools_adapters::vault::{self, SecretPath, VaultDialer, VaultError, VaultLimits};
-use provider_pools_test_peers::free_port;
+use provider_pools_actors::{ConnectionCounts, Limits, ProviderPools};
+use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use support::relay::Relay;
+use support::sockets;
 use support::vault::{data, install, kv_token, revoke, running, running_until, start_bao, ROOT};
 use support::{bounded, deadline, eventually, start, task};
 
@@ -20,9 +22,49 @@ fn path(text: &str) -> SecretPath {
     SecretPath::parse(text).expect("valid path")
 }
 
-async fn assert_clean_shutdown(pools: &provider_pools_actors::ProviderPools) {
+async fn assert_clean_shutdown(pools: &ProviderPools) {
     let report = pools.shutdown(deadline()).await;
     assert!(report.is_clean(), "shutdown leaves {report:?}");
+    assert_eq!(report.connections, ConnectionCounts::default());
+    assert_eq!((report.workers, report.metadata_bytes), (0, 0));
+}
+
+/// The relay's only client socket, seen open in this process, with its
+/// connection and the driver job that owns it charged.
+fn the_open_socket(pools: &ProviderPools, relay: &Relay) -> u64 {
+    let clients = relay.clients();
+    assert_eq!(clients.len(), 1, "one socket: {clients:?}");
+    let socket = sockets::inode(clients[0], relay.addr()).expect("the client's socket is listed");
+    assert!(sockets::process_holds(socket), "the socket is open");
+    let snapshot = pools.snapshot();
+    assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
+    assert_eq!(
+        snapshot.workers, 1,
+        "the driver is a provider job: {snapshot:?}"
+    );
+    socket
+}
+
+/// Waits until every charge is back, checking on each snapshot that the
+/// driver's worker slot was returned only after `socket` was closed (no
+/// descriptor of this process refers to it any more). The snapshot is
+/// taken before the socket is looked up, so a free slot seen with the
+/// socket still held would be a refund before destruction.
+async fn every_charge_returns_after_the_socket_closes(pools: &ProviderPools, socket: u64) {
+    eventually("every charge to return", || {
+        let snapshot = pools.snapshot();
+        if snapshot.workers == 0 {
+            assert!(
+                !sockets::process_holds(socket),
+                "the driver's worker slot returned while its socket was open: {snapshot:?}"
+            );
+        }
+        snapshot.workers == 0
+            && snapshot.connections == ConnectionCounts::default()
+            && snapshot.running_requests == 0
+    })
+    .await;
+    assert!(!sockets::process_holds(socket), "the socket is closed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,7 +73,7 @@ async fn dropping_a_call_mid_exchange_closes_its_socket_and_returns_its_charges(
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = std::sync::Arc::new(VaultDialer::new(VaultLimits::default()));
+    let dialer = std::sync::Arc::new(HttpDialer::new(pools.clone()));
     let limits = VaultLimits::default();
     let db = path("app/db");
     let request = running(&pools, &receipt, 1).await;
@@ -61,24 +103,20 @@ async fn dropping_a_call_mid_exchange_closes_its_socket_and_returns_its_charges(
         task(async move { vault::read(&pools, &request, &dialer, &db, limits).await })
     };
     relay.answer_held().await;
-    let snapshot = pools.snapshot();
-    assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
-    assert_eq!(snapshot.running_requests, 1, "{snapshot:?}");
-    assert!(relay.no_close_pending(), "the socket is still open");
+    let socket = the_open_socket(&pools, &relay);
+    assert_eq!(pools.snapshot().running_requests, 1);
+    assert!(relay.no_close_pending(), "the relay saw no close");
 
     call.abort();
     assert!(bounded("the call to end", call)
         .await
         .expect_err("aborted")
         .is_cancelled());
-    // The connection is destroyed (its socket closes: the relay reads EOF)
-    // and only then are its charges and the request's running slot back.
+    // The connection is destroyed: its driver closes the socket and only
+    // then returns its worker slot; the connection charges and the
+    // request's running slot return too, and the relay reads EOF.
+    every_charge_returns_after_the_socket_closes(&pools, socket).await;
     relay.client_closed().await;
-    eventually("the charges return", || {
-        let s = pools.snapshot();
-        s.connections == Default::default() && s.running_requests == 0
-    })
-    .await;
     eventually("the relay's sockets to close", || relay.open() == 0).await;
     assert_eq!(dialer.dials(), 1, "nothing was retried");
     relay.release();
@@ -91,7 +129,7 @@ async fn a_deadline_mid_exchange_times_out_and_destroys_the_connection() {
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let db = path("app/db");
     let request = running(&pools, &receipt, 1).await;
@@ -108,6 +146,12 @@ async fn a_deadline_mid_exchange_times_out_and_destroys_the_connection() {
     .expect("write");
     drop(request);
 
+    eventually("the connection is parked", || {
+        pools.snapshot().connections.idle == 1
+    })
+    .await;
+    let socket = sockets::inode(relay.clients()[0], relay.addr()).expect("the parked socket");
+
     relay.hold();
     let soon = tokio::time::Instant::now() + Duration::from_millis(300);
     let request = running_until(&pools, &receipt, 2, soon).await;
@@ -119,12 +163,9 @@ async fn a_deadline_mid_exchange_times_out_and_destroys_the_connection() {
     .expect_err("held past the deadline");
     assert!(matches!(err, VaultError::Timeout), "{err:?}");
     assert_eq!(err.code(), "timeout");
-    relay.client_closed().await;
-    eventually("the connection is gone", || {
-        pools.snapshot().connections == Default::default()
-    })
-    .await;
     drop(request);
+    every_charge_returns_after_the_socket_closes(&pools, socket).await;
+    relay.client_closed().await;
     relay.release();
     assert_clean_shutdown(&pools).await;
 }
@@ -138,7 +179,7 @@ async fn a_rotation_sends_the_new_token_while_calls_of_the_old_epoch_finish() {
     let new_token = kv_token(bao.addr()).await;
     let pools = start(Limits::DEFAULT).await;
     let first = install(&pools, &relay.target, &[], old_token.as_bytes(), 0).await;
-    let dialer = std::sync::Arc::new(VaultDialer::new(VaultLimits::default()));
+    let dialer = std::sync::Arc::new(HttpDialer::new(pools.clone()));
     let limits = VaultLimits::default();
     let db = path("app/db");
     let setup = running(&pools, &first, 1).await;
@@ -228,40 +269,5 @@ async fn a_rotation_sends_the_new_token_while_calls_of_the_old_epoch_finish() {
     })
     .await;
     drop((secret, fresh));
-    assert_clean_shutdown(&pools).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreachable_server_is_a_failed_dial_and_the_client_backs_off() {
-    let pools = start(Limits::DEFAULT).await;
-    let target = format!("http://127.0.0.1:{}", free_port());
-    let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
-    let limits = VaultLimits::default();
-    let request = running(&pools, &receipt, 1).await;
-
-    let err = vault::read(&pools, &request, &dialer, &path("app/db"), limits)
-        .await
-        .expect_err("nothing listens");
-    assert!(
-        matches!(&err, VaultError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Refused),
-        "{err:?}"
-    );
-    let err = vault::read(&pools, &request, &dialer, &path("app/db"), limits)
-        .await
-        .expect_err("in backoff");
-    assert!(
-        matches!(
-            &err,
-            VaultError::Connect(ConnectError::Unavailable {
-                kind: DialErrorKind::Refused,
-                ..
-            })
-        ),
-        "{err:?}"
-    );
-    assert_eq!(err.code(), "unavailable");
-    assert_eq!(dialer.dials(), 1, "the backoff answered without dialing");
-    drop(request);
     assert_clean_shutdown(&pools).await;
 }

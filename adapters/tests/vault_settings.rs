@@ -5,7 +5,8 @@
 mod support;
 
 use provider_pools_actors::Limits;
-use provider_pools_adapters::vault::{self, SecretPath, VaultDialer, VaultError, VaultLimits};
+use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use support::vault::{bao_call, bao_call_in, data, install, running, start_bao, ROOT};
 use support::{deadline, start};
 
@@ -23,7 +24,7 @@ async fn an_unusable_token_or_setting_fails_before_any_dial_without_showing_it()
     let bao = start_bao().await;
     let pools = start(Limits::DEFAULT).await;
     let target = format!("http://{}", bao.addr());
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
 
     let token = b"CANARY-9d1e\r\nX-Injected: 1";
@@ -88,7 +89,7 @@ async fn the_namespace_and_mount_settings_choose_where_secrets_live() {
     let target = format!("http://{addr}");
     let settings = [("namespace", "team"), ("mount", "kv-team")];
     let receipt = install(&pools, &target, &settings, ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let request = running(&pools, &receipt, 1).await;
     vault::write(
         &pools,

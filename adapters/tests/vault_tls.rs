@@ -8,7 +8,8 @@ mod support;
 use std::time::Duration;
 
 use provider_pools_actors::{ConnectError, DialErrorKind, Limits};
-use provider_pools_adapters::vault::{self, SecretPath, VaultDialer, VaultError, VaultLimits};
+use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use provider_pools_test_peers::{Peer, PeerCommand};
 use support::vault::{data, install, running, ROOT};
 use support::{deadline, eventually, start};
@@ -46,7 +47,7 @@ async fn https_with_the_configured_ca_writes_and_reads() {
     let ca = bao.dir().join("vault-ca.pem").display().to_string();
     let target = format!("https://127.0.0.1:{}", bao.port());
     let receipt = install(&pools, &target, &[("ca_file", &ca)], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let request = running(&pools, &receipt, 1).await;
     let db = path("app/db");
@@ -77,7 +78,7 @@ async fn https_without_the_ca_fails_the_handshake_and_backs_off() {
     let pools = start(Limits::DEFAULT).await;
     let target = format!("https://127.0.0.1:{}", bao.port());
     let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let limits = VaultLimits::default();
     let request = running(&pools, &receipt, 1).await;
     let err = vault::read(&pools, &request, &dialer, &path("app/db"), limits)
@@ -120,7 +121,7 @@ async fn an_unusable_ca_file_fails_the_dial_naming_the_setting() {
         0,
     )
     .await;
-    let dialer = VaultDialer::new(VaultLimits::default());
+    let dialer = HttpDialer::new(pools.clone());
     let request = running(&pools, &receipt, 1).await;
     let err = vault::read(
         &pools,

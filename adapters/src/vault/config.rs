@@ -3,7 +3,8 @@
 //! paths. Parsing here is pure: nothing dials or installs.
 //!
 //! Invariants:
-//! - A [`VaultAddress`] is exactly scheme (`http` or `https`), host and port.
+//! - A [`VaultAddress`] is exactly scheme (`http` or `https`), host and
+//!   port: the http adapter's [`ApprovedOrigin`], which its dialer connects to.
 //! - A mount, a namespace and a [`SecretPath`] are relative, `/`-separated
 //!   segments of `[A-Za-z0-9._-]`, none empty, `.` or `..`, within a bound.
 //! - A token is printable ASCII (a valid header value); a refused token is
@@ -11,15 +12,14 @@
 
 use std::fmt;
 
+pub use crate::http::CA_FILE_SETTING;
+use crate::http::{ApprovedOrigin, OriginError};
 use crate::vault::error::VaultError;
 
 /// The provider setting naming the KV-v2 mount (default [`DEFAULT_MOUNT`]).
 pub const MOUNT_SETTING: &str = "mount";
 /// The provider setting naming the Vault namespace (`X-Vault-Namespace`).
 pub const NAMESPACE_SETTING: &str = "namespace";
-/// The provider setting naming a PEM bundle of trust anchors for an
-/// `https` address (an absolute path); default: the bundled web PKI roots.
-pub const CA_FILE_SETTING: &str = "ca_file";
 /// The KV-v2 mount used when the provider sets none.
 pub const DEFAULT_MOUNT: &str = "secret";
 
@@ -111,58 +111,49 @@ fn check_segments(text: &str, max: usize) -> Result<(), PathError> {
     Ok(())
 }
 
-/// A Vault server's address: `http://host[:port]` or `https://host[:port]`.
+/// A Vault server's address: `http://host[:port]` or `https://host[:port]`
+/// (ports 80 and 443 when left out).
 #[derive(Clone, PartialEq, Eq)]
 pub struct VaultAddress {
-    url: url::Url,
+    origin: ApprovedOrigin,
 }
 
 impl VaultAddress {
     /// Parses an address origin: a scheme, a host and an optional port,
-    /// nothing else (no userinfo, path, query or fragment).
+    /// nothing else (no userinfo, path — not even `/` —, query or fragment).
     ///
     /// # Errors
     ///
     /// [`VaultError::Config`] naming the slot's target.
     pub fn parse(text: &str) -> Result<Self, VaultError> {
-        let refuse = |reason| VaultError::Config {
+        let origin = ApprovedOrigin::parse(text).map_err(|e| VaultError::Config {
             setting: "target",
-            reason,
-        };
-        let url = url::Url::parse(text).map_err(|_| refuse("is not a url"))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(refuse("scheme must be http or https"));
-        }
-        if url.host_str().is_none_or(str::is_empty) {
-            return Err(refuse("has no host"));
-        }
-        if !url.username().is_empty() || url.password().is_some() {
-            return Err(refuse("must not carry userinfo"));
-        }
-        // `Url` normalises an empty path to `/`; anything longer is a path.
-        if url.path() != "/" {
-            return Err(refuse("must not carry a path"));
-        }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(refuse("must not carry a query or fragment"));
-        }
-        Ok(Self { url })
+            reason: match e {
+                OriginError::UnsupportedScheme => "scheme must be http or https",
+                OriginError::Userinfo => "must not carry userinfo",
+                OriginError::Path => "must not carry a path",
+                OriginError::Query | OriginError::Fragment => "must not carry a query or fragment",
+                OriginError::InvalidHost => "has no valid host",
+                OriginError::InvalidPort => "has no valid port",
+            },
+        })?;
+        Ok(Self { origin })
     }
 
     /// True for `https`.
     pub fn is_tls(&self) -> bool {
-        self.url.scheme() == "https"
+        self.origin.is_tls()
     }
 
-    /// The base URL requests are built on (`scheme://host:port/`).
-    pub fn base(&self) -> &str {
-        self.url.as_str()
+    /// The origin requests are sent to.
+    pub fn origin(&self) -> &ApprovedOrigin {
+        &self.origin
     }
 }
 
 impl fmt::Debug for VaultAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "VaultAddress({})", self.url)
+        write!(f, "VaultAddress({})", self.origin)
     }
 }
 
@@ -237,7 +228,7 @@ mod tests {
         for ok in [
             "http://127.0.0.1:8200",
             "https://vault.example",
-            "http://[::1]:1/",
+            "http://[::1]:1",
         ] {
             assert!(VaultAddress::parse(ok).is_ok(), "{ok}");
         }
@@ -249,6 +240,7 @@ mod tests {
             "http://host#f",
             "host:8200",
             "http://host//",
+            "http://host/",
         ] {
             assert!(VaultAddress::parse(bad).is_err(), "{bad}");
         }

@@ -1,113 +1,223 @@
-//! One Vault exchange on a pooled connection: vaultrs's endpoint and
-//! middleware build the request, the connection's reqwest client sends it,
-//! the answer is read under a cap and classified.
+//! One Vault exchange on a connection the pools own: the KV-v2 request is
+//! built with the running epoch's token, sent on an [`HttpConnection`]
+//! reserved with the slot's [`HttpDialer`] (the http adapter's checkout),
+//! and the answer is read under a cap and classified.
 //!
 //! Invariants:
+//! - The slot (address, namespace, mount, token) is checked before any
+//!   connection is reserved.
+//! - The token is read from the running request's epoch when the request
+//!   is built. Its one copy made here backs the `X-Vault-Token` header
+//!   value, marked sensitive, and is zeroized when that value is dropped.
 //! - The whole exchange — connection, request, answer — is bounded by the
 //!   request's deadline.
 //! - A response body never grows past its cap; past it the exchange fails
 //!   and its connection is destroyed.
-//! - A connection is parked only after a complete answer (whatever its
-//!   status); a transport error, an oversized body, a deadline or a dropped
-//!   future destroy it.
-//! - The token header is marked sensitive; no error carries request or
-//!   response bytes, except Vault's own bounded error messages.
+//! - A connection is parked only by the http adapter's rule: the answer
+//!   was read to its end, it is HTTP/1.1 without `Connection: close`, and
+//!   the connection is ready again within `REUSE_WAIT`; a transport error,
+//!   an oversized body, a deadline or a dropped future destroy it.
+//! - No error carries request or response bytes, except Vault's own
+//!   bounded error messages.
 
-use provider_pools_actors::{ProviderPools, RunningRequest};
-use rustify::endpoint::{Endpoint, MutatedEndpoint};
-use serde::de::DeserializeOwned;
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
+use http::Version;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Incoming};
+use provider_pools_actors::{OriginKind, ProviderPools, RunningRequest};
+use zeroize::Zeroizing;
 
-use crate::vault::dialer::VaultDialer;
+use crate::http::exchange::{asks_close, checkout, park_if_reusable};
+use crate::http::{HttpConnection, HttpDialer, HttpError};
+use crate::vault::config::{self, VaultAddress, MOUNT_SETTING, NAMESPACE_SETTING};
 use crate::vault::error::{bounded_messages, VaultError};
+use crate::vault::wire::{Endpoint, ErrorBody};
 
 /// Vault's message for a check-and-set mismatch (a 400 answer).
 const CAS_MISMATCH: &str = "check-and-set parameter did not match";
+
+const X_VAULT_TOKEN: HeaderName = HeaderName::from_static("x-vault-token");
+const X_VAULT_NAMESPACE: HeaderName = HeaderName::from_static("x-vault-namespace");
+const X_VAULT_REQUEST: HeaderName = HeaderName::from_static("x-vault-request");
+
+/// What an exchange needs from the slot, checked before any dial.
+pub(crate) struct Slot {
+    address: VaultAddress,
+    namespace: Option<String>,
+    pub(crate) mount: String,
+}
+
+impl Slot {
+    /// The running request's slot: a Vault origin, its settings and a
+    /// usable token.
+    ///
+    /// # Errors
+    ///
+    /// [`VaultError::Config`] naming what is unusable (never its value).
+    pub(crate) fn of(running: &RunningRequest) -> Result<Self, VaultError> {
+        let client = running.client();
+        if client.kind() != OriginKind::Vault {
+            return Err(VaultError::Config {
+                setting: "target",
+                reason: "is not a vault origin",
+            });
+        }
+        let address = VaultAddress::parse(client.target())?;
+        let namespace = config::namespace(client.setting(NAMESPACE_SETTING))?;
+        config::token(client.credential_for_adapter().expose_to_adapter())?;
+        let mount = config::mount(client.setting(MOUNT_SETTING))?;
+        Ok(Self {
+            address,
+            namespace,
+            mount,
+        })
+    }
+}
 
 /// Sends `endpoint` on a pooled connection of `running`'s client and
 /// returns the body of a 2xx answer; other statuses become errors.
 ///
 /// Dropping the future destroys the connection in use.
-pub(crate) async fn exchange<E: Endpoint>(
+pub(crate) async fn exchange(
     pools: &ProviderPools,
     running: &RunningRequest,
-    dialer: &VaultDialer,
-    endpoint: E,
+    dialer: &HttpDialer,
+    slot: &Slot,
+    endpoint: Endpoint,
     max_response: usize,
 ) -> Result<Vec<u8>, VaultError> {
-    let (status, body) = tokio::time::timeout_at(running.deadline(), async {
-        let conn = pools.reserve_connection(running, dialer).await?;
-        let client = conn.get();
-        let request = MutatedEndpoint::new(endpoint, client.middle())
-            .request(client.base())
-            .map_err(|_| VaultError::Protocol {
-                phase: "building the request",
-            })?;
-        let mut request =
-            reqwest::Request::try_from(request).map_err(|_| VaultError::Protocol {
-                phase: "building the request",
-            })?;
-        if let Some(token) = request.headers_mut().get_mut("x-vault-token") {
-            token.set_sensitive(true);
-        }
-        let response = client
-            .http()
-            .execute(request)
+    let request = build(running, slot, endpoint)?;
+    let deadline = running.deadline();
+    let (conn, keep_alive, status, body) = tokio::time::timeout_at(deadline, async {
+        let mut conn = checkout(pools, running, dialer)
             .await
-            .map_err(|e| transport_error(&e, "sending the request"))?;
+            .map_err(|e| match e {
+                HttpError::Connect(e) => VaultError::Connect(e),
+                _ => VaultError::Protocol {
+                    phase: "reserving a connection",
+                },
+            })?;
+        let sender = conn.get_mut().sender();
+        let sending = |_| VaultError::Protocol {
+            phase: "sending the request",
+        };
+        sender.ready().await.map_err(sending)?;
+        let response = sender.send_request(request).await.map_err(sending)?;
+        // The request never asks to close: only the answer can.
+        let keep_alive = response.version() == Version::HTTP_11 && !asks_close(response.headers());
         let status = response.status().as_u16();
-        let body = read_capped(response, max_response).await?;
-        // A complete answer: reqwest keeps the socket for the next request.
-        conn.park();
-        Ok::<_, VaultError>((status, body))
+        let body = read_capped(response.into_body(), max_response).await?;
+        Ok::<_, VaultError>((conn, keep_alive, status, body))
     })
     .await
     .map_err(|_| VaultError::Timeout)??;
+    release(conn, keep_alive, deadline).await;
     classify(status, body)
 }
 
-/// Reads `response`'s body to its end, failing as soon as it would pass
-/// `max` bytes.
-pub(crate) async fn read_capped(
-    mut response: reqwest::Response,
-    max: usize,
-) -> Result<Vec<u8>, VaultError> {
+/// After a complete answer: parks a keep-alive connection once it is ready
+/// again, destroys any other.
+async fn release(
+    conn: provider_pools_actors::PooledConnection<HttpConnection>,
+    keep_alive: bool,
+    deadline: tokio::time::Instant,
+) {
+    if keep_alive {
+        park_if_reusable(conn, deadline).await;
+    } else {
+        drop(conn);
+    }
+}
+
+/// The hyper request: origin-form path, `Host` from the slot's address,
+/// Vault's headers and the running epoch's token.
+fn build(
+    running: &RunningRequest,
+    slot: &Slot,
+    endpoint: Endpoint,
+) -> Result<http::Request<Full<Bytes>>, VaultError> {
+    let building = VaultError::Protocol {
+        phase: "building the request",
+    };
+    let Endpoint { method, path, body } = endpoint;
+    let json = !body.is_empty();
+    let mut request = http::Request::new(Full::new(Bytes::from(body)));
+    *request.method_mut() = method;
+    *request.uri_mut() = http::Uri::try_from(path).map_err(|_| building)?;
+    let headers = request.headers_mut();
+    let host = HeaderValue::from_str(&slot.address.origin().host_header()).map_err(|_| {
+        VaultError::Config {
+            setting: "target",
+            reason: "has no valid host",
+        }
+    })?;
+    headers.insert(HOST, host);
+    headers.insert(X_VAULT_REQUEST, HeaderValue::from_static("true"));
+    if json {
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    }
+    if let Some(namespace) = &slot.namespace {
+        let namespace = HeaderValue::from_str(namespace).map_err(|_| VaultError::Config {
+            setting: NAMESPACE_SETTING,
+            reason: "is not a valid header value",
+        })?;
+        headers.insert(X_VAULT_NAMESPACE, namespace);
+    }
+    headers.insert(X_VAULT_TOKEN, token_header(running)?);
+    Ok(request)
+}
+
+/// The running epoch's token as a sensitive header value whose bytes are
+/// wiped when the value is dropped.
+fn token_header(running: &RunningRequest) -> Result<HeaderValue, VaultError> {
+    let token = config::token(
+        running
+            .client()
+            .credential_for_adapter()
+            .expose_to_adapter(),
+    )?;
+    sensitive_value(token)
+}
+
+/// `token` as a header value marked sensitive, backed by a zeroizing copy.
+fn sensitive_value(token: &str) -> Result<HeaderValue, VaultError> {
+    // `Bytes::from_owner` keeps the zeroizing buffer alive for as long as
+    // the header value (and any clone of it) lives, and drops it after.
+    let owned = Bytes::from_owner(Zeroizing::new(token.as_bytes().to_vec()));
+    let mut value = HeaderValue::from_maybe_shared(owned).map_err(|_| VaultError::Config {
+        setting: "credential",
+        reason: "the epoch's token is not a valid header value",
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// Reads `body` to its end, failing as soon as it would pass `max` bytes.
+async fn read_capped(mut body: Incoming, max: usize) -> Result<Vec<u8>, VaultError> {
     let too_large = |len: u64| VaultError::TooLarge {
         what: "response body",
         len,
         max,
     };
-    let announced = response.content_length().unwrap_or(0);
+    let announced = body.size_hint().lower();
     if announced > max as u64 {
         return Err(too_large(announced));
     }
-    let mut body = Vec::with_capacity(usize::try_from(announced).unwrap_or(max).min(max));
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| transport_error(&e, "reading the response"))?
-    {
-        let len = body.len().saturating_add(chunk.len());
-        if len > max {
-            return Err(too_large(len as u64));
+    let mut buffer = Vec::with_capacity(usize::try_from(announced).unwrap_or(max).min(max));
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| VaultError::Protocol {
+            phase: "reading the response",
+        })?;
+        if let Ok(data) = frame.into_data() {
+            let len = buffer.len().saturating_add(data.len());
+            if len > max {
+                return Err(too_large(len as u64));
+            }
+            buffer.extend_from_slice(&data);
         }
-        body.extend_from_slice(&chunk);
     }
-    Ok(body)
-}
-
-fn transport_error(e: &reqwest::Error, phase: &'static str) -> VaultError {
-    if e.is_timeout() {
-        VaultError::Timeout
-    } else {
-        VaultError::Protocol { phase }
-    }
-}
-
-/// Vault's error body: `{"errors": [...]}`.
-#[derive(serde::Deserialize)]
-struct ErrorBody {
-    #[serde(default)]
-    errors: Vec<String>,
+    Ok(buffer)
 }
 
 /// A 2xx body, or the error its status and messages name.
@@ -131,21 +241,17 @@ fn classify(status: u16, body: Vec<u8>) -> Result<Vec<u8>, VaultError> {
     }
 }
 
-/// The `data` of Vault's response envelope.
-pub(crate) fn envelope_data<T: DeserializeOwned>(body: &[u8]) -> Result<T, VaultError> {
-    serde_json::from_slice::<vaultrs::api::EndpointResult<T>>(body)
-        .map_err(|_| VaultError::Protocol {
-            phase: "parsing the response",
-        })?
-        .data
-        .ok_or(VaultError::Protocol {
-            phase: "reading the response's data",
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_header_is_sensitive_and_never_shown() {
+        let value = sensitive_value("s.CANARY").expect("printable");
+        assert!(value.is_sensitive());
+        assert_eq!(value.as_bytes(), b"s.CANARY");
+        assert!(!format!("{value:?}").contains("CANARY"));
+    }
 
     #[test]
     fn statuses_map_to_their_errors() {

@@ -8,42 +8,40 @@
 //! for `https`, `ca_file`; the epoch's credential is the Vault token. A
 //! guest names a [`SecretPath`] under the mount.
 //!
-//! vaultrs supplies the KV-v2 endpoints, its middleware (API version, token
-//! and namespace headers) and the response types; requests go out on a
-//! reqwest client this adapter builds, so that every body is bounded and
-//! every socket is accounted.
+//! Requests are built here from Vault's KV-v2 HTTP API (no Vault SDK: the
+//! one available, vaultrs, brings its own HTTP client) and sent on the http
+//! adapter's connections: [`HttpConnection`](crate::http::HttpConnection)s
+//! reserved with the slot's [`HttpDialer`](crate::http::HttpDialer), whose
+//! drivers run as bounded provider jobs.
 //!
 //! Invariants:
-//! - A [`VaultConnection`] is one client of one epoch holding at most one
-//!   socket; it is charged as one of the node's and the client's connections
-//!   before it is built, and dropped (with its socket) before the charge
-//!   returns.
-//! - The token is the running epoch's credential: a rotation's new epoch
-//!   dials clients with the new token, while calls of the old epoch finish
-//!   on the old epoch's connections.
-//! - The token is checked (printable ASCII) before any dial, zeroized with
-//!   its connection, marked sensitive on the wire, and never shown in
-//!   `Debug` or an error.
+//! - Every byte to and from Vault moves on a pooled `HttpConnection`:
+//!   charged as one of the node's and the client's connections before it
+//!   is dialed; its socket is owned by its driver job, whose worker slot is
+//!   released only after the socket is closed.
+//! - The token is the running epoch's credential, read when each request
+//!   is built: a rotation's new calls send the new token, while calls of
+//!   the old epoch finish with the old one on the old epoch's connections.
+//! - The token is checked (printable ASCII) before any dial, sent in
+//!   `X-Vault-Token` marked sensitive from a copy zeroized when the request
+//!   is dropped, and never shown in `Debug` or an error.
 //! - Data to write is bounded and refused before any dial; response bodies
 //!   are read under a cap; what a call returns is charged as the request's
 //!   staged output.
-//! - A connection is parked only after a complete answer; errors, deadlines
-//!   and dropped futures destroy it. Nothing is retried or redirected.
+//! - A connection is parked only by the http adapter's reuse rules, after
+//!   a complete answer (whatever its status); errors, deadlines and dropped
+//!   futures destroy it. Nothing is retried or redirected.
 
 mod config;
-mod dialer;
 mod error;
 mod exchange;
 mod ops;
-mod tls;
-
-use std::time::Duration;
+mod wire;
 
 pub use config::{
     PathError, SecretPath, VaultAddress, CA_FILE_SETTING, DEFAULT_MOUNT, MAX_MOUNT, MAX_PATH,
     MAX_TOKEN, MOUNT_SETTING, NAMESPACE_SETTING,
 };
-pub use dialer::{VaultConnection, VaultDialer};
 pub use error::VaultError;
 pub use ops::{
     read, read_metadata, read_version, write, SecretMetadata, VaultSecret, VersionMetadata,
@@ -57,17 +55,14 @@ pub struct VaultLimits {
     pub max_secret_bytes: usize,
     /// Largest response body read, in bytes.
     pub max_response_bytes: usize,
-    /// Longest TCP connect (and TLS handshake) of a connection's socket.
-    pub connect_timeout: Duration,
 }
 
 impl Default for VaultLimits {
-    /// 64 KiB of data, 256 KiB of response, a 10 s connect.
+    /// 64 KiB of data, 256 KiB of response.
     fn default() -> Self {
         Self {
             max_secret_bytes: 64 * 1024,
             max_response_bytes: 256 * 1024,
-            connect_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -5,19 +5,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use provider_pools_actors::{Bytes, OriginKind, ProviderPools, RunningRequest, StagedOutput};
+use provider_pools_actors::{Bytes, ProviderPools, RunningRequest, StagedOutput};
 use serde_json::{Map, Value};
-use vaultrs::api::kv2::requests::{
-    ReadSecretMetadataRequest, ReadSecretRequest, SetSecretRequest, SetSecretRequestOptions,
-};
-use vaultrs::api::kv2::responses::{
-    ReadSecretMetadataResponse, ReadSecretResponse, SecretVersionMetadata,
-};
 
-use crate::vault::config::{self, SecretPath, VaultAddress, MOUNT_SETTING, NAMESPACE_SETTING};
-use crate::vault::dialer::VaultDialer;
+use crate::http::HttpDialer;
+use crate::vault::config::SecretPath;
 use crate::vault::error::VaultError;
-use crate::vault::exchange::{envelope_data, exchange};
+use crate::vault::exchange::{exchange, Slot};
+use crate::vault::wire::{envelope_data, Endpoint, MetadataAnswer, ReadAnswer, VersionAnswer};
 use crate::vault::VaultLimits;
 
 /// One version's metadata, as a read or a write reports it.
@@ -33,8 +28,8 @@ pub struct VersionMetadata {
     pub destroyed: bool,
 }
 
-impl From<SecretVersionMetadata> for VersionMetadata {
-    fn from(m: SecretVersionMetadata) -> Self {
+impl From<VersionAnswer> for VersionMetadata {
+    fn from(m: VersionAnswer) -> Self {
         Self {
             version: m.version,
             created_time: m.created_time,
@@ -117,28 +112,6 @@ impl fmt::Debug for SecretMetadata {
     }
 }
 
-/// What an operation needs from the slot, checked before any dial.
-struct Slot {
-    mount: String,
-}
-
-impl Slot {
-    fn of(running: &RunningRequest) -> Result<Self, VaultError> {
-        let client = running.client();
-        if client.kind() != OriginKind::Vault {
-            return Err(VaultError::Config {
-                setting: "target",
-                reason: "is not a vault origin",
-            });
-        }
-        VaultAddress::parse(client.target())?;
-        config::namespace(client.setting(NAMESPACE_SETTING))?;
-        config::token(client.credential_for_adapter().expose_to_adapter())?;
-        let mount = config::mount(client.setting(MOUNT_SETTING))?;
-        Ok(Self { mount })
-    }
-}
-
 /// Reads the latest version of the secret at `path`.
 ///
 /// The exchange — connection, request, answer — is bounded by the
@@ -159,7 +132,7 @@ impl Slot {
 pub async fn read(
     pools: &ProviderPools,
     running: &RunningRequest,
-    dialer: &VaultDialer,
+    dialer: &HttpDialer,
     path: &SecretPath,
     limits: VaultLimits,
 ) -> Result<VaultSecret, VaultError> {
@@ -179,7 +152,7 @@ pub async fn read(
 pub async fn read_version(
     pools: &ProviderPools,
     running: &RunningRequest,
-    dialer: &VaultDialer,
+    dialer: &HttpDialer,
     path: &SecretPath,
     version: u64,
     limits: VaultLimits,
@@ -190,19 +163,23 @@ pub async fn read_version(
 async fn read_at(
     pools: &ProviderPools,
     running: &RunningRequest,
-    dialer: &VaultDialer,
+    dialer: &HttpDialer,
     path: &SecretPath,
     version: Option<u64>,
     limits: VaultLimits,
 ) -> Result<VaultSecret, VaultError> {
     let slot = Slot::of(running)?;
-    let endpoint = ReadSecretRequest {
-        mount: slot.mount,
-        path: path.as_str().to_owned(),
-        version,
-    };
-    let body = exchange(pools, running, dialer, endpoint, limits.max_response_bytes).await?;
-    let response: ReadSecretResponse = envelope_data(&body)?;
+    let endpoint = Endpoint::read(&slot.mount, path, version);
+    let body = exchange(
+        pools,
+        running,
+        dialer,
+        &slot,
+        endpoint,
+        limits.max_response_bytes,
+    )
+    .await?;
+    let response: ReadAnswer = envelope_data(&body)?;
     drop(body);
     if !response.data.is_object() {
         return Err(VaultError::Protocol {
@@ -237,7 +214,7 @@ async fn read_at(
 pub async fn write(
     pools: &ProviderPools,
     running: &RunningRequest,
-    dialer: &VaultDialer,
+    dialer: &HttpDialer,
     path: &SecretPath,
     data: Map<String, Value>,
     cas: Option<u64>,
@@ -255,24 +232,25 @@ pub async fn write(
             max: limits.max_secret_bytes,
         });
     }
-    let options = cas
+    let cas = cas
         .map(|cas| {
-            u32::try_from(cas)
-                .map(|cas| SetSecretRequestOptions { cas })
-                .map_err(|_| VaultError::InvalidWrite {
-                    reason: "the check-and-set version is above 4294967295",
-                })
+            u32::try_from(cas).map_err(|_| VaultError::InvalidWrite {
+                reason: "the check-and-set version is above 4294967295",
+            })
         })
         .transpose()?;
     let slot = Slot::of(running)?;
-    let endpoint = SetSecretRequest {
-        mount: slot.mount,
-        path: path.as_str().to_owned(),
-        data: Value::Object(data),
-        options,
-    };
-    let body = exchange(pools, running, dialer, endpoint, limits.max_response_bytes).await?;
-    Ok(envelope_data::<SecretVersionMetadata>(&body)?.into())
+    let endpoint = Endpoint::write(&slot.mount, path, data, cas)?;
+    let body = exchange(
+        pools,
+        running,
+        dialer,
+        &slot,
+        endpoint,
+        limits.max_response_bytes,
+    )
+    .await?;
+    Ok(envelope_data::<VersionAnswer>(&body)?.into())
 }
 
 /// Reads the metadata of the secret at `path`: its versions and their
@@ -288,20 +266,25 @@ pub async fn write(
 pub async fn read_metadata(
     pools: &ProviderPools,
     running: &RunningRequest,
-    dialer: &VaultDialer,
+    dialer: &HttpDialer,
     path: &SecretPath,
     limits: VaultLimits,
 ) -> Result<SecretMetadata, VaultError> {
     let slot = Slot::of(running)?;
-    let endpoint = ReadSecretMetadataRequest {
-        mount: slot.mount,
-        path: path.as_str().to_owned(),
-    };
-    let body = exchange(pools, running, dialer, endpoint, limits.max_response_bytes).await?;
+    let endpoint = Endpoint::metadata(&slot.mount, path);
+    let body = exchange(
+        pools,
+        running,
+        dialer,
+        &slot,
+        endpoint,
+        limits.max_response_bytes,
+    )
+    .await?;
     let body = running
         .stage_output(Bytes::from(body))
         .map_err(VaultError::Staging)?;
-    let response: ReadSecretMetadataResponse = envelope_data(body.bytes())?;
+    let response: MetadataAnswer = envelope_data(body.bytes())?;
     let mut versions = BTreeMap::new();
     for (number, state) in response.versions {
         let number = number.parse::<u64>().map_err(|_| VaultError::Protocol {

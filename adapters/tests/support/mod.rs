@@ -9,6 +9,8 @@ pub(crate) mod origin;
 #[cfg(feature = "vault")]
 pub(crate) mod relay;
 #[cfg(feature = "vault")]
+pub(crate) mod sockets;
+#[cfg(feature = "vault")]
 pub(crate) mod vault;
 
 use std::future::Future;

@@ -1,5 +1,6 @@
 //! A TCP relay on 127.0.0.1 in front of a real peer: it counts the
-//! client's sockets, reports each socket the client closed (EOF or reset),
+//! client's sockets and knows their addresses, reports each socket the
+//! client closed (EOF or reset),
 //! and can hold the peer's answers so a call stays mid-exchange for as
 //! long as a test needs.
 //!
@@ -7,7 +8,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -16,6 +17,7 @@ use tokio::sync::{mpsc, Notify};
 pub(crate) struct Relay {
     /// `http://127.0.0.1:PORT`, as a provider's origin target.
     pub(crate) target: String,
+    addr: SocketAddr,
     shared: Arc<Shared>,
     closed: mpsc::Receiver<()>,
     held: mpsc::Receiver<()>,
@@ -23,6 +25,7 @@ pub(crate) struct Relay {
 
 struct Shared {
     accepted: AtomicUsize,
+    clients: Mutex<Vec<SocketAddr>>,
     open: AtomicUsize,
     hold: AtomicBool,
     release: Notify,
@@ -32,9 +35,11 @@ impl Relay {
     /// A relay to `upstream`.
     pub(crate) async fn start(upstream: SocketAddr) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let target = format!("http://{}", listener.local_addr().expect("addr"));
+        let addr = listener.local_addr().expect("addr");
+        let target = format!("http://{addr}");
         let shared = Arc::new(Shared {
             accepted: AtomicUsize::new(0),
+            clients: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             hold: AtomicBool::new(false),
             release: Notify::new(),
@@ -43,10 +48,11 @@ impl Relay {
         let (held_tx, held) = mpsc::channel(256);
         let state = Arc::clone(&shared);
         super::task(async move {
-            while let Ok((client, _)) = listener.accept().await {
+            while let Ok((client, from)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(upstream).await else {
                     continue;
                 };
+                state.clients.lock().expect("not poisoned").push(from);
                 state.accepted.fetch_add(1, Ordering::SeqCst);
                 state.open.fetch_add(1, Ordering::SeqCst);
                 let (state, closed_tx, held_tx) =
@@ -59,6 +65,7 @@ impl Relay {
         });
         Self {
             target,
+            addr,
             shared,
             closed,
             held,
@@ -68,6 +75,16 @@ impl Relay {
     /// Sockets the client opened so far.
     pub(crate) fn accepted(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// The relay's own address: the remote end of every client socket.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The client's end of each socket accepted so far, in order.
+    pub(crate) fn clients(&self) -> Vec<SocketAddr> {
+        self.shared.clients.lock().expect("not poisoned").clone()
     }
 
     /// Sockets open right now.
