@@ -17,3 +17,5 @@
 pub mod blob;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(any(feature = "http", feature = "nats"))]
+mod tls_roots;
