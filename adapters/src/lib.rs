@@ -8,7 +8,7 @@
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
 //!
-//! Built so far: `http` and `blob`.
+//! Built so far: `http`, `blob` and `nats`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -17,5 +17,7 @@
 pub mod blob;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "nats")]
+pub mod nats;
 #[cfg(any(feature = "http", feature = "nats"))]
 mod tls_roots;
