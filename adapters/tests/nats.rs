@@ -164,7 +164,7 @@ async fn fetched_messages_are_charged_and_settled_explicitly() {
         bounded("ack", message.ack()).await.expect("ack confirmed");
     }
     assert_eq!(
-        outstanding(&js).await,
+        outstanding(&js, "work").await,
         (0, 0),
         "nothing left to deliver or ack"
     );

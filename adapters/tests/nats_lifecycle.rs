@@ -158,7 +158,10 @@ async fn a_client_reserves_its_driver_job_before_it_connects() {
         panic!("published without a driver slot: {refused:?}");
     };
     assert_eq!(dial.kind, DialErrorKind::Saturated);
-    assert_eq!(refused.as_ref().map(drop).expect_err("refused").code(), "busy");
+    assert_eq!(
+        refused.as_ref().map(drop).expect_err("refused").code(),
+        "busy"
+    );
     assert_eq!(proxy.accepted(), 0, "no TCP connect without a driver slot");
 
     release.send(()).expect("job waiting");

@@ -35,6 +35,7 @@ mod error;
 mod fetch;
 mod health;
 mod held;
+mod ingress;
 mod kv;
 mod names;
 mod publish;
@@ -45,6 +46,9 @@ pub use connection::{NatsConnection, DRAIN_WAIT, STOP_WAIT};
 pub use dialer::NatsDialer;
 pub use error::{Missing, NatsError};
 pub use fetch::{fetch, Delivery, FetchedMessage, MAX_FETCH};
+pub use ingress::{
+    ingress_step, EventOutcome, Handling, IngressConsumer, IngressHost, IngressRoute, Settlement,
+};
 pub use kv::{kv_get, kv_put, KvEntry};
 pub use names::{
     ConsumerName, KvKey, NameError, Subject, KV_BUCKET_SETTING, MAX_NAME, MAX_SUBJECT,

@@ -116,10 +116,10 @@ pub(crate) async fn prepare(js: &jetstream::Context) {
     .await;
 }
 
-/// What consumer `work` of `EV` still has to deliver and to see acked.
-pub(crate) async fn outstanding(js: &jetstream::Context) -> (u64, usize) {
+/// What consumer `name` of `EV` still has to deliver and to see acked.
+pub(crate) async fn outstanding(js: &jetstream::Context, name: &str) -> (u64, usize) {
     let mut consumer: consumer::PullConsumer = js
-        .get_consumer_from_stream("work", "EV")
+        .get_consumer_from_stream(name, "EV")
         .await
         .expect("consumer");
     let info = consumer.info().await.expect("consumer info");
