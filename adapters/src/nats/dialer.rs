@@ -159,9 +159,21 @@ fn connect_error(e: async_nats::ConnectError) -> DialError {
         ConnectErrorKind::AuthorizationViolation | ConnectErrorKind::Authentication => {
             DialError::new(DialErrorKind::Handshake, DENIED_DIAL)
         }
-        ConnectErrorKind::TimedOut => DialError::new(DialErrorKind::Timeout, e.kind().to_string()),
+        ConnectErrorKind::TimedOut => DialError::new(DialErrorKind::Timeout, e.to_string()),
         ConnectErrorKind::Tls => DialError::new(DialErrorKind::Handshake, e.to_string()),
-        ConnectErrorKind::Io => DialError::new(DialErrorKind::Refused, e.kind().to_string()),
-        _ => DialError::new(DialErrorKind::Other, e.kind().to_string()),
+        // A refused certificate surfaces as an I/O error carrying rustls's.
+        ConnectErrorKind::Io if is_tls_failure(&e) => {
+            DialError::new(DialErrorKind::Handshake, e.to_string())
+        }
+        ConnectErrorKind::Io => DialError::new(DialErrorKind::Refused, e.to_string()),
+        _ => DialError::new(DialErrorKind::Other, e.to_string()),
     }
+}
+
+/// True when `e` was caused by a failed TLS handshake.
+fn is_tls_failure(e: &async_nats::ConnectError) -> bool {
+    std::error::Error::source(e)
+        .and_then(|source| source.downcast_ref::<std::io::Error>())
+        .and_then(std::io::Error::get_ref)
+        .is_some_and(|inner| inner.is::<rustls::Error>())
 }
