@@ -125,6 +125,10 @@ pub struct EventOutcome<E> {
 /// admits, handles and settles each, all concurrently. Returns when every
 /// delivery of the turn is settled.
 ///
+/// `running` holds the batch's connection for the whole turn, and its
+/// deadline bounds the turn's settlements: an acknowledgement after it
+/// fails, and the message is delivered again after the ack wait.
+///
 /// # Cancel safety
 ///
 /// Dropping the future drops every event in flight: their

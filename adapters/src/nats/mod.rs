@@ -14,7 +14,7 @@
 //!
 //! The pooled resource is a [`NatsConnection`]: one async-nats client, its
 //! JetStream context, and the provider job that accounts for the client's
-//! internal tasks (see [`connection`](self::NatsConnection)).
+//! internal tasks (see [`NatsConnection`]).
 //!
 //! Invariants:
 //! - The client is charged as one connection and its tasks as one provider
