@@ -81,6 +81,7 @@ impl Drop for Unconfirmed<'_> {
 
 /// One fetched message: its subject, its charged payload, where it stands,
 /// and the means to settle it.
+#[must_use = "a message dropped unsettled is delivered again after the consumer's ack wait"]
 pub struct FetchedMessage {
     subject: String,
     payload: StagedOutput,
