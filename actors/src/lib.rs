@@ -65,7 +65,7 @@ pub use identity::{
 pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{LimitField, Limits, LimitsError};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
-pub use pools::{PoolsConfig, ProviderPools};
+pub use pools::{PoolsConfig, Prepaid, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Snapshot};
 pub use supervision::RestartPolicy;
 pub use workers::{JobError, JobHandle};

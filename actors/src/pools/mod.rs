@@ -12,6 +12,7 @@ mod connections;
 mod control;
 mod ingress;
 mod jobs;
+mod prepay;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -31,6 +32,8 @@ use crate::scheduler::{self, SchedulerArgs};
 use crate::snapshot::ControlState;
 use crate::supervision::RestartPolicy;
 use crate::workers::WorkerPool;
+
+pub use prepay::Prepaid;
 
 /// What a registry is started with.
 #[derive(Debug, Clone)]

@@ -27,7 +27,7 @@ pub const AUTH_HEADER_SETTING: &str = "auth_header";
 
 /// Longest wait for a connection to accept its next request after a
 /// complete response; past it the connection is not parked.
-const REUSE_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const REUSE_WAIT: Duration = Duration::from_secs(1);
 
 /// A guest's HTTP request to the slot's approved origin.
 pub struct HttpRequest {
@@ -127,7 +127,7 @@ pub(crate) async fn open(
 
 /// A connection that can take a request: an idle one the origin closed
 /// meanwhile is destroyed and the next one taken, before anything is sent.
-async fn checkout(
+pub(crate) async fn checkout(
     pools: &ProviderPools,
     running: &RunningRequest,
     dialer: &HttpDialer,
@@ -189,7 +189,7 @@ fn build(
 }
 
 /// True when a `Connection` header asks to close.
-fn asks_close(headers: &HeaderMap) -> bool {
+pub(crate) fn asks_close(headers: &HeaderMap) -> bool {
     headers
         .get_all(CONNECTION)
         .iter()

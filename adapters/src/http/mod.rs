@@ -22,13 +22,17 @@
 //!   the running epoch when the request is built, and marked sensitive; it
 //!   never appears in an error or `Debug` output.
 //! - The pools never retry: 4xx and 5xx answers pass through unchanged.
+//! - A webhook's inbound event keeps its ownership until its
+//!   acknowledgement ([`AckBody`]) is written; a refusal answers
+//!   [`refusal_status`].
 //! - An `https` connection is verified against the approved origin's host;
 //!   a failed TLS handshake is a failed dial, and the client backs off.
 
 mod buffered;
 mod dialer;
 mod error;
-mod exchange;
+pub(crate) mod exchange;
+mod ingress;
 mod origin;
 mod streaming;
 mod tls;
@@ -37,6 +41,7 @@ pub use buffered::{call, BufferedResponse};
 pub use dialer::{HttpConnection, HttpDialer};
 pub use error::HttpError;
 pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING};
+pub use ingress::{refusal_status, AckBody};
 pub use origin::{ApprovedOrigin, OriginError, RequestTarget, TargetError, MAX_TARGET};
 pub use streaming::{call_streaming, ResponseStream};
 pub use tls::CA_FILE_SETTING;

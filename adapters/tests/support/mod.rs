@@ -10,6 +10,10 @@ pub(crate) mod nats;
 pub(crate) mod origin;
 #[cfg(feature = "nats")]
 pub(crate) mod proxy;
+#[cfg(feature = "vault")]
+pub(crate) mod relay;
+#[cfg(feature = "vault")]
+pub(crate) mod vault;
 
 use std::future::Future;
 use std::time::Duration;

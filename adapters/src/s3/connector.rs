@@ -1,0 +1,298 @@
+//! [`PoolConnector`]: the SDK's HTTP client for one running request. It
+//! sends each request the SDK signed on an HTTP/1.1 connection the pools
+//! own (`reserve_connection` with the http adapter's [`HttpDialer`]).
+//!
+//! Invariants:
+//! - A request whose scheme, host or port is not the slot's approved
+//!   endpoint (with the bucket prefixed under virtual-hosted addressing) is
+//!   refused before any connection is reserved.
+//! - The request body is bounded before a connection is reserved.
+//! - Connection, request and response head are bounded by the running
+//!   request's deadline; the response body by [`PooledBody`].
+//! - The connection travels with the response body: parked only after the
+//!   body ended on a reusable connection, destroyed otherwise.
+//! - Nothing is retried here (the SDK's retries are disabled too).
+
+use std::sync::Arc;
+
+use aws_sdk_s3::config::http::{HttpRequest, HttpResponse};
+use aws_sdk_s3::error::ConnectorError;
+use aws_sdk_s3::primitives::SdkBody;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use http::header::{HeaderValue, HOST};
+use http::{Uri, Version};
+use http_body_util::{BodyExt, Full, Limited};
+use provider_pools_actors::{ConnectError, ProviderPools, RunningRequest};
+
+use crate::http::exchange::{asks_close, checkout};
+use crate::http::{HttpDialer, HttpError};
+use crate::s3::body::PooledBody;
+use crate::s3::config::S3Endpoint;
+
+/// Why the connector could not carry a request, as the SDK's connector
+/// error source; the operations turn it back into an
+/// [`S3Error`](crate::s3::S3Error).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failure {
+    /// The request names another origin than the slot's endpoint.
+    #[error("request refused: {0} is not the approved endpoint")]
+    Unapproved(&'static str),
+    /// The request body is over the limit; nothing was dialed.
+    #[error("request body is over the limit of {max} bytes")]
+    RequestTooLarge { max: u64 },
+    /// The request body could not be read.
+    #[error("request body could not be read")]
+    RequestBody,
+    /// No connection was reserved.
+    #[error("no connection: {0}")]
+    Connect(ConnectError),
+    /// The response body is over the limit; the connection was destroyed.
+    #[error("response body is over the limit of {max} bytes")]
+    ResponseTooLarge { max: u64 },
+    /// The exchange failed mid-way; the connection was destroyed.
+    #[error("http protocol error while {phase}")]
+    Protocol {
+        phase: &'static str,
+        #[source]
+        source: hyper::Error,
+    },
+    /// The request's deadline passed.
+    #[error("deadline passed during the s3 exchange")]
+    Timeout,
+}
+
+/// Body limits of the exchanges a connector carries, in bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) max_request: u64,
+    pub(crate) max_response: u64,
+}
+
+/// The SDK's HTTP client and connector, bound to one running request.
+#[derive(Clone)]
+pub(crate) struct PoolConnector(Arc<Bound>);
+
+struct Bound {
+    pools: ProviderPools,
+    running: RunningRequest,
+    dialer: Arc<HttpDialer>,
+    endpoint: Arc<S3Endpoint>,
+    bounds: Bounds,
+}
+
+impl PoolConnector {
+    pub(crate) fn new(
+        pools: &ProviderPools,
+        running: &RunningRequest,
+        dialer: &Arc<HttpDialer>,
+        endpoint: Arc<S3Endpoint>,
+        bounds: Bounds,
+    ) -> Self {
+        Self(Arc::new(Bound {
+            pools: pools.clone(),
+            running: running.clone(),
+            dialer: Arc::clone(dialer),
+            endpoint,
+            bounds,
+        }))
+    }
+}
+
+impl std::fmt::Debug for PoolConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolConnector")
+            .field("endpoint", &self.0.endpoint.origin)
+            .field("bounds", &self.0.bounds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClient for PoolConnector {
+    fn http_connector(
+        &self,
+        _settings: &HttpConnectorSettings,
+        _components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        // The SDK's connect/read timeouts are not used: the running
+        // request's deadline bounds every exchange.
+        SharedHttpConnector::new(self.clone())
+    }
+}
+
+impl HttpConnector for PoolConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let bound = Arc::clone(&self.0);
+        HttpConnectorFuture::new(async move {
+            bound.send(request).await.map_err(|failure| match failure {
+                Failure::Timeout => ConnectorError::timeout(Box::new(failure)),
+                Failure::Unapproved(_) | Failure::RequestTooLarge { .. } | Failure::RequestBody => {
+                    ConnectorError::user(Box::new(failure))
+                }
+                _ => ConnectorError::io(Box::new(failure)),
+            })
+        })
+    }
+}
+
+impl Bound {
+    /// Checks the origin and the body, reserves a connection and sends.
+    ///
+    /// Dropping the future destroys the connection in use.
+    async fn send(&self, request: HttpRequest) -> Result<HttpResponse, Failure> {
+        let request = request
+            .try_into_http1x()
+            .map_err(|_| Failure::Unapproved("the request"))?;
+        let host = approved_host(&self.endpoint, request.uri())?;
+        let (mut parts, body) = request.into_parts();
+        let max = self.bounds.max_request;
+        let body = Limited::new(body, usize::try_from(max).unwrap_or(usize::MAX))
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    Failure::RequestTooLarge { max }
+                } else {
+                    Failure::RequestBody
+                }
+            })?
+            .to_bytes();
+        parts.uri = match parts.uri.path_and_query() {
+            Some(target) => Uri::from(target.clone()),
+            None => Uri::from_static("/"),
+        };
+        parts.headers.insert(HOST, host);
+        let request_close = asks_close(&parts.headers);
+        let request = http::Request::from_parts(parts, Full::new(body));
+        let deadline = self.running.deadline();
+        tokio::time::timeout_at(deadline, async {
+            let mut conn = checkout(&self.pools, &self.running, &self.dialer)
+                .await
+                .map_err(|e| match e {
+                    HttpError::Connect(e) => Failure::Connect(e),
+                    _ => Failure::Timeout,
+                })?;
+            let sender = conn.get_mut().sender();
+            let protocol = |source| Failure::Protocol {
+                phase: "sending the request",
+                source,
+            };
+            sender.ready().await.map_err(protocol)?;
+            let response = sender.send_request(request).await.map_err(protocol)?;
+            let keep_alive = !request_close
+                && response.version() == Version::HTTP_11
+                && !asks_close(response.headers());
+            let (parts, body) = response.into_parts();
+            let body = PooledBody::new(body, conn, keep_alive, self.bounds.max_response, deadline);
+            let response = http::Response::from_parts(parts, SdkBody::from_body_1_x(body));
+            HttpResponse::try_from(response).map_err(|_| Failure::Unapproved("the response"))
+        })
+        .await
+        .map_err(|_| Failure::Timeout)?
+    }
+}
+
+/// The `Host` of a request to the approved endpoint (the bucket prefixed
+/// under virtual-hosted addressing), or the refusal naming what differs.
+fn approved_host(endpoint: &S3Endpoint, uri: &Uri) -> Result<HeaderValue, Failure> {
+    let origin = &endpoint.origin;
+    let scheme_ok = uri
+        .scheme_str()
+        .is_some_and(|s| s.eq_ignore_ascii_case(origin.scheme()));
+    if !scheme_ok {
+        return Err(Failure::Unapproved("the scheme"));
+    }
+    let default = if origin.is_tls() { 443 } else { 80 };
+    if uri.port_u16().unwrap_or(default) != origin.port() {
+        return Err(Failure::Unapproved("the port"));
+    }
+    let host = uri.host().ok_or(Failure::Unapproved("the host"))?;
+    let authority = if origin.port() == default {
+        host.to_ascii_lowercase()
+    } else {
+        format!("{}:{}", host.to_ascii_lowercase(), origin.port())
+    };
+    let expected = endpoint.request_host();
+    if authority != expected {
+        return Err(Failure::Unapproved("the host"));
+    }
+    HeaderValue::from_str(&expected).map_err(|_| Failure::Unapproved("the host"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn endpoint(target: &str, path_style: &str) -> S3Endpoint {
+        let settings: BTreeMap<String, String> = [
+            ("region", "us-east-1"),
+            ("bucket", "data"),
+            ("path_style", path_style),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        S3Endpoint::parse(target, &settings).expect("valid")
+    }
+
+    fn check(endpoint: &S3Endpoint, uri: &str) -> Result<String, &'static str> {
+        let uri: Uri = uri.parse().expect("uri");
+        approved_host(endpoint, &uri)
+            .map(|host| host.to_str().expect("ascii").to_owned())
+            .map_err(|failure| match failure {
+                Failure::Unapproved(what) => what,
+                _ => "other",
+            })
+    }
+
+    #[test]
+    fn only_the_slots_endpoint_is_approved() {
+        let path = endpoint("http://127.0.0.1:9000", "true");
+        assert_eq!(
+            check(&path, "http://127.0.0.1:9000/data/k"),
+            Ok("127.0.0.1:9000".into())
+        );
+        assert_eq!(
+            check(&path, "https://127.0.0.1:9000/data/k"),
+            Err("the scheme")
+        );
+        assert_eq!(
+            check(&path, "http://127.0.0.1:9001/data/k"),
+            Err("the port")
+        );
+        assert_eq!(
+            check(&path, "http://127.0.0.2:9000/data/k"),
+            Err("the host")
+        );
+        assert_eq!(
+            check(&path, "http://data.127.0.0.1:9000/k"),
+            Err("the host")
+        );
+        assert_eq!(check(&path, "/data/k"), Err("the scheme"));
+    }
+
+    #[test]
+    fn virtual_hosted_requests_name_the_bucket_and_default_ports_are_implied() {
+        let virtual_hosted = endpoint("https://s3.example", "false");
+        assert_eq!(
+            check(&virtual_hosted, "https://data.s3.example/k"),
+            Ok("data.s3.example".into())
+        );
+        assert_eq!(
+            check(&virtual_hosted, "https://data.s3.example:443/k"),
+            Ok("data.s3.example".into())
+        );
+        assert_eq!(
+            check(&virtual_hosted, "https://other.s3.example/k"),
+            Err("the host")
+        );
+        assert_eq!(
+            check(&virtual_hosted, "https://s3.example/data/k"),
+            Err("the host")
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! [`SecretName`]: the name of one secret file, validated before it touches
+//! a path.
+//!
+//! Invariants:
+//! - A name is one path segment: no `/`, so it can only name an entry of
+//!   the configured directory itself.
+//! - A name never starts with `.`: no `.`, `..` or hidden entry (such as a
+//!   Kubernetes mount's `..data`) can be named.
+//! - A name is 1 to [`MAX_NAME`] bytes of ASCII letters, digits, `.`, `_`
+//!   and `-`.
+
+use std::fmt;
+
+/// Longest secret name, in bytes.
+pub const MAX_NAME: usize = 255;
+
+/// Why a secret name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// Empty, or longer than [`MAX_NAME`].
+    #[error("secret name is {len} bytes; it must be 1 to {MAX_NAME}")]
+    Length {
+        /// Its length.
+        len: usize,
+    },
+    /// Starts with `.` (also `.` and `..`).
+    #[error("secret name starts with a dot")]
+    Dot,
+    /// A byte outside `A-Z a-z 0-9 . _ -` (a `/`, say).
+    #[error("secret name has a forbidden byte at {index}")]
+    Byte {
+        /// Where.
+        index: usize,
+    },
+}
+
+/// A validated secret name such as `db-password` or `api.token`.
+///
+/// Names are not secret: they appear in errors, `Debug` and audit events.
+///
+/// # Examples
+///
+/// ```
+/// use provider_pools_adapters::secret::SecretName;
+///
+/// assert!(SecretName::parse("db-password").is_ok());
+/// assert!(SecretName::parse("../etc/shadow").is_err());
+/// assert!(SecretName::parse("nested/name").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SecretName(String);
+
+impl SecretName {
+    /// Validates `name`.
+    ///
+    /// # Errors
+    ///
+    /// The first [`NameError`] found.
+    pub fn parse(name: &str) -> Result<Self, NameError> {
+        if name.is_empty() || name.len() > MAX_NAME {
+            return Err(NameError::Length { len: name.len() });
+        }
+        if name.starts_with('.') {
+            return Err(NameError::Dot);
+        }
+        let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+        if let Some(index) = name.bytes().position(|b| !allowed(b)) {
+            return Err(NameError::Byte { index });
+        }
+        Ok(Self(name.to_owned()))
+    }
+
+    /// The name as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretName({:?})", self.0)
+    }
+}
+
+impl fmt::Display for SecretName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_plain_segment_passes_and_everything_else_is_refused() {
+        for ok in [
+            "a",
+            "db-password",
+            "api.token",
+            "A_1.b-2",
+            &"x".repeat(MAX_NAME),
+        ] {
+            assert!(SecretName::parse(ok).is_ok(), "{ok} must pass");
+        }
+        assert_eq!(SecretName::parse(""), Err(NameError::Length { len: 0 }));
+        assert_eq!(
+            SecretName::parse(&"x".repeat(MAX_NAME + 1)),
+            Err(NameError::Length { len: MAX_NAME + 1 })
+        );
+        for dot in [".", "..", "..data", ".hidden"] {
+            assert_eq!(SecretName::parse(dot), Err(NameError::Dot), "{dot}");
+        }
+        assert_eq!(SecretName::parse("a/b"), Err(NameError::Byte { index: 1 }));
+        assert_eq!(SecretName::parse("/abs"), Err(NameError::Byte { index: 0 }));
+        assert_eq!(SecretName::parse("a\\b"), Err(NameError::Byte { index: 1 }));
+        assert_eq!(SecretName::parse("a\0"), Err(NameError::Byte { index: 1 }));
+        assert_eq!(SecretName::parse("a b"), Err(NameError::Byte { index: 1 }));
+        assert_eq!(SecretName::parse("é"), Err(NameError::Byte { index: 0 }));
+    }
+}

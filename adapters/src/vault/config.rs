@@ -1,0 +1,269 @@
+//! What a Vault slot is configured with, and what a guest may name: the
+//! server's address, the KV-v2 mount, the namespace, the token, and secret
+//! paths. Parsing here is pure: nothing dials or installs.
+//!
+//! Invariants:
+//! - A [`VaultAddress`] is exactly scheme (`http` or `https`), host and port.
+//! - A mount, a namespace and a [`SecretPath`] are relative, `/`-separated
+//!   segments of `[A-Za-z0-9._-]`, none empty, `.` or `..`, within a bound.
+//! - A token is printable ASCII (a valid header value); a refused token is
+//!   never echoed.
+
+use std::fmt;
+
+use crate::vault::error::VaultError;
+
+/// The provider setting naming the KV-v2 mount (default [`DEFAULT_MOUNT`]).
+pub const MOUNT_SETTING: &str = "mount";
+/// The provider setting naming the Vault namespace (`X-Vault-Namespace`).
+pub const NAMESPACE_SETTING: &str = "namespace";
+/// The provider setting naming a PEM bundle of trust anchors for an
+/// `https` address (an absolute path); default: the bundled web PKI roots.
+pub const CA_FILE_SETTING: &str = "ca_file";
+/// The KV-v2 mount used when the provider sets none.
+pub const DEFAULT_MOUNT: &str = "secret";
+
+/// Longest secret path accepted, in bytes.
+pub const MAX_PATH: usize = 512;
+/// Longest mount or namespace accepted, in bytes.
+pub const MAX_MOUNT: usize = 128;
+/// Longest token accepted, in bytes.
+pub const MAX_TOKEN: usize = 1024;
+
+/// Why a guest's secret path was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// The path is empty.
+    #[error("secret path is empty")]
+    Empty,
+    /// The path is longer than [`MAX_PATH`].
+    #[error("secret path is longer than {MAX_PATH} bytes")]
+    TooLong,
+    /// The path starts with `/`.
+    #[error("secret path must be relative")]
+    Absolute,
+    /// The path has an empty segment (`a//b`, or a trailing `/`).
+    #[error("secret path has an empty segment")]
+    EmptySegment,
+    /// The path has a `.` or `..` segment.
+    #[error("secret path must not contain '.' or '..' segments")]
+    DotSegment,
+    /// The path has a byte outside `[A-Za-z0-9._-]` and `/`.
+    #[error("secret path may hold only ASCII letters, digits, '.', '_', '-' and '/'")]
+    Charset,
+}
+
+/// A guest's secret path under the slot's KV-v2 mount, e.g. `app/db`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SecretPath(String);
+
+impl SecretPath {
+    /// Parses a relative secret path.
+    ///
+    /// # Errors
+    ///
+    /// The [`PathError`] naming what was wrong.
+    pub fn parse(text: &str) -> Result<Self, PathError> {
+        check_segments(text, MAX_PATH)?;
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The path as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SecretPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretPath({})", self.0)
+    }
+}
+
+impl fmt::Display for SecretPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn check_segments(text: &str, max: usize) -> Result<(), PathError> {
+    if text.is_empty() {
+        return Err(PathError::Empty);
+    }
+    if text.len() > max {
+        return Err(PathError::TooLong);
+    }
+    if text.starts_with('/') {
+        return Err(PathError::Absolute);
+    }
+    for segment in text.split('/') {
+        if segment.is_empty() {
+            return Err(PathError::EmptySegment);
+        }
+        if segment == "." || segment == ".." {
+            return Err(PathError::DotSegment);
+        }
+        let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+        if !segment.bytes().all(allowed) {
+            return Err(PathError::Charset);
+        }
+    }
+    Ok(())
+}
+
+/// A Vault server's address: `http://host[:port]` or `https://host[:port]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VaultAddress {
+    url: url::Url,
+}
+
+impl VaultAddress {
+    /// Parses an address origin: a scheme, a host and an optional port,
+    /// nothing else (no userinfo, path, query or fragment).
+    ///
+    /// # Errors
+    ///
+    /// [`VaultError::Config`] naming the slot's target.
+    pub fn parse(text: &str) -> Result<Self, VaultError> {
+        let refuse = |reason| VaultError::Config {
+            setting: "target",
+            reason,
+        };
+        let url = url::Url::parse(text).map_err(|_| refuse("is not a url"))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(refuse("scheme must be http or https"));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(refuse("has no host"));
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(refuse("must not carry userinfo"));
+        }
+        // `Url` normalises an empty path to `/`; anything longer is a path.
+        if url.path() != "/" {
+            return Err(refuse("must not carry a path"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(refuse("must not carry a query or fragment"));
+        }
+        Ok(Self { url })
+    }
+
+    /// True for `https`.
+    pub fn is_tls(&self) -> bool {
+        self.url.scheme() == "https"
+    }
+
+    /// The base URL requests are built on (`scheme://host:port/`).
+    pub fn base(&self) -> &str {
+        self.url.as_str()
+    }
+}
+
+impl fmt::Debug for VaultAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "VaultAddress({})", self.url)
+    }
+}
+
+/// The mount named by the epoch's `mount` setting, or [`DEFAULT_MOUNT`].
+pub(crate) fn mount(setting: Option<&str>) -> Result<String, VaultError> {
+    let mount = setting.unwrap_or(DEFAULT_MOUNT);
+    check_segments(mount, MAX_MOUNT).map_err(|_| VaultError::Config {
+        setting: MOUNT_SETTING,
+        reason: "must be a relative path of [A-Za-z0-9._-] segments",
+    })?;
+    Ok(mount.to_owned())
+}
+
+/// The namespace named by the epoch's `namespace` setting, if any.
+pub(crate) fn namespace(setting: Option<&str>) -> Result<Option<String>, VaultError> {
+    let Some(namespace) = setting else {
+        return Ok(None);
+    };
+    check_segments(namespace.trim_end_matches('/'), MAX_MOUNT).map_err(|_| VaultError::Config {
+        setting: NAMESPACE_SETTING,
+        reason: "must be a relative path of [A-Za-z0-9._-] segments",
+    })?;
+    Ok(Some(namespace.to_owned()))
+}
+
+/// The epoch's credential as a token: non-empty printable ASCII of at most
+/// [`MAX_TOKEN`] bytes. Never echoes what it refuses.
+pub(crate) fn token(credential: &[u8]) -> Result<&str, VaultError> {
+    let refuse = |reason| VaultError::Config {
+        setting: "credential",
+        reason,
+    };
+    if credential.is_empty() {
+        return Err(refuse("the epoch's token is empty"));
+    }
+    if credential.len() > MAX_TOKEN {
+        return Err(refuse("the epoch's token is too long"));
+    }
+    if !credential.iter().all(|b| (0x21..=0x7e).contains(b)) {
+        return Err(refuse("the epoch's token is not printable ascii"));
+    }
+    std::str::from_utf8(credential).map_err(|_| refuse("the epoch's token is not utf-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_relative_bounded_segments() {
+        assert!(SecretPath::parse("app/db-1/v_2.json").is_ok());
+        for (text, error) in [
+            ("", PathError::Empty),
+            ("/app", PathError::Absolute),
+            ("app//db", PathError::EmptySegment),
+            ("app/", PathError::EmptySegment),
+            ("app/../sys", PathError::DotSegment),
+            ("./app", PathError::DotSegment),
+            ("app?x=1", PathError::Charset),
+            ("app db", PathError::Charset),
+            ("app%2f..", PathError::Charset),
+            ("ä", PathError::Charset),
+        ] {
+            assert_eq!(SecretPath::parse(text), Err(error), "{text:?}");
+        }
+        let long = "a".repeat(MAX_PATH + 1);
+        assert_eq!(SecretPath::parse(&long), Err(PathError::TooLong));
+    }
+
+    #[test]
+    fn addresses_are_bare_origins() {
+        for ok in [
+            "http://127.0.0.1:8200",
+            "https://vault.example",
+            "http://[::1]:1/",
+        ] {
+            assert!(VaultAddress::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "ftp://x",
+            "http://u:p@host",
+            "http://host/v1",
+            "http://host?x",
+            "http://host#f",
+            "host:8200",
+            "http://host//",
+        ] {
+            assert!(VaultAddress::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn settings_and_tokens_are_checked_without_echo() {
+        assert_eq!(mount(None).ok().as_deref(), Some("secret"));
+        assert!(mount(Some("kv/team-a")).is_ok());
+        assert!(mount(Some("../sys")).is_err());
+        assert!(namespace(Some("team/")).is_ok());
+        assert!(namespace(Some("te am")).is_err());
+        assert_eq!(token(b"s.abc").ok(), Some("s.abc"));
+        let err = token(b"SECRET\r\nX: 1").expect_err("not printable");
+        assert!(!format!("{err} {err:?}").contains("SECRET"));
+        assert!(token(b"").is_err());
+    }
+}

@@ -1,0 +1,267 @@
+//! The lifecycle of Vault connections against a real OpenBao dev server:
+//! a call dropped or timed out mid-exchange destroys its connection before
+//! its charges return; a rotation sends the new token while calls of the
+//! old epoch finish, proven by revoking the old token; an unreachable
+//! server backs the client off. A relay in front of the server holds its
+//! answers, so a call stays mid-exchange while a test acts.
+
+mod support;
+
+use std::time::Duration;
+
+use provider_pools_actors::{ConnectError, DialErrorKind, Limits};
+use provider_pools_adapters::vault::{self, SecretPath, VaultDialer, VaultError, VaultLimits};
+use provider_pools_test_peers::free_port;
+use support::relay::Relay;
+use support::vault::{data, install, kv_token, revoke, running, running_until, start_bao, ROOT};
+use support::{bounded, deadline, eventually, start, task};
+
+fn path(text: &str) -> SecretPath {
+    SecretPath::parse(text).expect("valid path")
+}
+
+async fn assert_clean_shutdown(pools: &provider_pools_actors::ProviderPools) {
+    let report = pools.shutdown(deadline()).await;
+    assert!(report.is_clean(), "shutdown leaves {report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_a_call_mid_exchange_closes_its_socket_and_returns_its_charges() {
+    let bao = start_bao().await;
+    let mut relay = Relay::start(bao.addr()).await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
+    let dialer = std::sync::Arc::new(VaultDialer::new(VaultLimits::default()));
+    let limits = VaultLimits::default();
+    let db = path("app/db");
+    let request = running(&pools, &receipt, 1).await;
+    vault::write(
+        &pools,
+        &request,
+        &dialer,
+        &db,
+        data(&[("k", "v")]),
+        None,
+        limits,
+    )
+    .await
+    .expect("write");
+    drop(request);
+    eventually("the connection is parked", || {
+        pools.snapshot().connections.idle == 1
+    })
+    .await;
+
+    // The next read reuses the parked connection; the server answers it,
+    // and the relay holds the answer: the call is mid-exchange.
+    relay.hold();
+    let call = {
+        let (pools, dialer, db) = (pools.clone(), dialer.clone(), db.clone());
+        let request = running(&pools, &receipt, 2).await;
+        task(async move { vault::read(&pools, &request, &dialer, &db, limits).await })
+    };
+    relay.answer_held().await;
+    let snapshot = pools.snapshot();
+    assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
+    assert_eq!(snapshot.running_requests, 1, "{snapshot:?}");
+    assert!(relay.no_close_pending(), "the socket is still open");
+
+    call.abort();
+    assert!(bounded("the call to end", call)
+        .await
+        .expect_err("aborted")
+        .is_cancelled());
+    // The connection is destroyed (its socket closes: the relay reads EOF)
+    // and only then are its charges and the request's running slot back.
+    relay.client_closed().await;
+    eventually("the charges return", || {
+        let s = pools.snapshot();
+        s.connections == Default::default() && s.running_requests == 0
+    })
+    .await;
+    eventually("the relay's sockets to close", || relay.open() == 0).await;
+    assert_eq!(dialer.dials(), 1, "nothing was retried");
+    relay.release();
+    assert_clean_shutdown(&pools).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_mid_exchange_times_out_and_destroys_the_connection() {
+    let bao = start_bao().await;
+    let mut relay = Relay::start(bao.addr()).await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &relay.target, &[], ROOT.as_bytes(), 0).await;
+    let dialer = VaultDialer::new(VaultLimits::default());
+    let limits = VaultLimits::default();
+    let db = path("app/db");
+    let request = running(&pools, &receipt, 1).await;
+    vault::write(
+        &pools,
+        &request,
+        &dialer,
+        &db,
+        data(&[("k", "v")]),
+        None,
+        limits,
+    )
+    .await
+    .expect("write");
+    drop(request);
+
+    relay.hold();
+    let soon = tokio::time::Instant::now() + Duration::from_millis(300);
+    let request = running_until(&pools, &receipt, 2, soon).await;
+    let err = bounded(
+        "the deadline",
+        vault::read(&pools, &request, &dialer, &db, limits),
+    )
+    .await
+    .expect_err("held past the deadline");
+    assert!(matches!(err, VaultError::Timeout), "{err:?}");
+    assert_eq!(err.code(), "timeout");
+    relay.client_closed().await;
+    eventually("the connection is gone", || {
+        pools.snapshot().connections == Default::default()
+    })
+    .await;
+    drop(request);
+    relay.release();
+    assert_clean_shutdown(&pools).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_sends_the_new_token_while_calls_of_the_old_epoch_finish() {
+    const IN_FLIGHT: u64 = 3;
+    let bao = start_bao().await;
+    let mut relay = Relay::start(bao.addr()).await;
+    let old_token = kv_token(bao.addr()).await;
+    let new_token = kv_token(bao.addr()).await;
+    let pools = start(Limits::DEFAULT).await;
+    let first = install(&pools, &relay.target, &[], old_token.as_bytes(), 0).await;
+    let dialer = std::sync::Arc::new(VaultDialer::new(VaultLimits::default()));
+    let limits = VaultLimits::default();
+    let db = path("app/db");
+    let setup = running(&pools, &first, 1).await;
+    vault::write(
+        &pools,
+        &setup,
+        &dialer,
+        &db,
+        data(&[("user", "alice")]),
+        None,
+        limits,
+    )
+    .await
+    .expect("write with the first token");
+
+    // Load on epoch 1: requests admitted before the rotation; the first
+    // one's read is mid-exchange (the relay holds its answer) when it comes.
+    let mut old_requests = Vec::new();
+    for session in 0..IN_FLIGHT {
+        old_requests.push(running(&pools, &first, 10 + session).await);
+    }
+    relay.hold();
+    let held = {
+        let (pools, dialer, db) = (pools.clone(), dialer.clone(), db.clone());
+        let request = old_requests[0].clone();
+        task(async move { vault::read(&pools, &request, &dialer, &db, limits).await })
+    };
+    relay.answer_held().await;
+
+    let second = install(&pools, &relay.target, &[], new_token.as_bytes(), 1).await;
+    assert_eq!(second.epoch.get(), 2);
+    relay.release();
+    let secret = bounded("the held old-epoch call", held)
+        .await
+        .expect("task")
+        .expect("the old-epoch read finishes after the rotation");
+    assert_eq!(secret.to_map().expect("object"), data(&[("user", "alice")]));
+    // The other old-epoch requests run their calls now, concurrently.
+    let calls: Vec<_> = old_requests[1..]
+        .iter()
+        .map(|request| {
+            let (pools, dialer, db, request) =
+                (pools.clone(), dialer.clone(), db.clone(), request.clone());
+            task(async move { vault::read(&pools, &request, &dialer, &db, limits).await })
+        })
+        .collect();
+    for call in calls {
+        let secret = bounded("an old-epoch call", call)
+            .await
+            .expect("task")
+            .expect("an old-epoch read after the rotation");
+        assert_eq!(secret.metadata.version, 1);
+    }
+    drop(secret);
+
+    // Revoke the old token: new calls still succeed, so they send the new
+    // token; a call still running on the old epoch is refused by the server,
+    // so the old epoch really sends the old token.
+    revoke(bao.addr(), &old_token).await;
+    let fresh = running(&pools, &second, 20).await;
+    assert_eq!(fresh.client().epoch().get(), 2);
+    vault::write(
+        &pools,
+        &fresh,
+        &dialer,
+        &db,
+        data(&[("user", "bob")]),
+        Some(1),
+        limits,
+    )
+    .await
+    .expect("the new token writes");
+    let secret = vault::read(&pools, &fresh, &dialer, &db, limits)
+        .await
+        .expect("the new token reads");
+    assert_eq!(secret.metadata.version, 2);
+    let err = vault::read(&pools, &old_requests[0], &dialer, &db, limits)
+        .await
+        .expect_err("the old token is revoked");
+    assert!(matches!(err, VaultError::Denied), "{err:?}");
+
+    // Once its last request is gone, the old epoch drains.
+    assert_eq!(pools.snapshot().retained_epochs, 2);
+    drop((old_requests, setup));
+    eventually("the old epoch drains", || {
+        pools.snapshot().retained_epochs == 1
+    })
+    .await;
+    drop((secret, fresh));
+    assert_clean_shutdown(&pools).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_a_failed_dial_and_the_client_backs_off() {
+    let pools = start(Limits::DEFAULT).await;
+    let target = format!("http://127.0.0.1:{}", free_port());
+    let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
+    let dialer = VaultDialer::new(VaultLimits::default());
+    let limits = VaultLimits::default();
+    let request = running(&pools, &receipt, 1).await;
+
+    let err = vault::read(&pools, &request, &dialer, &path("app/db"), limits)
+        .await
+        .expect_err("nothing listens");
+    assert!(
+        matches!(&err, VaultError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Refused),
+        "{err:?}"
+    );
+    let err = vault::read(&pools, &request, &dialer, &path("app/db"), limits)
+        .await
+        .expect_err("in backoff");
+    assert!(
+        matches!(
+            &err,
+            VaultError::Connect(ConnectError::Unavailable {
+                kind: DialErrorKind::Refused,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), "unavailable");
+    assert_eq!(dialer.dials(), 1, "the backoff answered without dialing");
+    drop(request);
+    assert_clean_shutdown(&pools).await;
+}
