@@ -8,7 +8,7 @@
 //! [`provider_pools_actors::ProviderPools::install`], and owns the real
 //! resources it is granted.
 //!
-//! Built so far: `http`, `blob`, `s3`, `secret` and `vault`.
+//! Built so far: `http`, `blob`, `nats`, `s3`, `secret` and `vault`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -17,9 +17,13 @@
 pub mod blob;
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "nats")]
+pub mod nats;
 #[cfg(feature = "s3")]
 pub mod s3;
 #[cfg(feature = "secret")]
 pub mod secret;
+#[cfg(any(feature = "http", feature = "nats"))]
+mod tls_roots;
 #[cfg(feature = "vault")]
 pub mod vault;

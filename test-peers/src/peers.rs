@@ -66,8 +66,33 @@ pub struct Nats;
 impl Nats {
     /// Starts `nats-server -js` on loopback.
     pub fn start() -> Peer {
-        PeerCommand::new("nats-server")
-            .args(["-a", "127.0.0.1", "-p", "{port}", "-js", "-sd", "{dir}/js"])
+        Self::command().start(accepts)
+    }
+
+    /// Starts `nats-server -js` on loopback accepting only clients that
+    /// present `token` (`--auth`).
+    pub fn start_with_token(token: &str) -> Peer {
+        Self::command().args(["--auth", token]).start(accepts)
+    }
+
+    /// Starts `nats-server -js` on loopback with the configuration file
+    /// `config` (for users, permissions or TLS); the listen address, port
+    /// and store directory given on the command line take precedence.
+    pub fn start_with_config(config: &std::path::Path) -> Peer {
+        Self::command()
+            .args(["-c".to_owned(), config.display().to_string()])
             .start(accepts)
+    }
+
+    fn command() -> PeerCommand {
+        PeerCommand::new("nats-server").args([
+            "-a",
+            "127.0.0.1",
+            "-p",
+            "{port}",
+            "-js",
+            "-sd",
+            "{dir}/js",
+        ])
     }
 }

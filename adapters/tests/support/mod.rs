@@ -5,7 +5,11 @@
 
 #![allow(dead_code)]
 
+#[cfg(feature = "nats")]
+pub(crate) mod nats;
 pub(crate) mod origin;
+#[cfg(feature = "nats")]
+pub(crate) mod proxy;
 #[cfg(feature = "vault")]
 pub(crate) mod relay;
 #[cfg(feature = "vault")]
@@ -82,19 +86,36 @@ pub(crate) async fn running(
     receipt: &InstallReceipt,
     session: u64,
 ) -> RunningRequest {
+    running_as(pools, receipt, "t", session, OriginKind::Http).await
+}
+
+/// The plan of tenant `tenant`'s session `session`, with deadlines an
+/// hour away.
+pub(crate) fn plan(tenant: &str, session: u64) -> ExecutionPlan {
     let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
-    let plan = ExecutionPlan::seal(
-        TenantId::new("t").expect("tenant"),
+    ExecutionPlan::seal(
+        TenantId::new(tenant).expect("tenant"),
         SessionId::new(session),
         LedgerId::new(1),
         far,
         far,
-    );
+    )
+}
+
+/// Admits, dispatches and starts a request of `tenant` for slot 0, an
+/// origin of `kind`.
+pub(crate) async fn running_as(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+    kind: OriginKind,
+) -> RunningRequest {
     let request = AdmitRequest {
-        plan,
+        plan: plan(tenant, session),
         provider: receipt.provider.clone(),
         slot: receipt.slots[0],
-        kind: OriginKind::Http,
+        kind,
         input: pools
             .stage_input(provider_pools_actors::Bytes::new())
             .expect("empty input"),

@@ -1,0 +1,266 @@
+//! Names a guest may give — a subject under the provider's prefix, a
+//! consumer, a key — and the provider settings that scope them.
+//!
+//! Invariants:
+//! - A guest [`Subject`] is relative: the adapter puts it under the
+//!   epoch's `subject_prefix`, so a guest can name no subject outside it.
+//! - Guest subjects have no wildcards (`*`, `>`), no empty token, no
+//!   whitespace or control bytes; consumers, streams and buckets are
+//!   `[A-Za-z0-9_-]`; keys are the key-value alphabet `[A-Za-z0-9_=/.-]`
+//!   without a leading or trailing `.`.
+//! - Parsing here is pure: nothing dials or installs.
+
+use std::fmt;
+
+use provider_pools_actors::RunningRequest;
+
+use crate::nats::error::NatsError;
+
+/// The provider setting naming the JetStream stream `fetch` reads from.
+pub const STREAM_SETTING: &str = "stream";
+/// The provider setting naming the subject prefix every guest subject is
+/// put under (`orders` makes the guest's `created` into `orders.created`).
+pub const SUBJECT_PREFIX_SETTING: &str = "subject_prefix";
+/// The provider setting naming the key-value bucket.
+pub const KV_BUCKET_SETTING: &str = "kv_bucket";
+
+/// Longest subject (prefix included) or key, in bytes.
+pub const MAX_SUBJECT: usize = 256;
+/// Longest consumer, stream or bucket name, in bytes.
+pub const MAX_NAME: usize = 64;
+
+/// Why a guest name was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// The name is empty.
+    #[error("name is empty")]
+    Empty,
+    /// The name is too long.
+    #[error("name is longer than {max} bytes")]
+    TooLong {
+        /// The bound.
+        max: usize,
+    },
+    /// A subject has an empty token (`a..b`, a leading or trailing `.`).
+    #[error("subject has an empty token")]
+    EmptyToken,
+    /// A subject has a wildcard (`*` or `>`).
+    #[error("subject must not contain a wildcard")]
+    Wildcard,
+    /// The name has a byte its kind does not allow.
+    #[error("name contains a byte that is not allowed")]
+    InvalidByte,
+}
+
+/// A guest's subject, relative to the provider's `subject_prefix`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Subject(String);
+
+impl Subject {
+    /// Parses a relative subject: dot-separated tokens of printable ASCII,
+    /// no wildcard, no empty token.
+    ///
+    /// # Errors
+    ///
+    /// The [`NameError`] naming what was wrong.
+    pub fn parse(text: &str) -> Result<Self, NameError> {
+        check_subject(text)?;
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The relative subject.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The full subject under `prefix`.
+    pub(crate) fn under(&self, prefix: &str) -> Result<String, NatsError> {
+        let full = format!("{prefix}.{}", self.0);
+        if full.len() > MAX_SUBJECT {
+            return Err(NatsError::Name(NameError::TooLong { max: MAX_SUBJECT }));
+        }
+        Ok(full)
+    }
+}
+
+impl fmt::Debug for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Subject({})", self.0)
+    }
+}
+
+/// A durable pull consumer of the provider's stream.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ConsumerName(String);
+
+impl ConsumerName {
+    /// Parses a consumer name: `[A-Za-z0-9_-]`, at most [`MAX_NAME`] bytes.
+    ///
+    /// # Errors
+    ///
+    /// The [`NameError`] naming what was wrong.
+    pub fn parse(text: &str) -> Result<Self, NameError> {
+        check_name(text)?;
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ConsumerName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ConsumerName({})", self.0)
+    }
+}
+
+/// A key of the provider's key-value bucket.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct KvKey(String);
+
+impl KvKey {
+    /// Parses a key: `[A-Za-z0-9_=/.-]`, no leading or trailing `.`, at
+    /// most [`MAX_SUBJECT`] bytes.
+    ///
+    /// # Errors
+    ///
+    /// The [`NameError`] naming what was wrong.
+    pub fn parse(text: &str) -> Result<Self, NameError> {
+        bounded(text, MAX_SUBJECT)?;
+        let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'=' | b'/' | b'-');
+        if !text.bytes().all(|b| allowed(b) || b == b'.') {
+            return Err(NameError::InvalidByte);
+        }
+        if text.starts_with('.') || text.ends_with('.') || text.contains("..") {
+            return Err(NameError::EmptyToken);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for KvKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "KvKey({})", self.0)
+    }
+}
+
+fn bounded(text: &str, max: usize) -> Result<(), NameError> {
+    if text.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if text.len() > max {
+        return Err(NameError::TooLong { max });
+    }
+    Ok(())
+}
+
+fn check_subject(text: &str) -> Result<(), NameError> {
+    bounded(text, MAX_SUBJECT)?;
+    for token in text.split('.') {
+        if token.is_empty() {
+            return Err(NameError::EmptyToken);
+        }
+        if token.contains(['*', '>']) {
+            return Err(NameError::Wildcard);
+        }
+        if !token.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(NameError::InvalidByte);
+        }
+    }
+    Ok(())
+}
+
+fn check_name(text: &str) -> Result<(), NameError> {
+    bounded(text, MAX_NAME)?;
+    if !text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+    {
+        return Err(NameError::InvalidByte);
+    }
+    Ok(())
+}
+
+/// The epoch's setting `key`, checked by `check`; a missing or invalid
+/// setting is a configuration error naming the setting only.
+fn setting<'r>(
+    running: &'r RunningRequest,
+    key: &'static str,
+    check: fn(&str) -> Result<(), NameError>,
+) -> Result<&'r str, NatsError> {
+    let value = running.client().setting(key).ok_or(NatsError::Config {
+        setting: key,
+        reason: "is not set",
+    })?;
+    check(value).map_err(|_| NatsError::Config {
+        setting: key,
+        reason: "is not a valid name",
+    })?;
+    Ok(value)
+}
+
+/// The epoch's `subject_prefix`.
+pub(crate) fn subject_prefix(running: &RunningRequest) -> Result<&str, NatsError> {
+    setting(running, SUBJECT_PREFIX_SETTING, check_subject)
+}
+
+/// The epoch's `stream`.
+pub(crate) fn stream(running: &RunningRequest) -> Result<&str, NatsError> {
+    setting(running, STREAM_SETTING, check_name)
+}
+
+/// The epoch's `kv_bucket`.
+pub(crate) fn kv_bucket(running: &RunningRequest) -> Result<&str, NatsError> {
+    setting(running, KV_BUCKET_SETTING, check_name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_are_relative_tokens_without_wildcards() {
+        assert_eq!(
+            Subject::parse("a.b-c.d_1").expect("valid").as_str(),
+            "a.b-c.d_1"
+        );
+        for (text, error) in [
+            ("", NameError::Empty),
+            (".a", NameError::EmptyToken),
+            ("a.", NameError::EmptyToken),
+            ("a..b", NameError::EmptyToken),
+            ("a.*", NameError::Wildcard),
+            ("a.>", NameError::Wildcard),
+            ("a b", NameError::InvalidByte),
+            ("a\r\nPUB x", NameError::InvalidByte),
+            ("ä", NameError::InvalidByte),
+        ] {
+            assert_eq!(Subject::parse(text), Err(error), "{text:?}");
+        }
+        let long = "a".repeat(MAX_SUBJECT + 1);
+        assert_eq!(
+            Subject::parse(&long),
+            Err(NameError::TooLong { max: MAX_SUBJECT })
+        );
+    }
+
+    #[test]
+    fn consumers_and_keys_keep_to_their_alphabets() {
+        assert!(ConsumerName::parse("worker-1_a").is_ok());
+        for text in ["a.b", "a b", "a*", "a>", "a/b"] {
+            assert_eq!(ConsumerName::parse(text), Err(NameError::InvalidByte));
+        }
+        assert!(KvKey::parse("tenant/a=b.c-d_e").is_ok());
+        assert_eq!(KvKey::parse(".a"), Err(NameError::EmptyToken));
+        assert_eq!(KvKey::parse("a."), Err(NameError::EmptyToken));
+        assert_eq!(KvKey::parse("a*"), Err(NameError::InvalidByte));
+        assert_eq!(KvKey::parse("a b"), Err(NameError::InvalidByte));
+    }
+}
