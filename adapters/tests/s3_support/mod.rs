@@ -1,12 +1,9 @@
 //! S3 test set-up against a real moto server: installing an S3 provider,
 //! running requests on its slot, raw set-up calls to moto (IAM's Query API
-//! and bucket creation, unsigned, inside moto's unauthenticated window),
-//! and a loopback relay that shows the connections the adapter opens and
-//! closes.
+//! and bucket creation, unsigned, inside moto's unauthenticated window).
+//! The loopback relay the tests put in front of moto is `support::relay`.
 
 #![allow(dead_code)]
-
-pub(crate) mod relay;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

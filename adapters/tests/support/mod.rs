@@ -8,9 +8,7 @@
 #[cfg(feature = "nats")]
 pub(crate) mod nats;
 pub(crate) mod origin;
-#[cfg(feature = "nats")]
-pub(crate) mod proxy;
-#[cfg(feature = "vault")]
+#[cfg(any(feature = "s3", feature = "vault", feature = "nats"))]
 pub(crate) mod relay;
 #[cfg(feature = "vault")]
 pub(crate) mod sockets;
