@@ -10,7 +10,7 @@ use provider_pools_actors::{ConnectError, DialErrorKind, InstallReceipt, Limits,
 use provider_pools_adapters::nats::{publish, NatsDialer, NatsError, NatsLimits, Subject};
 use provider_pools_test_peers::Nats;
 use support::nats::{admin, assert_clean, install, prepare, running};
-use support::proxy::Proxy;
+use support::relay::Relay;
 use support::{bounded, eventually, start};
 use tokio::sync::oneshot;
 
@@ -18,12 +18,12 @@ fn subject(text: &str) -> Subject {
     Subject::parse(text).expect("subject")
 }
 
-/// Publishes once through `proxy` (the client is parked), then starts a
-/// publish whose ack the proxy holds back and drops it once the server has
+/// Publishes once through `relay` (the client is parked), then starts a
+/// publish whose ack the relay holds back and drops it once the server has
 /// the message. Returns with the client handed to cleanup.
 async fn cancel_a_publish_midway(
     pools: &ProviderPools,
-    proxy: &Proxy,
+    relay: &Relay,
     receipt: &InstallReceipt,
     dialer: &NatsDialer,
 ) {
@@ -41,7 +41,7 @@ async fn cancel_a_publish_midway(
     .expect("a first publish");
     drop(warm);
 
-    proxy.hold_replies(true);
+    relay.hold();
     let held = running(pools, receipt, 2).await;
     let held_subject = subject("held");
     let mut call = Box::pin(publish(
@@ -54,7 +54,7 @@ async fn cancel_a_publish_midway(
     ));
     tokio::select! {
         done = &mut call => panic!("finished while its ack was held back: {done:?}"),
-        () = proxy.sent("ev.held") => {}
+        () = relay.sent("ev.held") => {}
     }
     drop(call);
     drop(held);
@@ -83,18 +83,18 @@ async fn cancelling_a_publish_midway_closes_the_client_before_its_charges_return
     let peer = Nats::start();
     let js = admin(&format!("nats://{}", peer.addr())).await;
     prepare(&js).await;
-    let mut proxy = Proxy::start(peer.addr()).await;
+    let mut relay = Relay::start(peer.addr()).await;
     let pools = start(Limits::DEFAULT).await;
-    let receipt = install(&pools, &proxy.target(), b"").await;
+    let receipt = install(&pools, &relay.url("nats"), b"").await;
     let dialer = NatsDialer::new(pools.clone());
 
-    cancel_a_publish_midway(&pools, &proxy, &receipt, &dialer).await;
+    cancel_a_publish_midway(&pools, &relay, &receipt, &dialer).await;
     // The server answers the drain: the client stops and closes its socket.
-    proxy.hold_replies(false);
-    proxy.client_closed().await;
+    relay.release();
+    relay.client_closed().await;
     everything_returns(&pools).await;
     assert_eq!(
-        proxy.accepted(),
+        relay.accepted(),
         1,
         "the cancelled call used the parked client"
     );
@@ -108,15 +108,15 @@ async fn a_close_the_server_never_answers_still_stops_the_client() {
     let peer = Nats::start();
     let js = admin(&format!("nats://{}", peer.addr())).await;
     prepare(&js).await;
-    let mut proxy = Proxy::start(peer.addr()).await;
+    let mut relay = Relay::start(peer.addr()).await;
     let pools = start(Limits::DEFAULT).await;
-    let receipt = install(&pools, &proxy.target(), b"").await;
+    let receipt = install(&pools, &relay.url("nats"), b"").await;
     let dialer = NatsDialer::new(pools.clone());
 
-    cancel_a_publish_midway(&pools, &proxy, &receipt, &dialer).await;
+    cancel_a_publish_midway(&pools, &relay, &receipt, &dialer).await;
     // The drain's answer stays held back: past the drain wait the close
     // drops the client's handles, which stops it.
-    proxy.client_closed().await;
+    relay.client_closed().await;
     everything_returns(&pools).await;
 
     let report = bounded("shutdown", pools.shutdown(support::deadline())).await;
@@ -128,13 +128,13 @@ async fn a_client_reserves_its_driver_job_before_it_connects() {
     let peer = Nats::start();
     let js = admin(&format!("nats://{}", peer.addr())).await;
     prepare(&js).await;
-    let proxy = Proxy::start(peer.addr()).await;
+    let relay = Relay::start(peer.addr()).await;
     let limits = Limits {
         provider_workers: 1,
         ..Limits::DEFAULT
     };
     let pools = start(limits).await;
-    let receipt = install(&pools, &proxy.target(), b"").await;
+    let receipt = install(&pools, &relay.url("nats"), b"").await;
     let dialer = NatsDialer::new(pools.clone());
     let (release, blocker) = oneshot::channel::<()>();
     let busy = pools
@@ -162,7 +162,7 @@ async fn a_client_reserves_its_driver_job_before_it_connects() {
         refused.as_ref().map(drop).expect_err("refused").code(),
         "busy"
     );
-    assert_eq!(proxy.accepted(), 0, "no TCP connect without a driver slot");
+    assert_eq!(relay.accepted(), 0, "no TCP connect without a driver slot");
 
     release.send(()).expect("job waiting");
     bounded("the blocking job", busy.join())

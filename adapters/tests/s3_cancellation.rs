@@ -10,8 +10,8 @@ mod support;
 use provider_pools_actors::{Bytes, ConnectionCounts, Limits};
 use provider_pools_adapters::s3::{get, list, put, ObjectKey, S3Limits};
 use provider_pools_test_peers::Moto;
-use s3_support::relay::Relay;
 use s3_support::{create_bucket, dialer, install, running};
+use support::relay::Relay;
 use support::{bounded, eventually, start, task};
 
 fn key(text: &str) -> ObjectKey {
@@ -49,7 +49,7 @@ async fn dropping_a_get_midway_destroys_its_connection_and_returns_capacity() {
     let snapshot = pools.snapshot();
     assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
     assert_eq!(snapshot.running_requests, 1, "the reader holds its owner");
-    assert!(relay.none_closed(), "the connection is still open");
+    assert!(relay.no_close_pending(), "the connection is still open");
 
     drop(reader);
     relay.client_closed().await;
@@ -80,7 +80,7 @@ async fn dropping_a_put_mid_call_destroys_its_connection() {
     let body = Bytes::from(vec![9u8; 256 * 1024]);
 
     // moto gets the whole request; its answer is held in the relay.
-    relay.hold_answers(true);
+    relay.hold();
     let request = running(&pools, &receipt, 1).await;
     let call = {
         let (pools, dialer, request) = (pools.clone(), dialer.clone(), request.clone());
@@ -93,7 +93,7 @@ async fn dropping_a_put_mid_call_destroys_its_connection() {
     .await;
     let snapshot = pools.snapshot();
     assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
-    assert!(relay.none_closed());
+    assert!(relay.no_close_pending());
 
     call.abort();
     assert!(bounded("the call ends", call).await.is_err(), "cancelled");
@@ -106,7 +106,7 @@ async fn dropping_a_put_mid_call_destroys_its_connection() {
     .await;
 
     // The next call dials afresh: nothing was parked.
-    relay.hold_answers(false);
+    relay.release();
     let request = running(&pools, &receipt, 2).await;
     // Whether moto stored the cancelled put is moto's business: the
     // pools promise only that its connection was destroyed.

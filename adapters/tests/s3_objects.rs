@@ -11,8 +11,8 @@ use provider_pools_adapters::s3::{
     delete, get, head, list, put, put_input, ObjectKey, S3ConfigError, S3Error, S3Limits,
 };
 use provider_pools_test_peers::Moto;
-use s3_support::relay::Relay;
 use s3_support::{create_bucket, dialer, endpoint, install, running, running_with};
+use support::relay::Relay;
 use support::{bounded, eventually, start};
 
 fn key(text: &str) -> ObjectKey {

@@ -4,9 +4,11 @@
 //! installs its material, and the source buffer's share returns.
 
 mod secret_support;
+mod support;
 
 use provider_pools_adapters::secret::{self, prepayment, ENTRY_OVERHEAD, MATERIAL_OVERHEAD};
-use secret_support::{bounded, eventually, name, task, Fixture, Writer, JOB};
+use secret_support::{name, Fixture, Writer, JOB};
+use support::{bounded, eventually, task};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_reload_waiter_keeps_the_jobs_charges_until_the_job_ends() {

@@ -5,6 +5,7 @@
 //! refuses new names before any I/O until a name is forgotten or expires.
 
 mod secret_support;
+mod support;
 
 use std::time::Duration;
 

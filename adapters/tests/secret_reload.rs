@@ -4,12 +4,14 @@
 //! it is read, and a file that grows while it is read.
 
 mod secret_support;
+mod support;
 
 use provider_pools_actors::AdmitError;
 use provider_pools_adapters::secret::{
     self, prepayment, SecretError, SecretName, ENTRY_OVERHEAD, MATERIAL_OVERHEAD,
 };
-use secret_support::{bounded, eventually, name, task, Audit, Fixture, Writer, JOB};
+use secret_support::{name, Audit, Fixture, Writer, JOB};
+use support::{bounded, eventually, task};
 use tracing::instrument::WithSubscriber;
 
 const CANARY: &[u8] = b"CANARY-5e11-secret-bytes";

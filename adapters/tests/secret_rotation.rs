@@ -5,12 +5,14 @@
 //! new calls use the new epoch's own.
 
 mod secret_support;
+mod support;
 
 use provider_pools_actors::{Authority, Credential, Epoch, Installation};
 use provider_pools_adapters::secret::{
     self, prepayment, SecretError, ENTRY_OVERHEAD, MATERIAL_OVERHEAD,
 };
-use secret_support::{config, eventually, name, provider, task, Fixture, Writer, JOB};
+use secret_support::{config, name, provider, Fixture, Writer, JOB};
+use support::{eventually, task};
 
 /// What a loaded secret keeps charged: its entry and its canonical copy.
 fn kept(len: u32, file: &str) -> u32 {
@@ -57,7 +59,7 @@ async fn readers_keep_the_old_version_while_a_reload_installs_the_new_one() {
     drop(during);
 
     drop(writer);
-    let reloaded = secret_support::bounded("reload", reload)
+    let reloaded = support::bounded("reload", reload)
         .await
         .expect("task")
         .expect("reload");

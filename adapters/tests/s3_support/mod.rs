@@ -1,27 +1,22 @@
-//! S3 test set-up against a real moto server: installing an S3 provider,
-//! running requests on its slot, raw set-up calls to moto (IAM's Query API
-//! and bucket creation, unsigned, inside moto's unauthenticated window),
-//! and a loopback relay that shows the connections the adapter opens and
-//! closes.
+//! S3 test set-up against a real moto server: provider `store` whose slot
+//! 0 is an S3 endpoint, running requests on that slot (through the shared
+//! `support` helpers), and raw set-up calls to moto (IAM's Query API and
+//! bucket creation, unsigned, inside moto's unauthenticated window). The
+//! loopback relay the tests put in front of moto is `support::relay`.
 
 #![allow(dead_code)]
 
-pub(crate) mod relay;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use provider_pools_actors::{
-    AdmitRequest, Authority, Bytes, Credential, Denied, DispatchAuthority, Epoch, ExecutionPlan,
-    InstallReceipt, Installation, LedgerId, OriginKind, OriginSlot, ProviderConfig, ProviderId,
-    ProviderPools, RunningRequest, ServiceName, SessionId, TenantId,
+    Bytes, InstallReceipt, OriginKind, ProviderConfig, ProviderPools, RunningRequest,
 };
 use provider_pools_adapters::http::HttpDialer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::support::bounded;
+use crate::support::{self, bounded};
 
 /// The bucket every test provider serves.
 pub(crate) const BUCKET: &str = "objects";
@@ -34,10 +29,8 @@ pub(crate) fn config(target: &str) -> ProviderConfig {
 
 /// Provider `store`'s configuration serving `bucket`.
 pub(crate) fn config_for(target: &str, bucket: &str) -> ProviderConfig {
-    ProviderConfig::new(ServiceName::new("store").expect("service name"))
-        .with_origin(OriginSlot::new(0), OriginKind::S3, target)
-        .with_setting("region", "us-east-1")
-        .with_setting("bucket", bucket)
+    let settings = [("region", "us-east-1"), ("bucket", bucket)];
+    support::provider_config("store", OriginKind::S3, target, &settings)
 }
 
 /// Installs (`expected` 0) or rotates (`expected` the current epoch)
@@ -58,16 +51,8 @@ pub(crate) async fn install_config(
     expected: u64,
     credential: &[u8],
 ) -> InstallReceipt {
-    pools
-        .install(Installation {
-            authority: Authority::new("https://store.example").expect("authority"),
-            provider: ProviderId::new("store").expect("provider id"),
-            expected: Epoch::new(expected),
-            credential: Credential::from_slice(credential).expect("credential within bound"),
-            config,
-        })
-        .await
-        .expect("install")
+    let authority = "https://store.example";
+    support::install_provider(pools, "store", authority, config, credential, expected).await
 }
 
 /// The pools' HTTP dialer, shared as the S3 operations take it.
@@ -75,45 +60,16 @@ pub(crate) fn dialer(pools: &ProviderPools) -> Arc<HttpDialer> {
     Arc::new(HttpDialer::new(pools.clone()))
 }
 
-#[derive(Debug)]
-struct AllowAll;
-
-impl DispatchAuthority for AllowAll {
-    fn authorize(&self, _: &ExecutionPlan, _: &ProviderId) -> Result<(), Denied> {
-        Ok(())
-    }
-}
-
-/// Admits, dispatches and starts a request for the S3 slot, with `input`
-/// staged.
+/// Admits, dispatches and starts a request of tenant `t` for the S3 slot,
+/// with `input` staged.
 pub(crate) async fn running_with(
     pools: &ProviderPools,
     receipt: &InstallReceipt,
     session: u64,
     input: Bytes,
 ) -> RunningRequest {
-    let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
-    let plan = ExecutionPlan::seal(
-        TenantId::new("t").expect("tenant"),
-        SessionId::new(session),
-        LedgerId::new(1),
-        far,
-        far,
-    );
-    let request = AdmitRequest {
-        plan,
-        provider: receipt.provider.clone(),
-        slot: receipt.slots[0],
-        kind: OriginKind::S3,
-        input: pools.stage_input(input).expect("input staged"),
-    };
-    let ready = bounded("admission", pools.admit(request))
-        .await
-        .expect("capacity is free");
-    let call = pools
-        .dispatch(&AllowAll, ready.plan(), ready.provider())
-        .expect("dispatch");
-    ready.start(call).expect("start")
+    let plan = support::plan("t", session);
+    support::running_plan(pools, receipt, plan, OriginKind::S3, input).await
 }
 
 /// A running request for the S3 slot with no input.

@@ -2,26 +2,23 @@
 //! secret origin over a real temporary directory, guest requests admitted
 //! through a policy table, a writer's exclusive `flock` as the gate that
 //! holds a reload mid-read, and a subscriber that captures audit events.
+//! Registry start, installation, admission and the bounded waits are the
+//! shared ones of `support`.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use provider_pools_actors::{
-    AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan,
-    InstallReceipt, Installation, LedgerId, Limits, OriginKind, OriginSlot, PolicyTable, PoolReady,
-    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, RunningRequest, ServiceName, SessionId,
-    TenantId,
+    Bytes, InstallReceipt, Limits, OriginKind, PolicyTable, PoolReady, ProviderConfig, ProviderId,
+    ProviderPools, RunningRequest, TenantId,
 };
 use provider_pools_adapters::secret::{self, Reloaded, SecretError, SecretName};
 
-/// How long any bounded wait in these tests may take before it fails.
-pub(crate) const WAIT: Duration = Duration::from_secs(5);
+use crate::support::{self, bounded, deadline, eventually};
 
 /// The worker pool's metadata charge per job not yet joined (ARCHITECTURE,
 /// ownership table).
@@ -48,14 +45,8 @@ pub(crate) fn provider() -> ProviderId {
 
 /// A configuration with one secret origin on slot 0 at `dir`.
 pub(crate) fn config(dir: &Path, settings: &[(&str, &str)]) -> ProviderConfig {
-    settings.iter().fold(
-        ProviderConfig::new(ServiceName::new("secrets").expect("service")).with_origin(
-            OriginSlot::new(0),
-            OriginKind::Secret,
-            dir.display().to_string(),
-        ),
-        |config, (key, value)| config.with_setting(*key, *value),
-    )
+    let target = dir.display().to_string();
+    support::provider_config("secrets", OriginKind::Secret, &target, settings)
 }
 
 impl Fixture {
@@ -63,24 +54,12 @@ impl Fixture {
     pub(crate) async fn new(settings: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("secrets")).expect("secret dir");
-        let pools = ProviderPools::start(PoolsConfig {
-            limits: Limits::DEFAULT,
-            ..PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
-        })
-        .await
-        .expect("pools");
+        let pools = support::start(Limits::DEFAULT).await;
         let config = config(&dir.path().join("secrets"), settings);
         secret::SecretSettings::of_config(&config).expect("valid secret settings");
-        let receipt = pools
-            .install(Installation {
-                provider: provider(),
-                authority: Authority::new("file:secrets").expect("authority"),
-                expected: Epoch::ZERO,
-                credential: Credential::empty(),
-                config,
-            })
-            .await
-            .expect("install");
+        let id = provider();
+        let receipt =
+            support::install_provider(&pools, id.as_str(), "file:secrets", config, b"", 0).await;
         let policy = PolicyTable::new();
         policy.allow(TenantId::new(TENANT).expect("tenant"), provider());
         Self {
@@ -119,24 +98,9 @@ impl Fixture {
     /// permission yet).
     pub(crate) async fn admitted(&mut self, tenant: &str) -> PoolReady {
         self.sessions += 1;
-        let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
-        let plan = ExecutionPlan::seal(
-            TenantId::new(tenant).expect("tenant"),
-            SessionId::new(self.sessions),
-            LedgerId::new(1),
-            far,
-            far,
-        );
-        let request = AdmitRequest {
-            plan,
-            provider: self.receipt.provider.clone(),
-            slot: self.receipt.slots[0],
-            kind: OriginKind::Secret,
-            input: self.pools.stage_input(Bytes::new()).expect("empty input"),
-        };
-        bounded("admission", self.pools.admit(request))
-            .await
-            .expect("capacity is free")
+        let plan = support::plan(tenant, self.sessions);
+        let kind = OriginKind::Secret;
+        support::admitted(&self.pools, &self.receipt, plan, kind, Bytes::new()).await
     }
 
     /// An admitted, dispatched (the policy allows [`TENANT`]) and started
@@ -180,40 +144,6 @@ impl Writer {
             .expect("exclusive lock");
         Self(file)
     }
-}
-
-/// Runs `future` with a bound, failing with `what` if it does not finish.
-pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
-    tokio::time::timeout(WAIT, future)
-        .await
-        .unwrap_or_else(|_| panic!("timed out after {WAIT:?}: {what}"))
-}
-
-/// Polls `condition` until it holds, failing after [`WAIT`] with `what`.
-pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
-
-/// A deadline [`WAIT`] from now.
-pub(crate) fn deadline() -> tokio::time::Instant {
-    tokio::time::Instant::now() + WAIT
-}
-
-/// Runs `future` as a task of the test's runtime.
-#[allow(clippy::disallowed_methods, reason = "tests own their tasks")]
-pub(crate) fn task<F>(future: F) -> tokio::task::JoinHandle<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    tokio::spawn(future)
 }
 
 /// One captured event: its fields, formatted.

@@ -1,16 +1,17 @@
-//! Shared set-up for the adapters' tests: a fresh registry per test, one
-//! installed provider whose slot 0 is a loopback origin, running requests,
-//! and bounded waits. Kept small: the root crate's `tests/support` is the
-//! full version.
+//! Shared set-up for the adapters' tests: a fresh registry per test,
+//! installing a provider whose slot 0 is one origin (the http tests'
+//! provider `web` at a loopback origin; the s3, vault, nats and secret
+//! support modules name their own), running requests, bounded waits, and a
+//! relay in front of real peers. Kept small: the root crate's
+//! `tests/support` is the full version.
 
 #![allow(dead_code)]
 
 #[cfg(feature = "nats")]
 pub(crate) mod nats;
+#[cfg(feature = "http")]
 pub(crate) mod origin;
-#[cfg(feature = "nats")]
-pub(crate) mod proxy;
-#[cfg(feature = "vault")]
+#[cfg(any(feature = "s3", feature = "vault", feature = "nats"))]
 pub(crate) mod relay;
 #[cfg(feature = "vault")]
 pub(crate) mod sockets;
@@ -21,10 +22,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use provider_pools_actors::{
-    AdmitRequest, Authority, BrokerGeneration, Credential, Denied, DispatchAuthority, Epoch,
+    AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Denied, DispatchAuthority, Epoch,
     ExecutionPlan, InstallReceipt, Installation, LedgerId, Limits, OriginKind, OriginSlot,
-    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, RunningRequest, ServiceName, SessionId,
-    TenantId,
+    PoolReady, PoolsConfig, ProviderConfig, ProviderId, ProviderPools, RunningRequest, ServiceName,
+    SessionId, TenantId,
 };
 
 /// How long any bounded wait in these tests may take before it fails.
@@ -38,16 +39,49 @@ pub(crate) async fn start(limits: Limits) -> ProviderPools {
     ProviderPools::start(config).await.expect("registry starts")
 }
 
-/// Provider `web`'s configuration: slot 0 at `target`, public `settings`.
-pub(crate) fn config(target: &str, settings: &[(&str, &str)]) -> ProviderConfig {
+/// The configuration of a provider of service `service`: slot 0 an origin
+/// of `kind` at `target`, public `settings`.
+pub(crate) fn provider_config(
+    service: &str,
+    kind: OriginKind,
+    target: &str,
+    settings: &[(&str, &str)],
+) -> ProviderConfig {
     settings.iter().fold(
-        ProviderConfig::new(ServiceName::new("web").expect("service name")).with_origin(
+        ProviderConfig::new(ServiceName::new(service).expect("service name")).with_origin(
             OriginSlot::new(0),
-            OriginKind::Http,
+            kind,
             target,
         ),
         |config, (key, value)| config.with_setting(*key, *value),
     )
+}
+
+/// Installs provider `provider` under `authority` with `config` and
+/// `credential` over epoch `expected` (0 for a first install).
+pub(crate) async fn install_provider(
+    pools: &ProviderPools,
+    provider: &str,
+    authority: &str,
+    config: ProviderConfig,
+    credential: &[u8],
+    expected: u64,
+) -> InstallReceipt {
+    pools
+        .install(Installation {
+            authority: Authority::new(authority).expect("authority"),
+            provider: ProviderId::new(provider).expect("provider id"),
+            expected: Epoch::new(expected),
+            credential: Credential::from_slice(credential).expect("credential within bound"),
+            config,
+        })
+        .await
+        .expect("install")
+}
+
+/// Provider `web`'s configuration: slot 0 at `target`, public `settings`.
+pub(crate) fn config(target: &str, settings: &[(&str, &str)]) -> ProviderConfig {
+    provider_config("web", OriginKind::Http, target, settings)
 }
 
 /// Installs provider `web` (epoch 1) with [`config`] and `credential`.
@@ -58,17 +92,7 @@ pub(crate) async fn install(
     credential: &[u8],
 ) -> InstallReceipt {
     let config = config(target, settings);
-    let provider = ProviderId::new("web").expect("provider id");
-    pools
-        .install(Installation {
-            authority: Authority::new("https://web.example").expect("authority"),
-            provider,
-            expected: Epoch::new(0),
-            credential: Credential::from_slice(credential).expect("credential within bound"),
-            config,
-        })
-        .await
-        .expect("install")
+    install_provider(pools, "web", "https://web.example", config, credential, 0).await
 }
 
 #[derive(Debug)]
@@ -92,13 +116,26 @@ pub(crate) async fn running(
 /// The plan of tenant `tenant`'s session `session`, with deadlines an
 /// hour away.
 pub(crate) fn plan(tenant: &str, session: u64) -> ExecutionPlan {
-    let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
+    plan_until(
+        tenant,
+        session,
+        tokio::time::Instant::now() + Duration::from_secs(3_600),
+    )
+}
+
+/// The plan of tenant `tenant`'s session `session`, with both deadlines at
+/// `deadline`.
+pub(crate) fn plan_until(
+    tenant: &str,
+    session: u64,
+    deadline: tokio::time::Instant,
+) -> ExecutionPlan {
     ExecutionPlan::seal(
         TenantId::new(tenant).expect("tenant"),
         SessionId::new(session),
         LedgerId::new(1),
-        far,
-        far,
+        deadline,
+        deadline,
     )
 }
 
@@ -111,18 +148,40 @@ pub(crate) async fn running_as(
     session: u64,
     kind: OriginKind,
 ) -> RunningRequest {
+    running_plan(pools, receipt, plan(tenant, session), kind, Bytes::new()).await
+}
+
+/// Admits `plan`'s request for slot 0, an origin of `kind`, with `input`
+/// staged (capacity only: no permission yet).
+pub(crate) async fn admitted(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    plan: ExecutionPlan,
+    kind: OriginKind,
+    input: Bytes,
+) -> PoolReady {
     let request = AdmitRequest {
-        plan: plan(tenant, session),
+        plan,
         provider: receipt.provider.clone(),
         slot: receipt.slots[0],
         kind,
-        input: pools
-            .stage_input(provider_pools_actors::Bytes::new())
-            .expect("empty input"),
+        input: pools.stage_input(input).expect("input staged"),
     };
-    let ready = bounded("admission", pools.admit(request))
+    bounded("admission", pools.admit(request))
         .await
-        .expect("capacity is free");
+        .expect("capacity is free")
+}
+
+/// Admits, dispatches ([`AllowAll`]) and starts `plan`'s request for slot
+/// 0, an origin of `kind`, with `input` staged.
+pub(crate) async fn running_plan(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    plan: ExecutionPlan,
+    kind: OriginKind,
+    input: Bytes,
+) -> RunningRequest {
+    let ready = admitted(pools, receipt, plan, kind, input).await;
     let call = pools
         .dispatch(&AllowAll, ready.plan(), ready.provider())
         .expect("dispatch");
@@ -165,12 +224,13 @@ pub(crate) fn deadline() -> tokio::time::Instant {
 }
 
 /// A GET of the origin-form `path`, with no headers and no body.
+#[cfg(feature = "http")]
 pub(crate) fn get(path: &str) -> provider_pools_adapters::http::HttpRequest {
     provider_pools_adapters::http::HttpRequest {
         method: http::Method::GET,
         target: provider_pools_adapters::http::RequestTarget::parse(path)
             .expect("origin-form target"),
         headers: http::HeaderMap::new(),
-        body: provider_pools_actors::Bytes::new(),
+        body: Bytes::new(),
     }
 }

@@ -1,6 +1,6 @@
-//! NATS test set-up: provider `bus` with slot 0 on a real nats-server, the
-//! test's own admin client, and the stream, consumer and bucket the tests
-//! use.
+//! NATS test set-up: provider `bus` with slot 0 on a real nats-server
+//! (installed and run through the shared helpers of `support`), the test's
+//! own admin client, and the stream, consumer and bucket the tests use.
 //!
 //! Stream `EV` takes `ev.>`; its durable pull consumer `work` acks
 //! explicitly with a 30 s ack wait; bucket `cfg` is a key-value bucket.
@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer, kv, stream};
 use provider_pools_actors::{
-    Authority, Credential, Epoch, InstallReceipt, Installation, OriginKind, OriginSlot,
-    ProviderConfig, ProviderId, ProviderPools, RunningRequest, ServiceName, Snapshot,
+    InstallReceipt, OriginKind, ProviderConfig, ProviderPools, RunningRequest, Snapshot,
 };
 
 /// The settings of provider `bus`: prefix `ev`, stream `EV`, bucket `cfg`.
@@ -22,14 +21,7 @@ pub(crate) const SETTINGS: &[(&str, &str)] = &[
 
 /// Provider `bus`'s configuration: slot 0 at `target`.
 pub(crate) fn config(target: &str, settings: &[(&str, &str)]) -> ProviderConfig {
-    settings.iter().fold(
-        ProviderConfig::new(ServiceName::new("bus").expect("service name")).with_origin(
-            OriginSlot::new(0),
-            OriginKind::Nats,
-            target,
-        ),
-        |config, (key, value)| config.with_setting(*key, *value),
-    )
+    super::provider_config("bus", OriginKind::Nats, target, settings)
 }
 
 /// Installs provider `bus` over epoch `expected` with `credential`.
@@ -40,16 +32,16 @@ pub(crate) async fn install_over(
     credential: &[u8],
     expected: u64,
 ) -> InstallReceipt {
-    pools
-        .install(Installation {
-            authority: Authority::new("nats://bus.example").expect("authority"),
-            provider: ProviderId::new("bus").expect("provider id"),
-            expected: Epoch::new(expected),
-            credential: Credential::from_slice(credential).expect("credential within bound"),
-            config: config(target, settings),
-        })
-        .await
-        .expect("install")
+    let config = config(target, settings);
+    super::install_provider(
+        pools,
+        "bus",
+        "nats://bus.example",
+        config,
+        credential,
+        expected,
+    )
+    .await
 }
 
 /// Installs provider `bus` (epoch 1) with [`SETTINGS`] and `credential`.

@@ -1,24 +1,33 @@
-//! A TCP relay on 127.0.0.1 in front of a real peer: it counts the
-//! client's sockets and knows their addresses, reports each socket the
-//! client closed (EOF or reset),
-//! and can hold the peer's answers so a call stays mid-exchange for as
-//! long as a test needs.
+//! A TCP relay on 127.0.0.1 in front of a real peer (moto, OpenBao,
+//! nats-server), shared by the s3, vault and nats tests. It counts the
+//! sockets the client opens and knows their addresses, counts and keeps the
+//! bytes the client sends, reports each socket the client closed (EOF or
+//! reset read from the client's side), and can hold the peer's answers back
+//! so a call stays mid-exchange for as long as a test needs.
 //!
 //! Nothing is changed in transit: the peer answers every request itself.
+//! When the peer closes a connection the relay half-closes the client's
+//! side, so the client sees the close and the relay reports the client's
+//! own close once it comes.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
+
+/// Bytes of client traffic kept for [`Relay::sent`].
+const KEPT: usize = 1 << 20;
 
 pub(crate) struct Relay {
     /// `http://127.0.0.1:PORT`, as a provider's origin target.
     pub(crate) target: String,
     addr: SocketAddr,
     shared: Arc<Shared>,
+    hold: watch::Sender<bool>,
     closed: mpsc::Receiver<()>,
     held: mpsc::Receiver<()>,
 }
@@ -27,8 +36,19 @@ struct Shared {
     accepted: AtomicUsize,
     clients: Mutex<Vec<SocketAddr>>,
     open: AtomicUsize,
-    hold: AtomicBool,
-    release: Notify,
+    forwarded: AtomicUsize,
+    /// The last [`KEPT`] bytes the clients sent, and a wake-up per write.
+    sent: Mutex<Vec<u8>>,
+    sent_more: Notify,
+}
+
+/// One connection's ends of the relay's report channels.
+#[derive(Clone)]
+struct Reports {
+    shared: Arc<Shared>,
+    hold: watch::Receiver<bool>,
+    closed: mpsc::Sender<()>,
+    held: mpsc::Sender<()>,
 }
 
 impl Relay {
@@ -36,40 +56,56 @@ impl Relay {
     pub(crate) async fn start(upstream: SocketAddr) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let target = format!("http://{addr}");
         let shared = Arc::new(Shared {
             accepted: AtomicUsize::new(0),
             clients: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
-            hold: AtomicBool::new(false),
-            release: Notify::new(),
+            forwarded: AtomicUsize::new(0),
+            sent: Mutex::new(Vec::new()),
+            sent_more: Notify::new(),
         });
+        let (hold, hold_rx) = watch::channel(false);
         let (closed_tx, closed) = mpsc::channel(256);
         let (held_tx, held) = mpsc::channel(256);
-        let state = Arc::clone(&shared);
+        let reports = Reports {
+            shared: Arc::clone(&shared),
+            hold: hold_rx,
+            closed: closed_tx,
+            held: held_tx,
+        };
         super::task(async move {
             while let Ok((client, from)) = listener.accept().await {
+                reports
+                    .shared
+                    .clients
+                    .lock()
+                    .expect("not poisoned")
+                    .push(from);
+                reports.shared.accepted.fetch_add(1, Ordering::SeqCst);
                 let Ok(server) = TcpStream::connect(upstream).await else {
                     continue;
                 };
-                state.clients.lock().expect("not poisoned").push(from);
-                state.accepted.fetch_add(1, Ordering::SeqCst);
-                state.open.fetch_add(1, Ordering::SeqCst);
-                let (state, closed_tx, held_tx) =
-                    (Arc::clone(&state), closed_tx.clone(), held_tx.clone());
+                reports.shared.open.fetch_add(1, Ordering::SeqCst);
+                let reports = reports.clone();
                 super::task(async move {
-                    pipe(client, server, &state, &closed_tx, &held_tx).await;
-                    state.open.fetch_sub(1, Ordering::SeqCst);
+                    relay(client, server, &reports).await;
+                    reports.shared.open.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
         Self {
-            target,
+            target: format!("http://{addr}"),
             addr,
             shared,
+            hold,
             closed,
             held,
         }
+    }
+
+    /// `SCHEME://127.0.0.1:PORT`, for peers whose targets are not `http`.
+    pub(crate) fn url(&self, scheme: &str) -> String {
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Sockets the client opened so far.
@@ -92,15 +128,38 @@ impl Relay {
         self.shared.open.load(Ordering::SeqCst)
     }
 
+    /// Bytes the client sent so far, over all its sockets.
+    pub(crate) fn forwarded(&self) -> usize {
+        self.shared.forwarded.load(Ordering::SeqCst)
+    }
+
+    /// Waits until some client has sent `needle` (among the last
+    /// [`KEPT`] bytes sent).
+    pub(crate) async fn sent(&self, needle: &str) {
+        super::bounded(&format!("a client to send {needle:?}"), async {
+            loop {
+                let more = self.shared.sent_more.notified();
+                let found = {
+                    let kept = self.shared.sent.lock().expect("not poisoned");
+                    kept.windows(needle.len()).any(|w| w == needle.as_bytes())
+                };
+                if found {
+                    return;
+                }
+                more.await;
+            }
+        })
+        .await;
+    }
+
     /// From now on, the peer's answers are held until [`Self::release`].
     pub(crate) fn hold(&self) {
-        self.shared.hold.store(true, Ordering::SeqCst);
+        self.hold.send_replace(true);
     }
 
     /// Forwards every held answer and stops holding.
     pub(crate) fn release(&self) {
-        self.shared.hold.store(false, Ordering::SeqCst);
-        self.shared.release.notify_waiters();
+        self.hold.send_replace(false);
     }
 
     /// Waits until one more answer is held (its request reached the peer,
@@ -124,51 +183,65 @@ impl Relay {
     }
 }
 
-async fn pipe(
-    mut client: TcpStream,
-    mut server: TcpStream,
-    state: &Shared,
-    closed: &mpsc::Sender<()>,
-    held: &mpsc::Sender<()>,
-) {
-    let mut from_client = vec![0u8; 16 * 1024];
-    let mut from_server = vec![0u8; 16 * 1024];
-    let mut pending: Option<Vec<u8>> = None;
+/// Relays one connection until the client closes its socket, then reports
+/// the close and drops both sockets (a held answer is dropped with them).
+async fn relay(client: TcpStream, server: TcpStream, reports: &Reports) {
+    let (client_rx, client_tx) = client.into_split();
+    let (server_rx, server_tx) = server.into_split();
+    tokio::select! {
+        () = upload(client_rx, server_tx, &reports.shared) => {}
+        () = download(server_rx, client_tx, reports) => {}
+    }
+    let _ = reports.closed.try_send(());
+}
+
+/// Forwards the client's bytes until the client closes (EOF or reset).
+/// Should the peer stop taking them, they are read and dropped, so the
+/// client's close is still seen.
+async fn upload(mut client: OwnedReadHalf, mut server: OwnedWriteHalf, shared: &Shared) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut peer_takes = true;
     loop {
-        // Created before the flag is read, so a release in between wakes it.
-        let release = state.release.notified();
-        if pending.is_some() && !state.hold.load(Ordering::SeqCst) {
-            let bytes = pending.take().unwrap_or_default();
-            if client.write_all(&bytes).await.is_err() {
-                return;
-            }
-            continue;
+        let n = match client.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        shared.forwarded.fetch_add(n, Ordering::SeqCst);
+        {
+            let mut kept = shared.sent.lock().expect("not poisoned");
+            kept.extend_from_slice(&buf[..n]);
+            let excess = kept.len().saturating_sub(KEPT);
+            kept.drain(..excess);
         }
-        tokio::select! {
-            read = client.read(&mut from_client) => match read {
-                Ok(0) | Err(_) => {
-                    let _ = closed.try_send(());
-                    return;
-                }
-                Ok(n) => {
-                    if server.write_all(&from_client[..n]).await.is_err() {
-                        return;
-                    }
-                }
-            },
-            read = server.read(&mut from_server), if pending.is_none() => match read {
-                Ok(0) | Err(_) => return,
-                Ok(n) if state.hold.load(Ordering::SeqCst) => {
-                    pending = Some(from_server[..n].to_vec());
-                    let _ = held.try_send(());
-                }
-                Ok(n) => {
-                    if client.write_all(&from_server[..n]).await.is_err() {
-                        return;
-                    }
-                }
-            },
-            () = release, if pending.is_some() => {}
+        shared.sent_more.notify_waiters();
+        if peer_takes {
+            peer_takes = server.write_all(&buf[..n]).await.is_ok();
         }
     }
+}
+
+/// Forwards the peer's bytes, holding each read while the relay holds
+/// answers. When the peer closes (or the client stops taking bytes), the
+/// client's side is half-closed and this never returns: the connection
+/// ends with the client's close.
+async fn download(mut server: OwnedReadHalf, mut client: OwnedWriteHalf, reports: &Reports) {
+    let mut hold = reports.hold.clone();
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match server.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if *hold.borrow_and_update() {
+            let _ = reports.held.try_send(());
+            if hold.wait_for(|hold| !*hold).await.is_err() {
+                break;
+            }
+        }
+        if client.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = client.shutdown().await;
+    std::future::pending::<()>().await;
 }

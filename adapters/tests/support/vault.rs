@@ -1,14 +1,13 @@
 //! Vault test set-up: a real OpenBao dev server (KV-v2 at `secret/`), its
 //! own small HTTP calls for tokens and policies, and a provider `vault`
-//! whose slot 0 is a Vault origin.
+//! whose slot 0 is a Vault origin (installed and run through the shared
+//! helpers of `support`).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use provider_pools_actors::{
-    AdmitRequest, Authority, Bytes, Credential, Epoch, ExecutionPlan, InstallReceipt, Installation,
-    LedgerId, OriginKind, OriginSlot, ProviderConfig, ProviderId, ProviderPools, RunningRequest,
-    ServiceName, SessionId, TenantId,
+    Bytes, InstallReceipt, OriginKind, ProviderConfig, ProviderPools, RunningRequest,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -157,14 +156,7 @@ pub(crate) async fn revoke(addr: SocketAddr, token: &str) {
 
 /// Provider `vault`'s configuration: slot 0 at `target`, public `settings`.
 pub(crate) fn config(target: &str, settings: &[(&str, &str)]) -> ProviderConfig {
-    settings.iter().fold(
-        ProviderConfig::new(ServiceName::new("vault").expect("service name")).with_origin(
-            OriginSlot::new(0),
-            OriginKind::Vault,
-            target,
-        ),
-        |config, (key, value)| config.with_setting(*key, *value),
-    )
+    super::provider_config("vault", OriginKind::Vault, target, settings)
 }
 
 /// Installs provider `vault` at `expected` + 1 with `token`.
@@ -175,16 +167,16 @@ pub(crate) async fn install(
     token: &[u8],
     expected: u64,
 ) -> InstallReceipt {
-    pools
-        .install(Installation {
-            authority: Authority::new("https://vault.example").expect("authority"),
-            provider: ProviderId::new("vault").expect("provider id"),
-            expected: Epoch::new(expected),
-            credential: Credential::from_slice(token).expect("credential within bound"),
-            config: config(target, settings),
-        })
-        .await
-        .expect("install")
+    let config = config(target, settings);
+    super::install_provider(
+        pools,
+        "vault",
+        "https://vault.example",
+        config,
+        token,
+        expected,
+    )
+    .await
 }
 
 /// Admits, dispatches and starts a request of tenant `t` for slot 0.
@@ -193,8 +185,7 @@ pub(crate) async fn running(
     receipt: &InstallReceipt,
     session: u64,
 ) -> RunningRequest {
-    let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
-    running_until(pools, receipt, session, far).await
+    super::running_as(pools, receipt, "t", session, OriginKind::Vault).await
 }
 
 /// As [`running`], with the request's I/O deadline at `deadline`.
@@ -204,27 +195,8 @@ pub(crate) async fn running_until(
     session: u64,
     deadline: tokio::time::Instant,
 ) -> RunningRequest {
-    let plan = ExecutionPlan::seal(
-        TenantId::new("t").expect("tenant"),
-        SessionId::new(session),
-        LedgerId::new(1),
-        deadline,
-        deadline,
-    );
-    let request = AdmitRequest {
-        plan,
-        provider: receipt.provider.clone(),
-        slot: receipt.slots[0],
-        kind: OriginKind::Vault,
-        input: pools.stage_input(Bytes::new()).expect("empty input"),
-    };
-    let ready = super::bounded("admission", pools.admit(request))
-        .await
-        .expect("capacity is free");
-    let call = pools
-        .dispatch(&super::AllowAll, ready.plan(), ready.provider())
-        .expect("dispatch");
-    ready.start(call).expect("start")
+    let plan = super::plan_until("t", session, deadline);
+    super::running_plan(pools, receipt, plan, OriginKind::Vault, Bytes::new()).await
 }
 
 /// A JSON object from `pairs`.
