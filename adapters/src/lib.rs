@@ -13,6 +13,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+#[cfg(any(feature = "http", feature = "nats"))]
+mod authority;
 #[cfg(feature = "blob")]
 pub mod blob;
 #[cfg(feature = "http")]

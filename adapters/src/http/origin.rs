@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use crate::authority::{parse_port, split_host_port, AuthorityError};
+
 /// Longest request target accepted, in bytes.
 pub const MAX_TARGET: usize = 8 * 1024;
 
@@ -155,40 +157,12 @@ fn default_port(tls: bool) -> u16 {
     }
 }
 
-fn split_host_port(authority: &str) -> Result<(&str, Option<&str>), OriginError> {
-    if let Some(rest) = authority.strip_prefix('[') {
-        let close = rest.find(']').ok_or(OriginError::InvalidHost)?;
-        let literal = &rest[..close];
-        if literal.is_empty() || !literal.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') {
-            return Err(OriginError::InvalidHost);
+impl From<AuthorityError> for OriginError {
+    fn from(error: AuthorityError) -> Self {
+        match error {
+            AuthorityError::InvalidHost => Self::InvalidHost,
+            AuthorityError::InvalidPort => Self::InvalidPort,
         }
-        let host = &authority[..close + 2];
-        return match &rest[close + 1..] {
-            "" => Ok((host, None)),
-            tail => tail
-                .strip_prefix(':')
-                .map(|port| (host, Some(port)))
-                .ok_or(OriginError::InvalidHost),
-        };
-    }
-    let (host, port) = match authority.split_once(':') {
-        Some((host, port)) => (host, Some(port)),
-        None => (authority, None),
-    };
-    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
-    if host.is_empty() || host.len() > 253 || !host.bytes().all(valid) {
-        return Err(OriginError::InvalidHost);
-    }
-    Ok((host, port))
-}
-
-fn parse_port(port: &str) -> Result<u16, OriginError> {
-    if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(OriginError::InvalidPort);
-    }
-    match port.parse::<u16>() {
-        Ok(0) | Err(_) => Err(OriginError::InvalidPort),
-        Ok(port) => Ok(port),
     }
 }
 

@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use crate::authority::{parse_port, split_host_port, AuthorityError};
+
 /// The NATS port when a target names none.
 pub const DEFAULT_PORT: u16 = 4222;
 
@@ -111,40 +113,12 @@ impl fmt::Display for NatsTarget {
     }
 }
 
-fn split_host_port(authority: &str) -> Result<(&str, Option<&str>), NatsTargetError> {
-    if let Some(rest) = authority.strip_prefix('[') {
-        let close = rest.find(']').ok_or(NatsTargetError::InvalidHost)?;
-        let literal = &rest[..close];
-        if literal.is_empty() || !literal.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') {
-            return Err(NatsTargetError::InvalidHost);
+impl From<AuthorityError> for NatsTargetError {
+    fn from(error: AuthorityError) -> Self {
+        match error {
+            AuthorityError::InvalidHost => Self::InvalidHost,
+            AuthorityError::InvalidPort => Self::InvalidPort,
         }
-        let host = &authority[..close + 2];
-        return match &rest[close + 1..] {
-            "" => Ok((host, None)),
-            tail => tail
-                .strip_prefix(':')
-                .map(|port| (host, Some(port)))
-                .ok_or(NatsTargetError::InvalidHost),
-        };
-    }
-    let (host, port) = match authority.split_once(':') {
-        Some((host, port)) => (host, Some(port)),
-        None => (authority, None),
-    };
-    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
-    if host.is_empty() || host.len() > 253 || !host.bytes().all(valid) {
-        return Err(NatsTargetError::InvalidHost);
-    }
-    Ok((host, port))
-}
-
-fn parse_port(port: &str) -> Result<u16, NatsTargetError> {
-    if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(NatsTargetError::InvalidPort);
-    }
-    match port.parse::<u16>() {
-        Ok(0) | Err(_) => Err(NatsTargetError::InvalidPort),
-        Ok(port) => Ok(port),
     }
 }
 
