@@ -106,7 +106,7 @@ impl Demo {
 
     /// One call: admission, a fresh dispatch, then HTTP or blob I/O.
     async fn call(&self, tenant: &'static str, round: u64) -> Result<u64, &'static str> {
-        let use_http = round % 2 == 0;
+        let use_http = round.is_multiple_of(2);
         let receipt = if use_http { &self.weather } else { &self.files };
         let plan = self.plan(tenant).map_err(|_| "plan")?;
         let input = self
