@@ -1,11 +1,39 @@
 //! The control plane of provider-pools nodes: presence, heartbeat,
-//! discovery and fenced leases, reached through one client trait with
-//! in-memory, file, offline and HTTP clients.
+//! discovery and fenced leases, reached through one client trait
+//! ([`ControlPlane`]) with in-memory, file, offline, HTTP and etcd clients.
 //!
-//! It knows nothing of the pools. Built so far: the bounded HTTP retry
-//! policy ([`retry`]), the piece every remote client shares.
+//! It knows nothing of the pools. The pieces:
+//! - [`ControlPlane`], the trait, and its semantics (module [`client`]);
+//! - [`MemoryClient`] and [`OfflineClient`];
+//! - leases with strictly increasing [`FencingToken`]s, [`LeadershipGuard`]s
+//!   that report loss before the lease could expire, and a [`FencingGate`]
+//!   for the protected resource (module [`lease`]);
+//! - the bounded HTTP retry policy ([`retry`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod client;
+pub mod clock;
+mod error;
+pub mod lease;
+pub mod memory;
+mod millis;
+mod name;
+pub mod offline;
+pub mod presence;
 pub mod retry;
+pub mod store;
+pub mod transport;
+
+pub use client::{BoxFuture, CallResult, ControlPlane};
+pub use error::{ControlPlaneError, ErrorCode};
+pub use lease::{
+    FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
+    LeaseState, SkewMargin, StaleToken,
+};
+pub use memory::MemoryClient;
+pub use name::{LeaseName, NodeId, ServiceName, MAX_NAME_BYTES};
+pub use offline::OfflineClient;
+pub use presence::{PresenceKey, Registration};
+pub use store::{StoreLimits, StoreStats};

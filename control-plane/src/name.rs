@@ -1,0 +1,143 @@
+//! The names the control plane keys on: [`NodeId`], [`ServiceName`] and
+//! [`LeaseName`].
+//!
+//! Invariants:
+//! - A name is 1–253 bytes of ASCII letters, digits, `.`, `_`, `-` and `:`;
+//!   anything else is refused when the name is made or decoded, so a name is
+//!   always safe in a URL path segment, an etcd key and a log line.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ControlPlaneError;
+
+/// Longest name, in bytes.
+pub const MAX_NAME_BYTES: usize = 253;
+
+fn check(field: &'static str, name: &str) -> Result<(), ControlPlaneError> {
+    if name.is_empty() {
+        return Err(ControlPlaneError::invalid(field, "empty"));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(ControlPlaneError::invalid(
+            field,
+            format!("{} bytes, at most {MAX_NAME_BYTES}", name.len()),
+        ));
+    }
+    match name
+        .bytes()
+        .find(|byte| !(byte.is_ascii_alphanumeric() || b"._-:".contains(byte)))
+    {
+        Some(byte) => Err(ControlPlaneError::invalid(
+            field,
+            format!("byte 0x{byte:02x} is not a letter, digit, '.', '_', '-' or ':'"),
+        )),
+        None => Ok(()),
+    }
+}
+
+macro_rules! name_type {
+    ($(#[$doc:meta])* $name:ident, $field:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Checks and wraps `name`.
+            ///
+            /// # Errors
+            ///
+            /// [`ControlPlaneError::Invalid`] naming the field when `name` is
+            /// empty, longer than 253 bytes or holds a byte outside
+            /// `[A-Za-z0-9._:-]`.
+            pub fn new(name: impl Into<String>) -> Result<Self, ControlPlaneError> {
+                let name = name.into();
+                check($field, &name)?;
+                Ok(Self(name))
+            }
+
+            /// The name as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = ControlPlaneError;
+
+            fn try_from(name: String) -> Result<Self, Self::Error> {
+                Self::new(name)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(name: $name) -> Self {
+                name.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
+            }
+        }
+    };
+}
+
+name_type!(
+    /// One node (a process taking part in the control plane).
+    NodeId,
+    "node"
+);
+name_type!(
+    /// A service nodes register under and are discovered by.
+    ServiceName,
+    "service"
+);
+name_type!(
+    /// The name of a global lease.
+    LeaseName,
+    "lease"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_refuse_empty_long_and_foreign_bytes_naming_the_field() {
+        assert!(NodeId::new("node-1.a_b:c").is_ok());
+        for (bad, why) in [
+            ("", "empty"),
+            ("a/b", "0x2f"),
+            ("a b", "0x20"),
+            ("é", "0xc3"),
+        ] {
+            let error = NodeId::new(bad).expect_err(bad);
+            assert!(
+                error.to_string().starts_with("invalid node: ") && error.to_string().contains(why),
+                "{bad:?}: {error}"
+            );
+        }
+        let long = "a".repeat(MAX_NAME_BYTES + 1);
+        assert!(ServiceName::new(&long[..MAX_NAME_BYTES]).is_ok());
+        let error = ServiceName::new(long).expect_err("too long");
+        assert_eq!(error.to_string(), "invalid service: 254 bytes, at most 253");
+    }
+
+    #[test]
+    fn decoding_checks_the_name() {
+        let error = serde_json::from_str::<LeaseName>("\"a/b\"").expect_err("refused");
+        assert!(error.to_string().contains("invalid lease"), "{error}");
+        let name: LeaseName = serde_json::from_str("\"leader\"").expect("valid");
+        assert_eq!(name.as_str(), "leader");
+    }
+}

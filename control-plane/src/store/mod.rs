@@ -1,0 +1,27 @@
+//! The single-node store behind the in-memory and file clients (and the
+//! reference server through them): registrations and lease slots in ordered
+//! maps, with an estimated retained-byte account.
+//!
+//! Invariants:
+//! - records ≤ `max_records` and estimated bytes ≤ `max_bytes` after every
+//!   operation; a change that would break either is refused with
+//!   `LimitExceeded`, counted in `rejections`, and leaves the previous
+//!   registration or lease exactly as it was.
+//! - A lease slot, once made, is kept after release and expiry: it carries
+//!   the last fencing token, so tokens of a lease only ever increase.
+//! - Time is the caller's clock in milliseconds; expiry arithmetic fails
+//!   closed (`Overflow`) rather than wrap.
+
+mod leases;
+mod limits;
+mod presence;
+mod state;
+
+pub use limits::{StoreLimits, StoreStats};
+#[allow(unused_imports)] // the file store restores records
+pub(crate) use state::{LeaseRecord, PresenceRecord, StoreState};
+
+/// Bytes charged per registration on top of its text.
+pub const PRESENCE_OVERHEAD_BYTES: u64 = 160;
+/// Bytes charged per lease slot on top of its text.
+pub const LEASE_OVERHEAD_BYTES: u64 = 96;

@@ -1,0 +1,128 @@
+//! Presence operations of [`StoreState`].
+
+use crate::error::ControlPlaneError;
+use crate::name::ServiceName;
+use crate::presence::{PresenceKey, Registration};
+use crate::store::state::{expiry, PresenceRecord, StoreState};
+
+impl StoreState {
+    /// Creates or replaces a registration; a replacement that does not fit
+    /// leaves the previous one unchanged.
+    pub(crate) fn register(
+        &mut self,
+        registration: Registration,
+        now_ms: u64,
+    ) -> Result<(), ControlPlaneError> {
+        let expires_at_ms = expiry(now_ms, registration.ttl(), "registration expiry")?;
+        let record = PresenceRecord {
+            registration,
+            expires_at_ms,
+        };
+        let new_bytes = record.bytes();
+        let fits = |state: &Self| {
+            let old_bytes = state.presence_bytes(record.registration.key());
+            state.fits(
+                usize::from(old_bytes.is_none()),
+                old_bytes.unwrap_or(0),
+                new_bytes,
+            )
+        };
+        if fits(self).is_err() {
+            // Expired registrations are swept lazily, only when room is short.
+            self.sweep_expired(now_ms);
+            if let Err(limit) = fits(self) {
+                return Err(self.reject(limit));
+            }
+        }
+        let old_bytes = self.presence_bytes(record.registration.key()).unwrap_or(0);
+        let key = record.registration.key().clone();
+        let replaced = self
+            .presence
+            .entry(key.service)
+            .or_default()
+            .insert(key.node, record);
+        if replaced.is_none() {
+            self.count_registration(1);
+        }
+        self.account(old_bytes, new_bytes);
+        Ok(())
+    }
+
+    /// Extends a live registration by its time to live.
+    pub(crate) fn heartbeat(
+        &mut self,
+        key: &PresenceKey,
+        now_ms: u64,
+    ) -> Result<(), ControlPlaneError> {
+        let live = self
+            .presence
+            .get(&key.service)
+            .and_then(|nodes| nodes.get(&key.node))
+            .map(|record| record.is_live(now_ms));
+        match live {
+            None => Err(ControlPlaneError::NotRegistered),
+            Some(false) => {
+                self.deregister(key);
+                Err(ControlPlaneError::NotRegistered)
+            }
+            Some(true) => {
+                let record = self
+                    .presence
+                    .get_mut(&key.service)
+                    .and_then(|nodes| nodes.get_mut(&key.node))
+                    .ok_or(ControlPlaneError::NotRegistered)?;
+                record.expires_at_ms =
+                    expiry(now_ms, record.registration.ttl(), "registration expiry")?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes a registration if present.
+    pub(crate) fn deregister(&mut self, key: &PresenceKey) {
+        let Some(nodes) = self.presence.get_mut(&key.service) else {
+            return;
+        };
+        let removed = nodes.remove(&key.node);
+        if nodes.is_empty() {
+            self.presence.remove(&key.service);
+        }
+        if let Some(record) = removed {
+            self.count_registration(-1);
+            self.account(record.bytes(), 0);
+        }
+    }
+
+    /// The live instances of `service`, ordered by node.
+    pub(crate) fn discover(&self, service: &ServiceName, now_ms: u64) -> Vec<Registration> {
+        self.presence
+            .get(service)
+            .into_iter()
+            .flat_map(|nodes| nodes.values())
+            .filter(|record| record.is_live(now_ms))
+            .map(|record| record.registration.clone())
+            .collect()
+    }
+
+    /// Drops every expired registration; returns how many.
+    pub(crate) fn sweep_expired(&mut self, now_ms: u64) -> usize {
+        let expired: Vec<PresenceKey> = self
+            .presence
+            .values()
+            .flat_map(|nodes| nodes.values())
+            .filter(|record| !record.is_live(now_ms))
+            .map(|record| record.registration.key().clone())
+            .collect();
+        for key in &expired {
+            self.deregister(key);
+        }
+        expired.len()
+    }
+
+    fn presence_bytes(&self, key: &PresenceKey) -> Option<u64> {
+        self.presence
+            .get(&key.service)
+            .and_then(|nodes| nodes.get(&key.node))
+            .map(PresenceRecord::bytes)
+    }
+}
