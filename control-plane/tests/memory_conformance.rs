@@ -1,0 +1,48 @@
+//! The conformance suite against the in-memory client, on a manual clock.
+
+mod conformance;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use conformance::Backend;
+use provider_pools_control_plane::clock::ManualClock;
+use provider_pools_control_plane::{BoxFuture, ControlPlane, MemoryClient, StoreLimits};
+
+struct MemoryBackend {
+    clock: ManualClock,
+    client: Arc<MemoryClient>,
+}
+
+impl MemoryBackend {
+    fn new() -> Self {
+        let clock = ManualClock::starting_at(1_000);
+        let client = Arc::new(MemoryClient::with_clock(
+            StoreLimits::MEMORY,
+            Arc::new(clock.clone()),
+        ));
+        Self { clock, client }
+    }
+}
+
+impl Backend for MemoryBackend {
+    fn client(&self) -> Arc<dyn ControlPlane> {
+        self.client.clone()
+    }
+
+    fn ttl(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
+    fn elapse(&self, by: Duration) -> BoxFuture<'_, ()> {
+        self.clock
+            .advance_ms(u64::try_from(by.as_millis()).expect("short"));
+        Box::pin(async {})
+    }
+
+    fn expiry_slack(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+conformance_suite!(async { MemoryBackend::new() });
