@@ -101,3 +101,38 @@ impl StoreState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::name::{LeaseName, NodeId};
+    use crate::store::StoreLimits;
+
+    #[test]
+    fn an_exhausted_token_is_never_reused_and_the_slot_is_unchanged() {
+        let key = LeaseKey::Global(LeaseName::new("leader").expect("name"));
+        let mut state = StoreState::new(StoreLimits::MEMORY);
+        let exhausted = LeaseRecord {
+            key: key.clone(),
+            holder: None,
+            token: FencingToken(u64::MAX),
+            expires_at_ms: 0,
+        };
+        state.restore_lease(exhausted.clone()).expect("restored");
+        let request = LeaseRequest::new(
+            key.clone(),
+            NodeId::new("node-a").expect("node"),
+            Duration::from_secs(1),
+        )
+        .expect("request");
+        let error = state.acquire(request, 10).expect_err("exhausted");
+        assert!(
+            matches!(error, ControlPlaneError::EpochExhausted),
+            "{error:?}"
+        );
+        assert_eq!(state.leases.get(&key), Some(&exhausted));
+        assert_eq!(state.stats().rejections, 0);
+    }
+}
