@@ -8,15 +8,22 @@
 //! - leases with strictly increasing [`FencingToken`]s, [`LeadershipGuard`]s
 //!   that report loss before the lease could expire, and a [`FencingGate`]
 //!   for the protected resource (module [`lease`]);
-//! - the bounded HTTP retry policy ([`retry`]).
+//! - the [`heartbeat`] actor, which keeps one registration alive, and the
+//!   [`coordinator`] actor, which campaigns for leases and publishes this
+//!   node's leadership; both behind bounded mailboxes;
+//! - the bounded HTTP retry policy ([`retry`]) and the transport seam
+//!   ([`transport`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod client;
 pub mod clock;
+pub mod coordinator;
 mod error;
+pub mod heartbeat;
 pub mod lease;
+mod mailbox;
 pub mod memory;
 mod millis;
 mod name;
@@ -32,6 +39,7 @@ pub use lease::{
     FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
     LeaseState, SkewMargin, StaleToken,
 };
+pub use mailbox::ActorCallError;
 pub use memory::MemoryClient;
 pub use name::{LeaseName, NodeId, ServiceName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
