@@ -8,7 +8,8 @@
 //! - leases with strictly increasing [`FencingToken`]s, [`LeadershipGuard`]s
 //!   that report loss before the lease could expire, and a [`FencingGate`]
 //!   for the protected resource (module [`lease`]);
-//! - the bounded HTTP retry policy ([`retry`]).
+//! - the bounded HTTP retry policy ([`retry`]);
+//! - the HTTP transport seam and secure endpoint validation ([`transport`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -37,3 +38,4 @@ pub use name::{LeaseName, NodeId, ServiceName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
 pub use presence::{PresenceKey, Registration};
 pub use store::{StoreLimits, StoreStats};
+pub use transport::Endpoint;
