@@ -9,7 +9,7 @@
 //!   that report loss before the lease could expire, and a [`FencingGate`]
 //!   for the protected resource (module [`lease`]);
 //! - the bounded HTTP retry policy ([`retry`]);
-//! - the HTTP transport seam and secure endpoint validation ([`transport`]).
+//! - the HTTP transports and secure endpoint validation ([`transport`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -38,4 +38,7 @@ pub use name::{LeaseName, NodeId, ServiceName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
 pub use presence::{PresenceKey, Registration};
 pub use store::{StoreLimits, StoreStats};
-pub use transport::Endpoint;
+pub use transport::{
+    BearerHttpTransport, BearerToken, Endpoint, PooledHttpTransport, PooledTransportConfig,
+    StdHttpTransport,
+};

@@ -1,7 +1,8 @@
 //! The HTTP transport seam of the HTTP client: [`HttpTransport`], the
 //! request it sends ([`SharedHttpControlPlaneRequest`], or the owned
-//! [`HttpControlPlaneRequest`] of the original method) and its answer; and
-//! secure endpoint validation ([`Endpoint`]).
+//! [`HttpControlPlaneRequest`] of the original method) and its answer; the
+//! built-in transports ([`StdHttpTransport`], [`PooledHttpTransport`],
+//! [`BearerHttpTransport`]) and secure endpoint validation ([`Endpoint`]).
 //!
 //! Invariants:
 //! - A request's body is encoded once; built-in transports send the same
@@ -22,9 +23,23 @@ use tokio::time::Instant;
 use crate::client::BoxFuture;
 use crate::error::ControlPlaneError;
 
+mod bearer_transport;
 mod endpoint;
+mod pooled_transport;
+mod response_reader;
+mod std_transport;
+mod target;
+mod tls_config;
 
+pub use bearer_transport::{BearerHttpTransport, BearerToken, MAX_BEARER_TOKEN_BYTES};
 pub use endpoint::{Endpoint, Scheme, MAX_ENDPOINT_BYTES};
+pub use pooled_transport::{
+    PooledHttpTransport, PooledTransportConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_IDLE_TIMEOUT,
+    DEFAULT_POOL_MAX_IDLE_PER_HOST,
+};
+pub use response_reader::MAX_HEAD_BYTES;
+pub use std_transport::StdHttpTransport;
+pub use tls_config::MAX_CA_FILE_BYTES;
 
 /// Largest response body a built-in transport reads by default.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
