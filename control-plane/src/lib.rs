@@ -11,8 +11,8 @@
 //! - the [`heartbeat`] actor, which keeps one registration alive, and the
 //!   [`coordinator`] actor, which campaigns for leases and publishes this
 //!   node's leadership; both behind bounded mailboxes;
-//! - the bounded HTTP retry policy ([`retry`]) and the transport seam
-//!   ([`transport`]).
+//! - the bounded HTTP retry policy ([`retry`]);
+//! - the HTTP transports and secure endpoint validation ([`transport`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -45,3 +45,7 @@ pub use name::{LeaseName, NodeId, ServiceName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
 pub use presence::{PresenceKey, Registration};
 pub use store::{StoreLimits, StoreStats};
+pub use transport::{
+    BearerHttpTransport, BearerToken, Endpoint, PooledHttpTransport, PooledTransportConfig,
+    StdHttpTransport,
+};

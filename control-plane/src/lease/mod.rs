@@ -14,7 +14,7 @@
 //!   keeps its token; a released lease keeps its last token, so the next
 //!   acquisition is larger still.
 //! - An exhausted token (`u64::MAX`) is never reused: acquisition fails with
-//!   [`ControlPlaneError::EpochExhausted`](crate::ControlPlaneError::EpochExhausted).
+//!   [`EpochExhausted`](crate::ControlPlaneError::EpochExhausted).
 
 mod fence;
 mod guard;

@@ -1,6 +1,8 @@
 //! The HTTP transport seam of the HTTP client: [`HttpTransport`], the
 //! request it sends ([`SharedHttpControlPlaneRequest`], or the owned
-//! [`HttpControlPlaneRequest`] of the original method) and its answer.
+//! [`HttpControlPlaneRequest`] of the original method) and its answer; the
+//! built-in transports ([`StdHttpTransport`], [`PooledHttpTransport`],
+//! [`BearerHttpTransport`]) and secure endpoint validation ([`Endpoint`]).
 //!
 //! Invariants:
 //! - A request's body is encoded once; built-in transports send the same
@@ -19,6 +21,25 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::client::BoxFuture;
+use crate::error::ControlPlaneError;
+
+mod bearer_transport;
+mod endpoint;
+mod pooled_transport;
+mod response_reader;
+mod std_transport;
+mod target;
+mod tls_config;
+
+pub use bearer_transport::{BearerHttpTransport, BearerToken, MAX_BEARER_TOKEN_BYTES};
+pub use endpoint::{Endpoint, Scheme, MAX_ENDPOINT_BYTES};
+pub use pooled_transport::{
+    PooledHttpTransport, PooledTransportConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_IDLE_TIMEOUT,
+    DEFAULT_POOL_MAX_IDLE_PER_HOST,
+};
+pub use response_reader::MAX_HEAD_BYTES;
+pub use std_transport::StdHttpTransport;
+pub use tls_config::MAX_CA_FILE_BYTES;
 
 /// Largest response body a built-in transport reads by default.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
@@ -134,6 +155,19 @@ pub struct HttpControlPlaneRequest {
     pub timeout: Duration,
 }
 
+impl HttpControlPlaneRequest {
+    /// The shared form, the body moved (not copied); the deadline is now
+    /// plus `timeout` (a timeout beyond the clock's range is clamped to a
+    /// day, far past any attempt the client allows).
+    pub fn into_shared(self) -> SharedHttpControlPlaneRequest {
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(self.timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(24 * 60 * 60));
+        SharedHttpControlPlaneRequest::new(self.method, self.url, Bytes::from(self.body), deadline)
+    }
+}
+
 impl fmt::Debug for HttpControlPlaneRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpControlPlaneRequest")
@@ -216,6 +250,18 @@ pub trait HttpTransport: Send + Sync + fmt::Debug {
         request: &'a SharedHttpControlPlaneRequest,
     ) -> BoxFuture<'a, Result<HttpResponse, TransportError>> {
         self.send(request.to_owned_request())
+    }
+
+    /// Whether this transport can reach `endpoint`; the client asks once,
+    /// when it is built. By default every (validated) endpoint.
+    ///
+    /// # Errors
+    ///
+    /// Why this transport cannot serve `endpoint` (for example a
+    /// plain-TCP transport and an https endpoint).
+    fn check_endpoint(&self, endpoint: &Endpoint) -> Result<(), ControlPlaneError> {
+        let _ = endpoint;
+        Ok(())
     }
 }
 
