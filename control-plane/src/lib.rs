@@ -5,6 +5,7 @@
 //! It knows nothing of the pools. The pieces:
 //! - [`ControlPlane`], the trait, and its semantics (module [`client`]);
 //! - [`MemoryClient`] and [`OfflineClient`];
+//! - [`FileClient`], persisted in one JSON file (module [`file`](mod@file));
 //! - leases with strictly increasing [`FencingToken`]s, [`LeadershipGuard`]s
 //!   that report loss before the lease could expire, and a [`FencingGate`]
 //!   for the protected resource (module [`lease`]);
@@ -21,6 +22,7 @@ pub mod client;
 pub mod clock;
 pub mod coordinator;
 mod error;
+pub mod file;
 pub mod heartbeat;
 pub mod lease;
 mod mailbox;
@@ -35,6 +37,7 @@ pub mod transport;
 
 pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
+pub use file::FileClient;
 pub use lease::{
     FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
     LeaseState, SkewMargin, StaleToken,

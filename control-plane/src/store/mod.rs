@@ -15,10 +15,10 @@
 mod leases;
 mod limits;
 mod presence;
+mod rollback;
 mod state;
 
 pub use limits::{StoreLimits, StoreStats};
-#[allow(unused_imports)] // the file store restores records
 pub(crate) use state::{LeaseRecord, PresenceRecord, StoreState};
 
 /// Bytes charged per registration on top of its text.

@@ -19,22 +19,15 @@ impl StoreState {
             expires_at_ms,
         };
         let new_bytes = record.bytes();
-        let fits = |state: &Self| {
-            let old_bytes = state.presence_bytes(record.registration.key());
-            state.fits(
-                usize::from(old_bytes.is_none()),
-                old_bytes.unwrap_or(0),
-                new_bytes,
-            )
-        };
-        if fits(self).is_err() {
-            // Expired registrations are swept lazily, only when room is short.
-            self.sweep_expired(now_ms);
-            if let Err(limit) = fits(self) {
-                return Err(self.reject(limit));
-            }
+        let _swept = self.make_room_for(&record.registration, now_ms);
+        let old_bytes = self.presence_bytes(record.registration.key());
+        if let Err(limit) = self.fits(
+            usize::from(old_bytes.is_none()),
+            old_bytes.unwrap_or(0),
+            new_bytes,
+        ) {
+            return Err(self.reject(limit));
         }
-        let old_bytes = self.presence_bytes(record.registration.key()).unwrap_or(0);
         let key = record.registration.key().clone();
         let replaced = self
             .presence
@@ -44,8 +37,29 @@ impl StoreState {
         if replaced.is_none() {
             self.count_registration(1);
         }
-        self.account(old_bytes, new_bytes);
+        self.account(old_bytes.unwrap_or(0), new_bytes);
         Ok(())
+    }
+
+    /// Sweeps expired registrations when `registration` would not fit as it
+    /// stands, and hands back what was swept (the file client puts it back
+    /// if the change cannot be persisted). Expired registrations are swept
+    /// lazily, only when room is short.
+    pub(crate) fn make_room_for(
+        &mut self,
+        registration: &Registration,
+        now_ms: u64,
+    ) -> Vec<PresenceRecord> {
+        let old_bytes = self.presence_bytes(registration.key());
+        let fits = self.fits(
+            usize::from(old_bytes.is_none()),
+            old_bytes.unwrap_or(0),
+            PresenceRecord::bytes_of(registration),
+        );
+        match fits {
+            Ok(()) => Vec::new(),
+            Err(_) => self.sweep_expired(now_ms),
+        }
     }
 
     /// Extends a live registration by its time to live.
@@ -78,19 +92,18 @@ impl StoreState {
         }
     }
 
-    /// Removes a registration if present.
-    pub(crate) fn deregister(&mut self, key: &PresenceKey) {
-        let Some(nodes) = self.presence.get_mut(&key.service) else {
-            return;
-        };
+    /// Removes a registration if present and hands it back.
+    pub(crate) fn deregister(&mut self, key: &PresenceKey) -> Option<PresenceRecord> {
+        let nodes = self.presence.get_mut(&key.service)?;
         let removed = nodes.remove(&key.node);
         if nodes.is_empty() {
             self.presence.remove(&key.service);
         }
-        if let Some(record) = removed {
+        if let Some(record) = &removed {
             self.count_registration(-1);
             self.account(record.bytes(), 0);
         }
+        removed
     }
 
     /// The live instances of `service`, ordered by node.
@@ -104,8 +117,8 @@ impl StoreState {
             .collect()
     }
 
-    /// Drops every expired registration; returns how many.
-    pub(crate) fn sweep_expired(&mut self, now_ms: u64) -> usize {
+    /// Removes every expired registration and hands them back.
+    pub(crate) fn sweep_expired(&mut self, now_ms: u64) -> Vec<PresenceRecord> {
         let expired: Vec<PresenceKey> = self
             .presence
             .values()
@@ -113,10 +126,10 @@ impl StoreState {
             .filter(|record| !record.is_live(now_ms))
             .map(|record| record.registration.key().clone())
             .collect();
-        for key in &expired {
-            self.deregister(key);
-        }
-        expired.len()
+        expired
+            .iter()
+            .filter_map(|key| self.deregister(key))
+            .collect()
     }
 
     fn presence_bytes(&self, key: &PresenceKey) -> Option<u64> {

@@ -11,8 +11,10 @@ use crate::presence::Registration;
 use crate::store::limits::{StoreLimits, StoreStats};
 use crate::store::{LEASE_OVERHEAD_BYTES, PRESENCE_OVERHEAD_BYTES};
 
-/// One registration and when it expires.
+/// One registration and when it expires (also a record of the file
+/// store's V1 document).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct PresenceRecord {
     pub(crate) registration: Registration,
     pub(crate) expires_at_ms: u64,
@@ -20,7 +22,12 @@ pub(crate) struct PresenceRecord {
 
 impl PresenceRecord {
     pub(crate) fn bytes(&self) -> u64 {
-        PRESENCE_OVERHEAD_BYTES + self.registration.text_bytes() as u64
+        Self::bytes_of(&self.registration)
+    }
+
+    /// What a record of `registration` is charged.
+    pub(crate) fn bytes_of(registration: &Registration) -> u64 {
+        PRESENCE_OVERHEAD_BYTES + registration.text_bytes() as u64
     }
 
     pub(crate) fn is_live(&self, now_ms: u64) -> bool {
@@ -28,8 +35,10 @@ impl PresenceRecord {
     }
 }
 
-/// One lease slot: its holder, if any, and its last token.
+/// One lease slot: its holder, if any, and its last token (also a record of
+/// the file store's V1 document).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct LeaseRecord {
     pub(crate) key: LeaseKey,
     pub(crate) holder: Option<NodeId>,
@@ -91,7 +100,6 @@ impl StoreState {
         }
     }
 
-    #[allow(dead_code)] // used by the file store
     pub(crate) fn limits(&self) -> StoreLimits {
         self.limits
     }
@@ -159,7 +167,6 @@ impl StoreState {
     /// # Errors
     ///
     /// `LimitExceeded` when it does not fit, `Corrupt` when it repeats a key.
-    #[allow(dead_code)] // used by the file store
     pub(crate) fn restore_presence(
         &mut self,
         record: PresenceRecord,
@@ -187,7 +194,6 @@ impl StoreState {
     /// # Errors
     ///
     /// `LimitExceeded` when it does not fit, `Corrupt` when it repeats a key.
-    #[allow(dead_code)] // used by the file store
     pub(crate) fn restore_lease(&mut self, record: LeaseRecord) -> Result<(), ControlPlaneError> {
         let bytes = record.bytes();
         self.check_fits(1, 0, bytes)?;
