@@ -16,6 +16,7 @@
 pub mod client;
 pub mod clock;
 mod error;
+pub mod http;
 pub mod lease;
 pub mod memory;
 mod millis;
