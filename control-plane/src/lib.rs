@@ -8,7 +8,9 @@
 //! - leases with strictly increasing [`FencingToken`]s, [`LeadershipGuard`]s
 //!   that report loss before the lease could expire, and a [`FencingGate`]
 //!   for the protected resource (module [`lease`]);
-//! - the bounded HTTP retry policy ([`retry`]).
+//! - the bounded HTTP retry policy ([`retry`]);
+//! - [`HttpControlPlaneClient`], the V1 JSON protocol and (feature
+//!   `server`) its reference server (module [`http`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -29,6 +31,7 @@ pub mod transport;
 
 pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
+pub use http::{HttpClientConfig, HttpControlPlaneClient, HttpWorker};
 pub use lease::{
     FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
     LeaseState, SkewMargin, StaleToken,

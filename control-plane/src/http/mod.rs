@@ -1,4 +1,24 @@
-//! The HTTP profile: the V1 JSON [`protocol`] between the HTTP client and a
-//! control-plane server.
+//! The HTTP profile: [`HttpControlPlaneClient`] speaking the V1 JSON
+//! [`protocol`] through a bounded request queue and one [`HttpWorker`].
+//!
+//! Invariants:
+//! - Every call's budget starts at the provider call and includes its
+//!   queue wait; it is bounded by the [`retry`](crate::retry) policy.
+//! - The queue is bounded and holds only a weak owner of each answer: a
+//!   call dropped before dispatch never runs.
+//! - Lease mutations make exactly one attempt and report an unknown
+//!   outcome rather than replay.
+//! - No task is spawned here: the caller spawns [`HttpWorker::run`].
 
+mod base_url;
+mod client;
+mod config;
+mod exchange;
 pub mod protocol;
+mod queue;
+
+pub use client::HttpControlPlaneClient;
+pub use config::{
+    HttpClientConfig, DEFAULT_QUEUE_CAPACITY, MAX_QUEUE_CAPACITY, MAX_RESPONSE_BYTES,
+};
+pub use queue::HttpWorker;

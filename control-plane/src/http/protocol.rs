@@ -1,4 +1,4 @@
-//! The V1 JSON protocol between the HTTP client
+//! The V1 JSON protocol between [`HttpControlPlaneClient`](super::HttpControlPlaneClient)
 //! and a control-plane server (the reference server of the `server`
 //! feature, or a deployment's own).
 //!
