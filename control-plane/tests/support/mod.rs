@@ -1,5 +1,6 @@
-//! Support of the HTTP tests: a loopback HTTP/1.1 transport and a
-//! scripted transport for paused-clock tests.
+//! Support of the HTTP tests: a loopback HTTP/1.1 transport, a scripted
+//! transport for paused-clock tests, and a reference server on a free
+//! loopback port.
 //!
 //! The end-to-end tests reach the server only through [`transport`]: to run
 //! them over another transport (the pooled one), change that function.
@@ -8,6 +9,8 @@
 
 pub mod loopback;
 pub mod scripted;
+#[cfg(feature = "server")]
+pub mod server;
 
 use std::future::Future;
 use std::sync::Arc;
