@@ -99,7 +99,10 @@ mod tests {
     fn debug_never_shows_userinfo() {
         let config = HttpClientConfig::new("https://user:s3cret@cp.example.net:8443/base");
         let text = format!("{config:?}");
-        assert!(!text.contains("s3cret") && !text.contains("user:"), "{text}");
+        assert!(
+            !text.contains("s3cret") && !text.contains("user:"),
+            "{text}"
+        );
         assert!(
             text.contains("https://<userinfo>@cp.example.net:8443/base"),
             "{text}"
