@@ -13,7 +13,9 @@
 //!   [`coordinator`] actor, which campaigns for leases and publishes this
 //!   node's leadership; both behind bounded mailboxes;
 //! - the bounded HTTP retry policy ([`retry`]);
-//! - the HTTP transports and secure endpoint validation ([`transport`]).
+//! - the HTTP transports and secure endpoint validation ([`transport`]);
+//! - [`HttpControlPlaneClient`], the V1 JSON protocol and (feature
+//!   `server`) its reference server (module [`http`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -24,6 +26,7 @@ pub mod coordinator;
 mod error;
 pub mod file;
 pub mod heartbeat;
+pub mod http;
 pub mod lease;
 mod mailbox;
 pub mod memory;
@@ -38,6 +41,7 @@ pub mod transport;
 pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
 pub use file::FileClient;
+pub use http::{HttpClientConfig, HttpControlPlaneClient, HttpWorker};
 pub use lease::{
     FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
     LeaseState, SkewMargin, StaleToken,
