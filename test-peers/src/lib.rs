@@ -19,6 +19,8 @@
 
 mod peer;
 mod peers;
+mod shared;
 
 pub use peer::{binary, free_port, Peer, PeerCommand};
 pub use peers::{Bao, Etcd, Moto, Nats};
+pub use shared::SharedPeer;

@@ -5,7 +5,9 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use provider_pools_test_peers::{binary, Bao, Etcd, Moto, Nats, Peer};
+use std::sync::Arc;
+
+use provider_pools_test_peers::{binary, Bao, Etcd, Moto, Nats, Peer, SharedPeer};
 
 fn assert_stops(peer: Peer) {
     let addr = peer.addr();
@@ -64,6 +66,29 @@ fn etcd_is_healthy_serves_the_v3_gateway_then_stops() {
     assert!(answer.starts_with("HTTP/1.0 200"), "{answer}");
     assert!(answer.contains(r#""revision":"1""#), "{answer}");
     assert_stops(peer);
+}
+
+#[test]
+fn a_shared_peer_is_one_process_while_held_and_stops_after_the_last_holder() {
+    static NATS: SharedPeer = SharedPeer::new(Nats::start);
+    let first = NATS.get();
+    let second = NATS.get();
+    assert!(Arc::ptr_eq(&first, &second), "two processes while held");
+    let addr = first.addr();
+    drop(first);
+    assert!(
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok(),
+        "stopped while still held"
+    );
+    let Ok(last) = Arc::try_unwrap(second) else {
+        panic!("another holder remains")
+    };
+    assert_stops(last);
+    let again = NATS.get();
+    assert!(
+        TcpStream::connect_timeout(&again.addr(), Duration::from_secs(1)).is_ok(),
+        "the next holder got a stopped peer"
+    );
 }
 
 #[test]
