@@ -16,6 +16,7 @@
 pub mod client;
 pub mod clock;
 mod error;
+pub mod etcd;
 pub mod lease;
 pub mod memory;
 mod millis;
@@ -28,6 +29,7 @@ pub mod transport;
 
 pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
+pub use etcd::{EtcdClient, EtcdConfig};
 pub use lease::{
     FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
     LeaseState, SkewMargin, StaleToken,
