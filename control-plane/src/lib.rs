@@ -24,6 +24,7 @@ pub mod client;
 pub mod clock;
 pub mod coordinator;
 mod error;
+pub mod etcd;
 pub mod file;
 pub mod heartbeat;
 pub mod http;
@@ -40,6 +41,7 @@ pub mod transport;
 
 pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
+pub use etcd::{EtcdClient, EtcdConfig};
 pub use file::FileClient;
 pub use http::{HttpClientConfig, HttpControlPlaneClient, HttpWorker};
 pub use lease::{

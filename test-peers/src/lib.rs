@@ -1,9 +1,11 @@
-//! Test support: the real peers the adapters' tests talk to, each started
-//! on a free loopback port with its own temporary storage, awaited until it
-//! answers, and stopped when its handle drops (also when a test panics).
+//! Test support: the real peers the adapters' and the control plane's
+//! tests talk to, each started on a free loopback port with its own
+//! temporary storage, awaited until it answers, and stopped when its handle
+//! drops (also when a test panics).
 //!
 //! The peers are installed by `scripts/peers` (which the README test
-//! command runs) into `target/peers/venv`; `PROVIDER_POOLS_PEERS` names
+//! command runs) into `target/peers` (`venv/` for the Python peers, `etcd/`
+//! for the unpacked etcd-server package); `PROVIDER_POOLS_PEERS` names
 //! another install directory. A missing peer fails the test that needs it
 //! with a message saying how to install it: nothing is skipped silently.
 //!
@@ -17,6 +19,8 @@
 
 mod peer;
 mod peers;
+mod shared;
 
 pub use peer::{binary, free_port, Peer, PeerCommand};
-pub use peers::{Bao, Moto, Nats};
+pub use peers::{Bao, Etcd, Moto, Nats};
+pub use shared::SharedPeer;

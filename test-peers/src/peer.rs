@@ -28,16 +28,22 @@ fn peers_dir() -> PathBuf {
     }
 }
 
-/// The path of the peer binary `name`: from the peers' virtual environment,
-/// else from `PATH`.
+/// Where `scripts/peers` puts binaries, under the peers directory: the
+/// Python peers' virtual environment, then the unpacked etcd-server package.
+const INSTALL_DIRS: [&str; 2] = ["venv/bin", "etcd/usr/bin"];
+
+/// The path of the peer binary `name`: from the peers directory (the
+/// virtual environment or the unpacked etcd package), else from `PATH`.
 ///
 /// # Panics
 ///
 /// When it is in neither, with a message saying how to install it.
 pub fn binary(name: &str) -> PathBuf {
-    let installed = peers_dir().join("venv").join("bin").join(name);
-    if installed.is_file() {
-        return installed;
+    for dir in INSTALL_DIRS {
+        let installed = peers_dir().join(dir).join(name);
+        if installed.is_file() {
+            return installed;
+        }
     }
     if let Some(path) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&path) {
@@ -51,7 +57,7 @@ pub fn binary(name: &str) -> PathBuf {
         "test peer `{name}` is not installed: run ./scripts/peers \
          (the README test command ./scripts/test runs it), which installs \
          the pinned peers into {}",
-        peers_dir().join("venv").display()
+        peers_dir().display()
     );
 }
 
@@ -61,9 +67,22 @@ pub fn free_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
-/// What to start: the binary, its arguments and environment. `{port}` and
-/// `{dir}` in an argument or a variable's value become the chosen port and
-/// the peer's temporary directory.
+/// Two distinct loopback ports that were free a moment ago (both are bound
+/// at once, so they differ).
+fn free_port_pair() -> (u16, u16) {
+    let first = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    let second = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    (
+        first.local_addr().expect("local address").port(),
+        second.local_addr().expect("local address").port(),
+    )
+}
+
+/// What to start: the binary, its arguments and environment. `{port}`,
+/// `{port2}` and `{dir}` in an argument or a variable's value become the
+/// chosen port (the one [`Peer::addr`] names), a second free port (for a
+/// peer that listens twice, like etcd's client and peer URLs) and the
+/// peer's temporary directory.
 #[derive(Debug, Clone)]
 pub struct PeerCommand {
     name: &'static str,
@@ -114,9 +133,10 @@ impl PeerCommand {
                 .prefix(&format!("peer-{}-", self.name))
                 .tempdir()
                 .expect("a temporary directory for the peer");
-            let port = free_port();
+            let (port, port2) = free_port_pair();
             let fill = |s: &str| {
                 s.replace("{port}", &port.to_string())
+                    .replace("{port2}", &port2.to_string())
                     .replace("{dir}", &dir.path().display().to_string())
             };
             let log_path = dir.path().join("peer.log");
@@ -235,6 +255,25 @@ impl fmt::Debug for Peer {
 /// True when `addr` accepts a TCP connection within a second.
 pub(crate) fn accepts(addr: SocketAddr) -> bool {
     TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+}
+
+/// The body `GET path` answers on `addr` with (at most 64 KiB), over a
+/// one-shot HTTP/1.0 exchange, when the status is 200; `None` when it does
+/// not answer so within two seconds.
+pub(crate) fn http_ok_body(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut response = Vec::new();
+    stream.take(64 * 1024).read_to_end(&mut response).ok()?;
+    let response = String::from_utf8(response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.get(9..12)
+        .filter(|status| *status == "200")
+        .map(|_| body.to_owned())
 }
 
 /// The status code `GET path` answers on `addr` with, over a one-shot

@@ -1,7 +1,7 @@
 //! The peers the adapters' tests use, each with its start line and its
 //! readiness probe.
 
-use crate::peer::{accepts, http_status, Peer, PeerCommand};
+use crate::peer::{accepts, http_ok_body, http_status, Peer, PeerCommand};
 
 /// A moto server (S3, IAM and the other AWS APIs moto emulates).
 #[derive(Debug)]
@@ -95,4 +95,41 @@ impl Nats {
             "{dir}/js",
         ])
     }
+}
+
+/// A single-member etcd (Debian's etcd-server 3.4), its client URL on the
+/// peer's port and its peer URL on a second free port, storing in the
+/// peer's temporary directory.
+#[derive(Debug)]
+pub struct Etcd;
+
+impl Etcd {
+    /// Starts `etcd` on loopback and waits until `GET /health` answers
+    /// `{"health":"true"}`: the member has elected itself leader and
+    /// serves the v3 JSON gateway at `http://{addr}/v3/`.
+    pub fn start() -> Peer {
+        PeerCommand::new("etcd")
+            .args([
+                "--name",
+                "default",
+                "--data-dir",
+                "{dir}/data",
+                "--listen-client-urls",
+                "http://127.0.0.1:{port}",
+                "--advertise-client-urls",
+                "http://127.0.0.1:{port}",
+                "--listen-peer-urls",
+                "http://127.0.0.1:{port2}",
+                "--initial-advertise-peer-urls",
+                "http://127.0.0.1:{port2}",
+                "--initial-cluster",
+                "default=http://127.0.0.1:{port2}",
+            ])
+            .start(etcd_healthy)
+    }
+}
+
+fn etcd_healthy(addr: std::net::SocketAddr) -> bool {
+    http_ok_body(addr, "/health")
+        .is_some_and(|body| body.split_whitespace().collect::<String>() == r#"{"health":"true"}"#)
 }

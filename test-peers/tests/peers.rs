@@ -1,10 +1,13 @@
 //! Each peer starts on a free loopback port, answers, and is gone once its
 //! handle drops.
 
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use provider_pools_test_peers::{binary, Bao, Moto, Nats, Peer};
+use std::sync::Arc;
+
+use provider_pools_test_peers::{binary, Bao, Etcd, Moto, Nats, Peer, SharedPeer};
 
 fn assert_stops(peer: Peer) {
     let addr = peer.addr();
@@ -39,6 +42,53 @@ fn nats_server_with_jetstream_answers_then_stops() {
         "no JetStream in:\n{log}"
     );
     assert_stops(peer);
+}
+
+#[test]
+fn etcd_is_healthy_serves_the_v3_gateway_then_stops() {
+    let peer = Etcd::start();
+    // A range over the v3 JSON gateway: the key "a" in base64, absent.
+    let body = r#"{"key":"YQ=="}"#;
+    let mut stream =
+        TcpStream::connect_timeout(&peer.addr(), Duration::from_secs(1)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /v3/kv/range HTTP/1.0\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        peer.addr(),
+        body.len()
+    )
+    .expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answer");
+    assert!(answer.starts_with("HTTP/1.0 200"), "{answer}");
+    assert!(answer.contains(r#""revision":"1""#), "{answer}");
+    assert_stops(peer);
+}
+
+#[test]
+fn a_shared_peer_is_one_process_while_held_and_stops_after_the_last_holder() {
+    static NATS: SharedPeer = SharedPeer::new(Nats::start);
+    let first = NATS.get();
+    let second = NATS.get();
+    assert!(Arc::ptr_eq(&first, &second), "two processes while held");
+    let addr = first.addr();
+    drop(first);
+    assert!(
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok(),
+        "stopped while still held"
+    );
+    let Ok(last) = Arc::try_unwrap(second) else {
+        panic!("another holder remains")
+    };
+    assert_stops(last);
+    let again = NATS.get();
+    assert!(
+        TcpStream::connect_timeout(&again.addr(), Duration::from_secs(1)).is_ok(),
+        "the next holder got a stopped peer"
+    );
 }
 
 #[test]

@@ -29,7 +29,7 @@ mod pooled_transport;
 mod response_reader;
 mod std_transport;
 mod target;
-mod tls_config;
+pub(crate) mod tls_config;
 
 pub use bearer_transport::{BearerHttpTransport, BearerToken, MAX_BEARER_TOKEN_BYTES};
 pub use endpoint::{Endpoint, Scheme, MAX_ENDPOINT_BYTES};
