@@ -14,11 +14,15 @@
 //! `stage_input` → `admit` → `dispatch` → `start` per request) and a
 //! `tokio::sync::Semaphore` with the same number of permits (its `acquire`
 //! is FIFO: the hand-rolled alternative), each with the flood and without
-//! the heavy tenant. Reported per run: grants per second, Jain's fairness
-//! index over the backlogged tenants' grants, `J = (Σx)² / (n·Σx²)`, and the
-//! light tenants' p50/p99 admission wait (from the `admit` or `acquire`
-//! call to its grant), plus the flood's light p99 as a multiple of the same
-//! limiter's no-flood p99.
+//! the heavy tenant; the four are repeated (3 times by default) and the
+//! medians are reported with every run. Reported per run: grants per
+//! second, Jain's fairness index over the backlogged tenants' grants,
+//! `J = (Σx)² / (n·Σx²)`, the heavy tenant's share, the light tenants'
+//! p50/p99 admission wait (from the `admit` or `acquire` call to its
+//! grant), and the longest interval without any grant — a stall of the
+//! whole process (the cores were busy elsewhere) shows there, and moves a
+//! p99 without saying anything about the order. Then, per limiter, the
+//! median light p99 under the flood as a multiple of the median without it.
 //!
 //! Grants and waits count from the end of a warm-up (the initial burst is
 //! queued in arrival order) until the end of the measured window; then the
@@ -38,8 +42,8 @@
 //! seconds per run [5], `FAIRNESS_WARMUP_MS` [1000], `FAIRNESS_LIGHT_TENANTS`
 //! [15], `FAIRNESS_LIGHT_SUBMITTERS` per light tenant [4],
 //! `FAIRNESS_FLOOD_FACTOR` [100], `FAIRNESS_RUNNING` running capacity [8],
-//! `FAIRNESS_SERVICE_MS` [10]. `--quick` measures 1 s after a 250 ms warm-up
-//! (the smoke run of `scripts/test`).
+//! `FAIRNESS_SERVICE_MS` [10], `FAIRNESS_REPEATS` [3]. `--quick` measures
+//! 1 s after a 250 ms warm-up, once (the smoke run of `scripts/test`).
 //!
 //! Run with `cargo run --release --example fairness`.
 
@@ -65,6 +69,7 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 struct TenantStats {
     grants: u64,
     waits: Vec<Duration>,
+    granted_at: Vec<Instant>,
     errors: u64,
 }
 
@@ -104,6 +109,7 @@ impl Run {
                 if granted >= self.from && granted < self.until {
                     entry.grants += 1;
                     entry.waits.push(waited);
+                    entry.granted_at.push(granted);
                 }
                 Some(held)
             }
@@ -119,12 +125,19 @@ impl Run {
 pub(crate) struct Outcome {
     pub(crate) kind: Kind,
     pub(crate) flood: bool,
-    /// Grants per tenant; the heavy tenant first when flooding.
-    pub(crate) grants: Vec<u64>,
-    pub(crate) light_waits: Vec<Duration>,
+    pub(crate) grants_per_s: f64,
+    /// Jain's index over every tenant's grants.
+    pub(crate) jain: f64,
+    /// The heavy tenant's share of the grants, when flooding.
+    pub(crate) heavy_share: Option<f64>,
+    pub(crate) light_p50_ms: f64,
+    pub(crate) light_p99_ms: f64,
+    /// The longest interval without any grant: a stall of the whole
+    /// process (another process had the cores) shows here, not a fairness
+    /// effect.
+    pub(crate) max_gap_ms: f64,
     pub(crate) errors: u64,
     pub(crate) clean: bool,
-    pub(crate) measured: Duration,
 }
 
 async fn run(kind: Kind, flood: bool, settings: &Settings) -> Result<Outcome, BoxError> {
@@ -168,21 +181,35 @@ async fn run(kind: Kind, flood: bool, settings: &Settings) -> Result<Outcome, Bo
         .flat_map(|t| t.waits.iter().copied())
         .collect();
     light_waits.sort_unstable();
+    let mut granted_at: Vec<Instant> = stats
+        .iter()
+        .flat_map(|t| t.granted_at.iter().copied())
+        .collect();
+    granted_at.sort_unstable();
+    let grants: Vec<u64> = stats.iter().map(|t| t.grants).collect();
+    let total: u64 = grants.iter().sum();
     Ok(Outcome {
         kind,
         flood,
-        grants: stats.iter().map(|t| t.grants).collect(),
-        light_waits,
+        grants_per_s: total as f64 / settings.measured.as_secs_f64(),
+        jain: report::jain(&grants),
+        heavy_share: flood.then(|| grants[0] as f64 / total.max(1) as f64),
+        light_p50_ms: report::percentile_ms(&light_waits, 0.50),
+        light_p99_ms: report::percentile_ms(&light_waits, 0.99),
+        max_gap_ms: granted_at
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64() * 1_000.0)
+            .fold(0.0, f64::max),
         errors: stats.iter().map(|t| t.errors).sum(),
         clean,
-        measured: settings.measured,
     })
 }
 
 async fn main_async(settings: Settings) -> Result<bool, BoxError> {
     println!(
         "fairness under a flood: 1 heavy tenant x {} submitters, {} light tenants x {} submitters; \
-         running capacity {}, service time {:?}; {:?} measured after {:?} warm-up; {} clock",
+         running capacity {}, service time {:?}; {:?} measured after {:?} warm-up; {} clock; \
+         {} repeat(s)",
         settings.heavy_submitters(),
         settings.light_tenants,
         settings.light_submitters,
@@ -191,15 +218,21 @@ async fn main_async(settings: Settings) -> Result<bool, BoxError> {
         settings.measured,
         settings.warmup,
         if settings.paused { "paused" } else { "real" },
+        settings.repeats,
     );
+    println!();
+    report::header("run");
     let mut outcomes = Vec::new();
-    for kind in [Kind::Pools, Kind::Fifo] {
-        for flood in [false, true] {
-            outcomes.push(run(kind, flood, &settings).await?);
+    for repeat in 1..=settings.repeats {
+        for kind in [Kind::Pools, Kind::Fifo] {
+            for flood in [false, true] {
+                let outcome = run(kind, flood, &settings).await?;
+                report::row(&repeat.to_string(), &outcome);
+                outcomes.push(outcome);
+            }
         }
     }
-    println!();
-    report::report(&settings, &outcomes);
+    report::summary(&settings, &outcomes);
     let errors: u64 = outcomes.iter().map(|o| o.errors).sum();
     let clean = outcomes.iter().all(|o| o.clean);
     if errors > 0 {

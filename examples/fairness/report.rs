@@ -27,73 +27,121 @@ pub(crate) fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
     sorted[rank - 1].as_secs_f64() * 1_000.0
 }
 
-pub(crate) fn report(settings: &Settings, outcomes: &[Outcome]) {
+/// The median of `values` (the mean of the middle two for an even count).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+fn name(kind: Kind, flood: bool) -> String {
+    format!(
+        "{} {}",
+        kind.name(),
+        if flood { "flood" } else { "no flood" }
+    )
+}
+
+/// Prints the column heads; `first` names the first column.
+pub(crate) fn header(first: &str) {
     println!(
-        "{:<15} {:<9} {:>9} {:>7} {:>8} {:>12} {:>12} {:>12}",
-        "limiter",
-        "scenario",
+        "{first:<7} {:<24} {:>9} {:>7} {:>8} {:>12} {:>12} {:>11}",
+        "limiter, scenario",
         "grants/s",
         "Jain",
         "heavy %",
         "light p50 ms",
         "light p99 ms",
-        "p99/no flood"
+        "max gap ms"
     );
-    for o in outcomes {
-        let total: u64 = o.grants.iter().sum();
-        let heavy = if o.flood {
-            format!("{:.1}", 100.0 * o.grants[0] as f64 / total.max(1) as f64)
-        } else {
-            "-".to_string()
-        };
-        let ratio = if o.flood {
-            outcomes
-                .iter()
-                .find(|b| b.kind == o.kind && !b.flood)
-                .map_or("-".to_string(), |b| {
-                    format!(
-                        "{:.2}×",
-                        percentile_ms(&o.light_waits, 0.99) / percentile_ms(&b.light_waits, 0.99)
-                    )
-                })
-        } else {
-            "1.00×".to_string()
-        };
-        println!(
-            "{:<15} {:<9} {:>9.0} {:>7.4} {:>8} {:>12.2} {:>12.2} {:>12}",
-            o.kind.name(),
-            if o.flood { "flood" } else { "no flood" },
-            total as f64 / o.measured.as_secs_f64(),
-            jain(&o.grants),
-            heavy,
-            percentile_ms(&o.light_waits, 0.50),
-            percentile_ms(&o.light_waits, 0.99),
-            ratio,
-        );
-    }
-    let find = |kind, flood| outcomes.iter().find(|o| o.kind == kind && o.flood == flood);
-    if let (Some(flood), Some(calm)) = (find(Kind::Pools, true), find(Kind::Pools, false)) {
-        let index = jain(&flood.grants);
-        let ratio =
-            percentile_ms(&flood.light_waits, 0.99) / percentile_ms(&calm.light_waits, 0.99);
-        println!();
-        println!(
-            "target Jain's index >= 0.99 under the flood: {:.4} ({})",
-            index,
-            if index >= 0.99 { "met" } else { "missed" }
-        );
-        println!(
-            "target light p99 under the flood <= 2x its p99 with no flood: {:.2}x ({})",
-            ratio,
-            if ratio <= 2.0 { "met" } else { "missed" }
-        );
-    }
-    let fair = 1.0 / (settings.light_tenants + 1) as f64;
+}
+
+/// Prints one run.
+pub(crate) fn row(label: &str, o: &Outcome) {
     println!(
-        "(a fair share under the flood is {:.1}% per tenant; the heavy tenant holds {:.1}% of the outstanding requests)",
-        100.0 * fair,
-        100.0 * settings.heavy_submitters() as f64
-            / (settings.heavy_submitters() + settings.light_tenants * settings.light_submitters)
-                as f64
+        "{label:<7} {:<24} {:>9.0} {:>7.4} {:>8} {:>12.2} {:>12.2} {:>11.1}",
+        name(o.kind, o.flood),
+        o.grants_per_s,
+        o.jain,
+        o.heavy_share
+            .map_or("-".to_string(), |s| format!("{:.1}", 100.0 * s)),
+        o.light_p50_ms,
+        o.light_p99_ms,
+        o.max_gap_ms,
+    );
+}
+
+/// Prints the medians over the repeats, the p99 ratios and the targets.
+pub(crate) fn summary(settings: &Settings, outcomes: &[Outcome]) {
+    let runs = |kind: Kind, flood: bool| -> Vec<&Outcome> {
+        outcomes
+            .iter()
+            .filter(|o| o.kind == kind && o.flood == flood)
+            .collect()
+    };
+    let med = |runs: &[&Outcome], field: fn(&Outcome) -> f64| -> f64 {
+        median(&mut runs.iter().map(|o| field(o)).collect::<Vec<_>>())
+    };
+    let table = settings.repeats > 1;
+    if table {
+        println!();
+        println!("medians over {} repeats", settings.repeats);
+        header("median");
+    }
+    let mut ratios = Vec::new();
+    for kind in [Kind::Pools, Kind::Fifo] {
+        let calm = runs(kind, false);
+        let flood = runs(kind, true);
+        for (flooding, runs) in [(false, &calm), (true, &flood)] {
+            let heavy = runs
+                .iter()
+                .filter_map(|o| o.heavy_share)
+                .collect::<Vec<_>>();
+            let o = Outcome {
+                kind,
+                flood: flooding,
+                grants_per_s: med(runs, |o| o.grants_per_s),
+                jain: med(runs, |o| o.jain),
+                heavy_share: (!heavy.is_empty()).then(|| median(&mut heavy.clone())),
+                light_p50_ms: med(runs, |o| o.light_p50_ms),
+                light_p99_ms: med(runs, |o| o.light_p99_ms),
+                max_gap_ms: med(runs, |o| o.max_gap_ms),
+                errors: 0,
+                clean: true,
+            };
+            if table {
+                row("", &o);
+            }
+        }
+        let ratio = med(&flood, |o| o.light_p99_ms) / med(&calm, |o| o.light_p99_ms);
+        ratios.push((kind, ratio, med(&flood, |o| o.jain)));
+    }
+    println!();
+    for (kind, ratio, _) in &ratios {
+        println!(
+            "{}: median light p99 under the flood / without it = {ratio:.2}x",
+            kind.name()
+        );
+    }
+    if let Some((_, ratio, index)) = ratios.iter().find(|(k, _, _)| *k == Kind::Pools) {
+        println!(
+            "target Jain's index >= 0.99 under the flood: {index:.4} ({})",
+            if *index >= 0.99 { "met" } else { "missed" }
+        );
+        println!(
+            "target light p99 under the flood <= 2x its p99 with no flood: {ratio:.2}x ({})",
+            if *ratio <= 2.0 { "met" } else { "missed" }
+        );
+    }
+    let outstanding =
+        settings.heavy_submitters() + settings.light_tenants * settings.light_submitters;
+    println!(
+        "(a fair share under the flood is {:.1}% per tenant; the heavy tenant keeps {:.1}% of \
+         the outstanding requests)",
+        100.0 / (settings.light_tenants + 1) as f64,
+        100.0 * settings.heavy_submitters() as f64 / outstanding as f64
     );
 }

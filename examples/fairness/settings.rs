@@ -17,6 +17,7 @@ pub(crate) struct Settings {
     pub(crate) warmup: Duration,
     pub(crate) measured: Duration,
     pub(crate) paused: bool,
+    pub(crate) repeats: usize,
 }
 
 fn env_or(name: &str, default: u64) -> Result<u64, BoxError> {
@@ -37,7 +38,7 @@ impl Settings {
                 other => return Err(format!("unknown argument {other:?}").into()),
             }
         }
-        let (seconds, warmup_ms) = if quick { (1, 250) } else { (5, 1_000) };
+        let (seconds, warmup_ms, repeats) = if quick { (1, 250, 1) } else { (5, 1_000, 3) };
         let settings = Self {
             light_tenants: env_or("FAIRNESS_LIGHT_TENANTS", 15)? as usize,
             light_submitters: env_or("FAIRNESS_LIGHT_SUBMITTERS", 4)? as usize,
@@ -47,6 +48,7 @@ impl Settings {
             warmup: Duration::from_millis(env_or("FAIRNESS_WARMUP_MS", warmup_ms)?),
             measured: Duration::from_secs(env_or("FAIRNESS_SECONDS", seconds)?),
             paused,
+            repeats: env_or("FAIRNESS_REPEATS", repeats)?.max(1) as usize,
         };
         let outstanding =
             settings.heavy_submitters() + settings.light_tenants * settings.light_submitters;
