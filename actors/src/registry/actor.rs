@@ -1,8 +1,10 @@
 //! The registry's `Actor` implementation: `handle` only matches and calls
 //! the named operations of [`State`].
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use ractor::actor::messages::BoxedState;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
@@ -126,7 +128,8 @@ impl Actor for RegistryActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match event {
-            SupervisionEvent::ActorTerminated(cell, _, _) => {
+            SupervisionEvent::ActorTerminated(cell, remains, _) => {
+                destroy_remains(remains);
                 state
                     .child_stopped(&myself.get_cell(), cell.get_id(), None)
                     .await;
@@ -141,6 +144,20 @@ impl Actor for RegistryActor {
         }
         state.finish_shutdown(&myself.get_cell()).await;
         Ok(())
+    }
+}
+
+/// Destroys what a stopped child left: ractor hands a stopped (or killed)
+/// actor's state to its supervisor with the termination event, and an
+/// epoch actor's state holds its idle connections. Their destructors are
+/// adapter code: a panic there is contained, so it cannot stop the control
+/// owner; each connection's charges are still dropped after it.
+fn destroy_remains(remains: Option<BoxedState>) {
+    let Some(remains) = remains else {
+        return;
+    };
+    if std::panic::catch_unwind(AssertUnwindSafe(move || drop(remains))).is_err() {
+        tracing::error!("a stopped child's resource panicked while it was destroyed");
     }
 }
 
