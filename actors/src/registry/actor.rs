@@ -1,7 +1,6 @@
 //! The registry's `Actor` implementation: `handle` only matches and calls
 //! the named operations of [`State`].
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use ractor::actor::messages::BoxedState;
@@ -149,15 +148,10 @@ impl Actor for RegistryActor {
 
 /// Destroys what a stopped child left: ractor hands a stopped (or killed)
 /// actor's state to its supervisor with the termination event, and an
-/// epoch actor's state holds its idle connections. Their destructors are
-/// adapter code: a panic there is contained, so it cannot stop the control
-/// owner; each connection's charges are still dropped after it.
+/// epoch actor's state holds its idle connections.
 fn destroy_remains(remains: Option<BoxedState>) {
-    let Some(remains) = remains else {
-        return;
-    };
-    if std::panic::catch_unwind(AssertUnwindSafe(move || drop(remains))).is_err() {
-        tracing::error!("a stopped child's resource panicked while it was destroyed");
+    if let Some(remains) = remains {
+        crate::contain::drop_contained(remains, "a stopped child's state");
     }
 }
 
