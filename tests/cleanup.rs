@@ -247,3 +247,56 @@ async fn a_failed_close_nobody_waits_for_is_destroyed_by_shutdown() {
     let report = pools.shutdown(support::deadline()).await;
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// A connection whose close fails and whose destructor panics.
+struct Cursed;
+
+impl Drop for Cursed {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("adapter bug: destructor panicked");
+        }
+    }
+}
+
+impl Cleanup for Cursed {
+    async fn close(self) -> Result<(), CloseFailure<Self>> {
+        Err(CloseFailure::new(self, "close refused"))
+    }
+}
+
+struct CursedDialer;
+
+impl Dialer for CursedDialer {
+    type Conn = Cursed;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<Cursed, DialError> {
+        Ok(Cursed)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_destroys_a_kept_failure_whose_destructor_panics() {
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = pools
+        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
+        .await
+        .expect("install");
+    let request = running(&pools, &receipt, "t", 1).await;
+    let conn = pools
+        .reserve_connection(&request, &CursedDialer)
+        .await
+        .expect("dialed");
+    drop(request);
+    let ticket = pools
+        .close_connection(conn)
+        .map_err(|r| r.error)
+        .expect("slot");
+    drop(ticket);
+    eventually("the cleanup actor keeps the failure", || {
+        pools.snapshot().failed_cleanup == 1
+    })
+    .await;
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}
