@@ -83,7 +83,7 @@ impl State {
                     cleanup = id,
                     "cleanup failed during shutdown; the resource is destroyed, then released"
                 );
-                drop(orphan);
+                crate::contain::drop_contained(orphan, "a failed close after shutdown began");
             }
             Ok(Some(orphan)) => {
                 tracing::warn!(
@@ -120,7 +120,8 @@ impl State {
                 kept = self.kept.len(),
                 "shutdown destroys the failures nobody waited for"
             );
-            self.kept.clear();
+            let kept = std::mem::take(&mut self.kept);
+            crate::contain::drop_contained(kept, "failed closes kept until shutdown");
         }
         self.tasks.when_idle(reply);
     }
