@@ -16,7 +16,8 @@
 //!
 //! 200 seeds by default; `CHAOS_SEEDS=N` runs seeds `0..N`, `CHAOS_SEED=k`
 //! replays seed `k` alone (`CHAOS_TRACE=1` prints all its steps on failure,
-//! `CHAOS_LOUD=1` shows the injected panics too).
+//! `CHAOS_LOUD=1` shows the injected panics too); `CHAOS_STEPS` sets the
+//! steps per seed (40 by default).
 //!
 //! Files: `chaos/world.rs` (the steps), `chaos/script.rs` (what a call
 //! will do), `chaos/call.rs` (running it), `chaos/faults.rs` (the faulty

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use provider_pools::{ConnectError, DialErrorKind, InstallReceipt, ProviderPools, Snapshot};
 
 use crate::mem::MemDialer;
-
 use crate::support::{admitted, allow_all, http_config, installation, plan, provider, request};
 use crate::{
     drive, gate, settle, settles_to, shuts_down_clean, within_limits, Behaviour, Call, Outcome,

@@ -42,6 +42,14 @@ pub(crate) const LIMITS: Limits = Limits {
 /// Steps per seed.
 const STEPS: usize = 40;
 
+/// Steps per seed: [`STEPS`], or `CHAOS_STEPS` for longer scenarios.
+fn steps() -> usize {
+    std::env::var("CHAOS_STEPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(STEPS)
+}
+
 /// How long (virtual time) calls and jobs get to end once faults stop.
 pub(crate) const RUN_OUT: Duration = Duration::from_secs(120);
 
@@ -122,7 +130,7 @@ impl World {
         for p in 0..2 {
             self.install(p).await?;
         }
-        for _ in 0..STEPS {
+        for _ in 0..steps() {
             let weights = STEPS_WEIGHTED.map(|(_, w)| w);
             let step = STEPS_WEIGHTED[self.rng.weighted(&weights)].0;
             let what = self.step(step).await?;
