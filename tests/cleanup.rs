@@ -212,3 +212,91 @@ async fn a_delayed_cleanup_keeps_its_charges_until_it_finishes() {
     })
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_close_nobody_waits_for_is_destroyed_by_shutdown() {
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = pools
+        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
+        .await
+        .expect("install");
+    let request = running(&pools, &receipt, "t", 1).await;
+    let conn = pools
+        .reserve_connection(&request, &StubbornDialer(std::sync::Mutex::new(None)))
+        .await
+        .expect("dialed");
+    drop(request);
+    let ticket = pools
+        .close_connection(conn)
+        .map_err(|r| r.error)
+        .expect("slot");
+    drop(ticket);
+    eventually("the cleanup actor keeps the failure", || {
+        pools.snapshot().failed_cleanup == 1
+    })
+    .await;
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.connections.active, snapshot.running_requests),
+        (1, 1),
+        "the kept failure stays charged: {snapshot:?}"
+    );
+
+    // The kept connection still holds its request, and so its epoch:
+    // shutdown must destroy it rather than wait for the epoch to drain.
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}
+
+/// A connection whose close fails and whose destructor panics.
+struct Cursed;
+
+impl Drop for Cursed {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("adapter bug: destructor panicked");
+        }
+    }
+}
+
+impl Cleanup for Cursed {
+    async fn close(self) -> Result<(), CloseFailure<Self>> {
+        Err(CloseFailure::new(self, "close refused"))
+    }
+}
+
+struct CursedDialer;
+
+impl Dialer for CursedDialer {
+    type Conn = Cursed;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<Cursed, DialError> {
+        Ok(Cursed)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_destroys_a_kept_failure_whose_destructor_panics() {
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = pools
+        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
+        .await
+        .expect("install");
+    let request = running(&pools, &receipt, "t", 1).await;
+    let conn = pools
+        .reserve_connection(&request, &CursedDialer)
+        .await
+        .expect("dialed");
+    drop(request);
+    let ticket = pools
+        .close_connection(conn)
+        .map_err(|r| r.error)
+        .expect("slot");
+    drop(ticket);
+    eventually("the cleanup actor keeps the failure", || {
+        pools.snapshot().failed_cleanup == 1
+    })
+    .await;
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}

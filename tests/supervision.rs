@@ -181,3 +181,58 @@ async fn past_its_restart_budget_the_provider_is_retired() {
         "an epoch is not a control owner"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_killed_epoch_actor_is_restarted_and_its_idle_connections_cannot_fail_the_registry() {
+    let (pools, receipt) = pools_with(RestartPolicy::default()).await;
+    let before = pools.snapshot();
+    let request = running(&pools, &receipt, "t", 1).await;
+    pools
+        .reserve_connection(&request, &BombDialer::default())
+        .await
+        .expect("dial")
+        .park();
+    drop(request);
+    settle().await;
+    assert_eq!(pools.snapshot().connections.idle, 1);
+
+    // Killed, the actor's state — the parked bomb with it — is handed to
+    // its supervisor; destroying it there must not take the registry down.
+    let first_actor = epoch_actors(&pools);
+    pools
+        .registry_cell()
+        .get_children()
+        .into_iter()
+        .filter(|cell| first_actor.contains(&cell.get_id()))
+        .for_each(|cell| cell.kill());
+    settle().await;
+
+    let after = pools.snapshot();
+    assert_eq!(after.control, ControlState::Running, "{after:?}");
+    let second_actor = epoch_actors(&pools);
+    assert_eq!(second_actor.len(), 1, "one epoch actor again");
+    assert_ne!(first_actor, second_actor, "a new actor took over");
+    assert_eq!(
+        (after.retained_epochs, after.clients, after.metadata_bytes),
+        (
+            before.retained_epochs,
+            before.clients,
+            before.metadata_bytes
+        ),
+        "the epoch's reservations were neither lost nor released"
+    );
+    assert_eq!(
+        after.connections,
+        Default::default(),
+        "the destroyed bomb released once"
+    );
+    let request = running(&pools, &receipt, "t", 2).await;
+    let conn = pools
+        .reserve_connection(&request, &Plain)
+        .await
+        .expect("the restarted epoch dials");
+    drop(conn);
+    drop(request);
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}

@@ -121,3 +121,56 @@ async fn shutdown_waits_for_real_joins_and_reports_what_remains() {
     let report = bounded("second shutdown", pools.shutdown(deadline())).await;
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// A value whose destructor panics (an adapter bug).
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("adapter bug: destructor panicked");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_refused_job_is_dropped_without_failing_the_worker_pool() {
+    let pools = start(one_worker()).await;
+    let (release, held) = tokio::sync::oneshot::channel::<()>();
+    let holder = pools
+        .spawn(move || async move {
+            let _ = held.await;
+        })
+        .await
+        .expect("a free worker");
+
+    // What the refused job captured is dropped unrun — by the caller's
+    // side or contained — and the pool keeps serving.
+    let bomb = Bomb;
+    let refused = pools
+        .spawn(move || async move {
+            let _bomb = bomb;
+        })
+        .await;
+    assert_eq!(
+        refused.err(),
+        Some(JobError::Capacity {
+            resource: "provider_workers",
+            used: 1,
+            limit: 1
+        })
+    );
+    tokio::task::yield_now().await;
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        snapshot.control,
+        provider_pools::ControlState::Running,
+        "{snapshot:?}"
+    );
+    release.send(()).expect("the holder waits");
+    assert_eq!(bounded("join", holder.join()).await, Ok(()));
+    let next = pools.spawn(|| async { 9 }).await.expect("a free worker");
+    assert_eq!(bounded("join", next.join()).await, Ok(9));
+    let report = pools.shutdown(deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}

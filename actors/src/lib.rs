@@ -36,6 +36,7 @@ pub mod snapshot;
 pub mod supervision;
 
 mod cleanup;
+mod contain;
 mod ledger;
 mod mailbox;
 mod pools;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod rng;
+
 use std::future::Future;
 use std::time::Duration;
 

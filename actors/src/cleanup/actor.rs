@@ -1,6 +1,7 @@
 //! The cleanup actor's `Actor` implementation: `handle` only matches, calls
 //! the named operations of [`State`], then publishes the count.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -17,6 +18,8 @@ pub(crate) struct CleanupActor;
 pub(crate) struct CleanupArgs {
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) runtime: Handle,
+    /// The pool's close flag, shared with the handle.
+    pub(crate) closed: Arc<AtomicBool>,
 }
 
 impl Actor for CleanupActor {
@@ -29,7 +32,11 @@ impl Actor for CleanupActor {
         _myself: ActorRef<Self::Msg>,
         args: CleanupArgs,
     ) -> Result<State, ActorProcessingErr> {
-        Ok(State::new(TaskTable::new(args.runtime), args.ledger))
+        Ok(State::new(
+            TaskTable::new(args.runtime),
+            args.ledger,
+            args.closed,
+        ))
     }
 
     async fn handle(

@@ -27,8 +27,11 @@
 //! Shutdown order: close the worker pool and wait for it first (jobs may
 //! still hand resources to cleanup), then [`CleanupPool::close`], then
 //! [`CleanupPool::when_idle`]; on timeout nothing is aborted. Failures the
-//! actor kept stay charged and counted until the supervisor stops the
-//! actor, which drops each resource before its charge.
+//! actor kept stay charged and counted until that `when_idle` of a closed
+//! pool, which destroys each resource before its charge (their connections
+//! hold requests, and so epochs, that the registry waits for before it
+//! stops this actor); a close that fails after the pool closed is destroyed
+//! at once.
 
 mod actor;
 mod outcome;

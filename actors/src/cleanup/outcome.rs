@@ -181,8 +181,8 @@ impl Orphan {
 ///
 /// Dropping it never aborts the cleanup. If the close then fails, the
 /// still-owned resource and its charge stay in the cleanup actor, counted
-/// in `failed_cleanup` and keeping their cleanup slot, until the actor
-/// stops: the pools never retry and never refund a failed close.
+/// in `failed_cleanup` and keeping their cleanup slot, until shutdown
+/// destroys them: the pools never retry and never refund a failed close.
 #[must_use = "dropping a ticket does not stop the cleanup; a failure it would carry stays charged"]
 pub struct CleanupTicket<T> {
     rx: oneshot::Receiver<Result<(), CleanupFailed<T>>>,

@@ -82,9 +82,11 @@ impl CleanupPool {
         supervisor: ActorCell,
     ) -> Result<CleanupPool, SpawnErr> {
         let slots = MailboxSlots::new(mailbox_bound(limits));
+        let closed = Arc::new(AtomicBool::new(false));
         let args = CleanupArgs {
             ledger: Arc::clone(&ledger),
             runtime: runtime.clone(),
+            closed: Arc::clone(&closed),
         };
         let (actor, _join) = runtime
             .spawn(Actor::spawn_linked(None, CleanupActor, args, supervisor))
@@ -95,7 +97,7 @@ impl CleanupPool {
                 slots.attach(actor),
                 Budget::new("cleanup_jobs", limits.cleanup_jobs),
                 limits.cleanup_jobs,
-                Arc::new(AtomicBool::new(false)),
+                closed,
             ),
             ledger,
         })

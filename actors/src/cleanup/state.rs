@@ -1,6 +1,6 @@
 //! The cleanup actor's state and its named operations.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
@@ -24,15 +24,27 @@ pub(crate) struct State {
     /// At most `cleanup_jobs` (startup limit): each entry holds a slot.
     kept: Vec<Kept>,
     ledger: Arc<Ledger>,
+    /// The pool's close flag: once set, shutdown is under way and nothing
+    /// is kept any more.
+    closed: Arc<AtomicBool>,
 }
 
 impl State {
-    pub(crate) fn new(tasks: TaskTable<Charge, Option<Orphan>>, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn new(
+        tasks: TaskTable<Charge, Option<Orphan>>,
+        ledger: Arc<Ledger>,
+        closed: Arc<AtomicBool>,
+    ) -> Self {
         Self {
             tasks,
             kept: Vec::new(),
             ledger,
+            closed,
         }
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     /// Spawns an admitted cleanup and keeps its join handle.
@@ -66,6 +78,13 @@ impl State {
         };
         match result {
             Ok(None) => tracing::trace!(cleanup = id, "cleanup joined"),
+            Ok(Some(orphan)) if self.is_closed() => {
+                tracing::warn!(
+                    cleanup = id,
+                    "cleanup failed during shutdown; the resource is destroyed, then released"
+                );
+                crate::contain::drop_contained(orphan, "a failed close after shutdown began");
+            }
             Ok(Some(orphan)) => {
                 tracing::warn!(
                     cleanup = id,
@@ -91,7 +110,19 @@ impl State {
         self.tasks.wake_if_idle();
     }
 
+    /// Answers once no cleanup runs. Once the pool is closed (shutdown),
+    /// kept failures are destroyed first — each resource, then its charge
+    /// and slot: their connections hold requests and so epochs, which the
+    /// registry waits for before it stops this actor.
     pub(crate) fn when_idle(&mut self, reply: oneshot::Sender<Result<(), WaitError>>) {
+        if self.is_closed() && !self.kept.is_empty() {
+            tracing::warn!(
+                kept = self.kept.len(),
+                "shutdown destroys the failures nobody waited for"
+            );
+            let kept = std::mem::take(&mut self.kept);
+            crate::contain::drop_contained(kept, "failed closes kept until shutdown");
+        }
         self.tasks.when_idle(reply);
     }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use ractor::actor::messages::BoxedState;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
@@ -126,7 +127,8 @@ impl Actor for RegistryActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match event {
-            SupervisionEvent::ActorTerminated(cell, _, _) => {
+            SupervisionEvent::ActorTerminated(cell, remains, _) => {
+                destroy_remains(remains);
                 state
                     .child_stopped(&myself.get_cell(), cell.get_id(), None)
                     .await;
@@ -141,6 +143,15 @@ impl Actor for RegistryActor {
         }
         state.finish_shutdown(&myself.get_cell()).await;
         Ok(())
+    }
+}
+
+/// Destroys what a stopped child left: ractor hands a stopped (or killed)
+/// actor's state to its supervisor with the termination event, and an
+/// epoch actor's state holds its idle connections.
+fn destroy_remains(remains: Option<BoxedState>) {
+    if let Some(remains) = remains {
+        crate::contain::drop_contained(remains, "a stopped child's state");
     }
 }
 

@@ -57,7 +57,18 @@ impl State {
         let _ = reply.send(accepted);
     }
 
+    /// Accepts `work`, or refuses it; refused work is dropped unrun here,
+    /// with any destructor panic of what it captured contained.
     fn accept(&mut self, kind: JobKind, work: Work) -> Result<u64, JobError> {
+        let mut work = Some(work);
+        let accepted = self.try_accept(kind, &mut work);
+        if let Some(refused) = work {
+            crate::contain::drop_contained(refused, "a refused job");
+        }
+        accepted
+    }
+
+    fn try_accept(&mut self, kind: JobKind, work: &mut Option<Work>) -> Result<u64, JobError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(JobError::Closed);
         }
@@ -69,7 +80,7 @@ impl State {
         let id = self.tasks.next_id();
         let finish = FinishGuard::new(slot, Msg::Finished { id });
         let runtime = self.tasks.runtime();
-        let join = match work {
+        let join = match work.take().ok_or(JobError::Closed)? {
             Work::Async(future) => runtime.spawn(async move {
                 let _finish = finish;
                 future.await;

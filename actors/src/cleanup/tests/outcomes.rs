@@ -160,3 +160,32 @@ async fn a_panicking_close_drops_the_resource_before_its_charge() {
         .expect("closed");
     assert_eq!(f.gauges(), (0, 0));
 }
+
+/// Once shutdown closes the pool, waiting for idleness destroys the kept
+/// failures (resource first), and a close that fails afterwards is
+/// destroyed at once: a kept connection holds its request's epoch, which
+/// the registry waits for before it stops this actor.
+#[tokio::test]
+async fn a_closed_pool_destroys_failures_nobody_waits_for() {
+    let f = fixture(2).await;
+    drop(f.submit("kept", Script::Fail));
+    f.idle().await;
+    assert_eq!(f.counts().await.orphaned, 1);
+    let (verdict, wait) = oneshot::channel();
+    drop(f.submit("late", Script::Wait(wait)));
+
+    f.pool.close();
+    verdict.send(false).expect("the close waits");
+    f.idle().await;
+    assert_eq!(f.counts().await, CleanupCounts::default());
+    assert_eq!((f.connections.used(), f.gauges()), (0, (0, 0)));
+    let events = f.log.events();
+    for name in ["kept", "late"] {
+        let at = |what: &str| events.iter().position(|e| *e == format!("{name} {what}"));
+        let (destroyed, released) = (at("destroyed"), at("charge released"));
+        assert!(
+            destroyed.is_some() && destroyed < released,
+            "{name}: destroyed, then released: {events:?}"
+        );
+    }
+}
