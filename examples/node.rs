@@ -13,28 +13,21 @@
 //!
 //! Run with `cargo run --release --example node`.
 
+#[path = "shared/traffic.rs"]
+mod traffic;
+
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::{Request, Response};
 use provider_pools::node::NodeConfig;
-use provider_pools::{
-    AdmitRequest, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan, InstallReceipt,
-    LedgerId, Limits, OriginKind, PolicyTable, PoolsConfig, ProviderId, ProviderPools, SessionId,
-    TenantId,
-};
-use provider_pools_adapters::blob::{self, BlobKey, BlobLimits};
-use provider_pools_adapters::http::{self, BodyLimits, HttpDialer, HttpRequest, RequestTarget};
+use provider_pools::{BrokerGeneration, Limits, PoolsConfig, ProviderId};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use traffic::{rotate, start_origin, BoxError, Traffic};
 
 const TENANTS: [(&str, usize); 8] = [
     ("acme", 2),
@@ -56,122 +49,17 @@ struct TenantStats {
 }
 
 struct Demo {
-    pools: ProviderPools,
-    policy: PolicyTable,
-    weather: InstallReceipt,
-    files: InstallReceipt,
-    dialer: HttpDialer,
+    traffic: Traffic,
     stats: Mutex<BTreeMap<&'static str, TenantStats>>,
     stop: AtomicBool,
-    sessions: AtomicU64,
-}
-
-/// A loopback origin: `GET /forecast` answers after a short think time.
-async fn start_origin() -> Result<String, BoxError> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let origin = format!("http://{}", listener.local_addr()?);
-    #[allow(clippy::disallowed_methods, reason = "the demo's own origin server")]
-    tokio::spawn(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            #[allow(clippy::disallowed_methods, reason = "the demo's own origin server")]
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(|_req: Request<Incoming>| async {
-                    tokio::time::sleep(Duration::from_millis(3)).await;
-                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(
-                        b"{\"forecast\":\"sunny\"}",
-                    ))))
-                });
-                let io = hyper_util::rt::TokioIo::new(socket);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
-            });
-        }
-    });
-    Ok(origin)
 }
 
 impl Demo {
-    fn plan(&self, tenant: &str) -> Result<ExecutionPlan, BoxError> {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let session = self.sessions.fetch_add(1, Ordering::Relaxed);
-        Ok(ExecutionPlan::seal(
-            TenantId::new(tenant)?,
-            SessionId::new(session),
-            LedgerId::new(1),
-            deadline,
-            deadline,
-        ))
-    }
-
-    /// One call: admission, a fresh dispatch, then HTTP or blob I/O.
-    async fn call(&self, tenant: &'static str, round: u64) -> Result<u64, &'static str> {
-        let use_http = round.is_multiple_of(2);
-        let receipt = if use_http { &self.weather } else { &self.files };
-        let plan = self.plan(tenant).map_err(|_| "plan")?;
-        let input = self
-            .pools
-            .stage_input(Bytes::from_static(b"demo"))
-            .map_err(|e| e.code())?;
-        let asked = Instant::now();
-        let ready = self
-            .pools
-            .admit(AdmitRequest {
-                plan: plan.clone(),
-                provider: receipt.provider.clone(),
-                slot: receipt.slots[0],
-                kind: if use_http {
-                    OriginKind::Http
-                } else {
-                    OriginKind::Blob
-                },
-                input,
-            })
-            .await
-            .map_err(|e| e.code())?;
-        let waited = asked.elapsed().as_micros() as u64;
-        let call = self
-            .pools
-            .dispatch(&self.policy, &plan, &receipt.provider)
-            .map_err(|e| e.code())?;
-        let running = ready.start(call).map_err(|e| e.code())?;
-        if use_http {
-            let request = HttpRequest {
-                method: hyper::Method::GET,
-                target: RequestTarget::parse("/forecast?city=demo").map_err(|_| "target")?,
-                headers: Default::default(),
-                body: Bytes::new(),
-            };
-            http::call(
-                &self.pools,
-                &running,
-                &self.dialer,
-                request,
-                BodyLimits::default(),
-            )
-            .await
-            .map_err(|e| e.code())?;
-        } else {
-            let key = BlobKey::parse(&format!("{tenant}/{}", round % 4)).map_err(|_| "key")?;
-            let body = Bytes::from(format!("{tenant} round {round}"));
-            blob::put(&self.pools, &running, &key, body, BlobLimits::default())
-                .await
-                .map_err(|e| e.code())?;
-            let mut reader = blob::get(&self.pools, &running, &key, BlobLimits::default())
-                .await
-                .map_err(|e| e.code())?;
-            while let Some(chunk) = reader.next_chunk().await {
-                chunk.map_err(|e| e.code())?;
-            }
-        }
-        Ok(waited)
-    }
-
     async fn worker(self: Arc<Self>, tenant: &'static str) {
         let mut round = 0u64;
         while !self.stop.load(Ordering::Acquire) {
             round += 1;
-            let outcome = self.call(tenant, round).await;
+            let outcome = self.traffic.call(tenant, round).await;
             let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
             let entry = stats.entry(tenant).or_default();
             match outcome {
@@ -198,7 +86,7 @@ async fn run() -> Result<bool, BoxError> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let origin = start_origin().await?;
+    let origin = start_origin(Duration::from_millis(3)).await?;
     let blob_root = tempfile::tempdir()?;
     let text = include_str!("node.toml")
         .replace("${ORIGIN}", &origin)
@@ -217,32 +105,11 @@ async fn run() -> Result<bool, BoxError> {
         blob_root.path().display()
     );
 
-    let policy = PolicyTable::new();
     let weather_id = ProviderId::new("weather")?;
-    let files_id = ProviderId::new("files")?;
-    for (tenant, _) in TENANTS {
-        policy.allow(TenantId::new(tenant)?, weather_id.clone());
-        policy.allow(TenantId::new(tenant)?, files_id.clone());
-    }
-    let weather = node
-        .receipts
-        .get(&weather_id)
-        .ok_or("weather not installed")?
-        .clone();
-    let files = node
-        .receipts
-        .get(&files_id)
-        .ok_or("files not installed")?
-        .clone();
     let demo = Arc::new(Demo {
-        dialer: HttpDialer::new(pools.clone()),
-        pools: pools.clone(),
-        policy,
-        weather,
-        files,
+        traffic: Traffic::new(&pools, &node.receipts, TENANTS.iter().map(|(t, _)| *t))?,
         stats: Mutex::new(BTreeMap::new()),
         stop: AtomicBool::new(false),
-        sessions: AtomicU64::new(0),
     });
 
     let mut workers = JoinSet::new();
@@ -271,15 +138,8 @@ async fn run() -> Result<bool, BoxError> {
         );
         if !rotated && second * 2 >= seconds {
             rotated = true;
-            let current = pools.describe(&weather_id).map_or(Epoch::ZERO, |d| d.epoch);
-            let mut installation = config
-                .installations()?
-                .into_iter()
-                .find(|i| i.provider == weather_id)
-                .ok_or("weather provider")?;
-            installation.expected = current;
-            installation.credential = Credential::from_slice(b"Bearer demo-token-2")?;
-            let rotated_to = pools.install(installation).await?;
+            let rotated_to =
+                rotate(&pools, &config, &weather_id, Some(b"Bearer demo-token-2")).await?;
             let startup = *pools.limits();
             pools
                 .lower_limits(Limits {
@@ -289,7 +149,7 @@ async fn run() -> Result<bool, BoxError> {
                 .await?;
             println!(
                 "        rotated weather's credential to epoch {} and lowered running_per_tenant to 4",
-                rotated_to.epoch
+                rotated_to
             );
         }
     }

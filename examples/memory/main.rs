@@ -40,6 +40,8 @@
 //! Run with `cargo run --release --example memory`.
 mod measure;
 mod registry;
+#[path = "../shared/rss.rs"]
+mod rss;
 
 use std::alloc::System;
 use std::process::ExitCode;

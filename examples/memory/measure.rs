@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::registry::Registry;
+use crate::rss::rss;
 use crate::GLOBAL;
 
 /// One measurement.
@@ -12,14 +13,6 @@ pub(crate) struct Sample {
     heap: i64,
     blocks: i64,
     accounted: u64,
-}
-
-/// Resident set size in bytes, from `/proc/self/status` (Linux only).
-fn rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Live heap bytes, as the counting allocator sees them.

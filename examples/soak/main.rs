@@ -1,0 +1,326 @@
+//! The soak: a long run of requests through the HTTP and blob adapters
+//! while every provider's credential is rotated each second, watching the
+//! process's RSS for growth.
+//!
+//! 64 closed-loop callers (`SOAK_CONCURRENCY`), spread over eight tenants,
+//! share `SOAK_REQUESTS` requests (default 1,000,000): even-numbered ones are
+//! a buffered HTTP GET against an in-process hyper origin on a free loopback
+//! port (kept alive, so connections are parked idle and reused), odd ones a
+//! blob put then get under a temporary root (four keys per tenant, so the
+//! disk footprint stays constant). Every second a rotator reinstalls both
+//! providers, expecting the current epoch: new admissions go to the new
+//! epoch, requests on the old one finish there, its connections retire.
+//!
+//! Every `SOAK_EVERY` completed requests (default 100,000) it prints the
+//! count, the elapsed time, the RSS (`VmRSS` from `/proc/self/status`), the
+//! accounted metadata and the snapshot's connection and epoch counts. At the
+//! end: the RSS curve as a table, the flatness verdict — from the
+//! `SOAK_WARMUP` sample (default 200,000) on, every sample within ±5 % of
+//! it: PASS or FAIL — and the shutdown report.
+//!
+//! Exits non-zero on a failed request or rotation, an unclean shutdown or a
+//! FAIL verdict. `--quick` (the smoke run of `scripts/test`, a few seconds)
+//! runs 20,000 requests sampled every 2,000 and prints the verdict without
+//! asserting it.
+//!
+//! Run with `cargo run --release --example soak`.
+
+#[path = "../shared/rss.rs"]
+mod rss;
+mod sample;
+#[path = "../shared/traffic.rs"]
+mod traffic;
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use provider_pools::node::NodeConfig;
+use provider_pools::{BrokerGeneration, PoolsConfig, ProviderId};
+use tokio::task::JoinSet;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use sample::{judge, table, Sample, Verdict};
+use traffic::{rotate, start_origin, BoxError, Traffic};
+
+const TENANTS: [&str; 8] = [
+    "acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "tyrell",
+];
+
+/// RSS flatness tolerance after warm-up: ±5 %.
+const TOLERANCE: f64 = 0.05;
+
+/// The run's counts.
+struct Settings {
+    quick: bool,
+    requests: u64,
+    every: u64,
+    warmup: u64,
+    concurrency: usize,
+}
+
+impl Settings {
+    fn from_env() -> Result<Self, BoxError> {
+        let quick = std::env::args().any(|a| a == "--quick");
+        let var = |name: &str, default: u64| -> Result<u64, BoxError> {
+            match std::env::var(name) {
+                Ok(text) => Ok(text
+                    .replace('_', "")
+                    .parse()
+                    .map_err(|e| format!("{name}: {e}"))?),
+                Err(_) => Ok(default),
+            }
+        };
+        let (requests, every, warmup) = if quick {
+            (20_000, 2_000, 4_000)
+        } else {
+            (1_000_000, 100_000, 200_000)
+        };
+        let settings = Self {
+            quick,
+            requests: var("SOAK_REQUESTS", requests)?,
+            every: var("SOAK_EVERY", every)?.max(1),
+            warmup: var("SOAK_WARMUP", warmup)?,
+            concurrency: var("SOAK_CONCURRENCY", 64)?.max(1) as usize,
+        };
+        Ok(settings)
+    }
+}
+
+/// What the callers and the rotator share.
+struct Soak {
+    traffic: Traffic,
+    total: u64,
+    issued: AtomicU64,
+    done: AtomicU64,
+    errors: Mutex<BTreeMap<&'static str, u64>>,
+    rotations: AtomicU64,
+    rotation_errors: Mutex<Vec<String>>,
+    stop: AtomicBool,
+}
+
+impl Soak {
+    /// A closed-loop caller: claims request numbers until all are issued.
+    async fn caller(self: Arc<Self>, tenant: &'static str) {
+        loop {
+            let n = self.issued.fetch_add(1, Ordering::Relaxed);
+            if n >= self.total {
+                return;
+            }
+            if let Err(code) = self.traffic.call(tenant, n).await {
+                *self
+                    .errors
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(code)
+                    .or_default() += 1;
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Reinstalls every provider each second, expecting its current epoch.
+    async fn rotator(self: Arc<Self>, config: Arc<NodeConfig>, providers: Vec<ProviderId>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        tick.tick().await;
+        let mut n = 0u64;
+        loop {
+            tick.tick().await;
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
+            n += 1;
+            for provider in &providers {
+                // A fresh credential for the HTTP provider; the blob one has none.
+                let token = format!("Bearer soak-token-{n}");
+                let credential = (provider.as_str() == "weather").then_some(token.as_bytes());
+                match rotate(&self.traffic.pools, &config, provider, credential).await {
+                    Ok(_) => {
+                        self.rotations.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => self
+                        .rotation_errors
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(format!("{provider}: {e}")),
+                }
+            }
+        }
+    }
+}
+
+async fn run(settings: &Settings) -> Result<bool, BoxError> {
+    let origin = start_origin(Duration::ZERO).await?;
+    let blob_root = tempfile::tempdir()?;
+    let text = include_str!("soak.toml")
+        .replace("${ORIGIN}", &origin)
+        .replace("${BLOB_ROOT}", &blob_root.path().display().to_string());
+    std::env::set_var("SOAK_WEATHER_TOKEN", "Bearer soak-token-0");
+    let config = Arc::new(NodeConfig::parse(&text)?);
+    let node = config
+        .start(PoolsConfig::new(
+            tokio::runtime::Handle::current(),
+            BrokerGeneration::new(),
+        ))
+        .await?;
+    let pools = node.pools.clone();
+    println!(
+        "soak: {} requests, {} callers over {} tenants, sample every {}, warm-up {}; origin {origin}, blob root {}",
+        settings.requests,
+        settings.concurrency,
+        TENANTS.len(),
+        settings.every,
+        settings.warmup,
+        blob_root.path().display()
+    );
+
+    let soak = Arc::new(Soak {
+        traffic: Traffic::new(&pools, &node.receipts, TENANTS)?,
+        total: settings.requests,
+        issued: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+        errors: Mutex::new(BTreeMap::new()),
+        rotations: AtomicU64::new(0),
+        rotation_errors: Mutex::new(Vec::new()),
+        stop: AtomicBool::new(false),
+    });
+    let providers: Vec<ProviderId> = node.receipts.keys().cloned().collect();
+    drop(node);
+
+    let started = Instant::now();
+    let mut callers = JoinSet::new();
+    for i in 0..settings.concurrency {
+        callers.spawn(Arc::clone(&soak).caller(TENANTS[i % TENANTS.len()]));
+    }
+    let mut rotator = JoinSet::new();
+    rotator.spawn(Arc::clone(&soak).rotator(Arc::clone(&config), providers));
+
+    let mut samples = Vec::new();
+    let mut next = settings.every;
+    let mut panicked = 0u32;
+    let mut poll = tokio::time::interval(Duration::from_millis(5));
+    loop {
+        let finished = tokio::select! {
+            joined = callers.join_next() => match joined {
+                Some(Ok(())) => false,
+                Some(Err(e)) => {
+                    eprintln!("a caller failed: {e}");
+                    panicked += 1;
+                    false
+                }
+                None => true,
+            },
+            _ = poll.tick() => false,
+        };
+        let done = soak.done.load(Ordering::Acquire);
+        while next <= done.min(settings.requests) {
+            let sample = Sample::take(
+                next,
+                started.elapsed(),
+                pools.snapshot(),
+                soak.rotations.load(Ordering::Relaxed),
+            );
+            sample.print();
+            samples.push(sample);
+            next += settings.every;
+        }
+        if finished {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    soak.stop.store(true, Ordering::Release);
+    while let Some(joined) = rotator.join_next().await {
+        if let Err(e) = joined {
+            eprintln!("the rotator failed: {e}");
+            panicked += 1;
+        }
+    }
+
+    let done = soak.done.load(Ordering::Acquire);
+    let errors = std::mem::take(&mut *soak.errors.lock().unwrap_or_else(|e| e.into_inner()));
+    let failed: u64 = errors.values().sum();
+    let rotation_errors = std::mem::take(
+        &mut *soak
+            .rotation_errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    println!();
+    println!(
+        "{done} requests in {:.1} s ({:.0} requests/s); {} rotations; failed requests {failed} {errors:?}; failed rotations {}",
+        elapsed.as_secs_f64(),
+        done as f64 / elapsed.as_secs_f64(),
+        soak.rotations.load(Ordering::Relaxed),
+        rotation_errors.len(),
+    );
+    for e in rotation_errors.iter().take(5) {
+        println!("  rotation error: {e}");
+    }
+
+    let (verdict, base) = judge(&samples, settings.warmup, TOLERANCE);
+    println!();
+    table(&samples, base);
+    println!();
+    match verdict {
+        Verdict::Pass => println!(
+            "RSS flatness: PASS (every sample from {} requests on within ±{:.0} % of it)",
+            settings.warmup,
+            TOLERANCE * 100.0
+        ),
+        Verdict::Fail => println!(
+            "RSS flatness: FAIL (a sample from {} requests on is outside ±{:.0} % of it)",
+            settings.warmup,
+            TOLERANCE * 100.0
+        ),
+        Verdict::NotJudged => println!(
+            "RSS flatness: not judged (fewer than two samples from {} requests on)",
+            settings.warmup
+        ),
+    }
+
+    drop(soak);
+    let report = pools
+        .shutdown(Instant::now() + Duration::from_secs(10))
+        .await;
+    println!("shutdown report: {report:?}");
+    let clean = report.is_clean();
+    println!("shutdown clean: {clean}");
+    drop(blob_root);
+
+    let rss_ok = settings.quick || verdict != Verdict::Fail;
+    Ok(clean
+        && failed == 0
+        && panicked == 0
+        && rotation_errors.is_empty()
+        && done == settings.requests
+        && rss_ok)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("soak: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(&settings).await {
+        Ok(true) => {
+            println!("soak passed");
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            eprintln!("soak failed (see above)");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("soak failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
