@@ -179,6 +179,28 @@ impl fmt::Debug for HttpControlPlaneRequest {
     }
 }
 
+/// Reads one response from `bytes` with [`StdHttpTransport`]'s parser, its
+/// body at most `max_body` bytes, through a buffer of `buffer` bytes (at
+/// least 1) so reads split where the socket's would.
+///
+/// For the fuzz targets (`fuzz/`) only: not a stable API.
+///
+/// # Errors
+///
+/// As the transport's reader: `Malformed`, `TooLarge`, `Io` (the bytes end
+/// early).
+#[doc(hidden)]
+pub fn read_response_for_fuzzing(
+    bytes: &[u8],
+    max_body: usize,
+    buffer: usize,
+) -> Result<HttpResponse, TransportError> {
+    response_reader::read_response(
+        &mut std::io::BufReader::with_capacity(buffer.max(1), bytes),
+        max_body,
+    )
+}
+
 /// A transport's answer: the status and the (bounded) body.
 #[derive(Clone, PartialEq, Eq)]
 pub struct HttpResponse {
