@@ -1,11 +1,13 @@
 //! One peer process: found, started, awaited, stopped.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
@@ -61,21 +63,31 @@ pub fn binary(name: &str) -> PathBuf {
     );
 }
 
-/// A loopback port that was free a moment ago.
+/// The ports this process has handed out: the kernel may give the same
+/// free port to two `bind(0)` calls in a row once the first listener is
+/// closed, and two tests of one binary starting peers at once would then
+/// race for it (the loser's readiness probe reaching the winner's peer).
+static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+
+/// A loopback port that was free a moment ago and that this process has
+/// not handed out before.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    listener.local_addr().expect("local address").port()
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(PoisonError::into_inner);
+    // Held open until a fresh one is found, so a retry gets another port.
+    let mut held = Vec::new();
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().expect("local address").port();
+        if handed_out.insert(port) {
+            return port;
+        }
+        held.push(listener);
+    }
 }
 
-/// Two distinct loopback ports that were free a moment ago (both are bound
-/// at once, so they differ).
+/// Two distinct loopback ports, each from [`free_port`].
 fn free_port_pair() -> (u16, u16) {
-    let first = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    let second = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    (
-        first.local_addr().expect("local address").port(),
-        second.local_addr().expect("local address").port(),
-    )
+    (free_port(), free_port())
 }
 
 /// What to start: the binary, its arguments and environment. `{port}`,
@@ -252,9 +264,16 @@ impl fmt::Debug for Peer {
     }
 }
 
-/// True when `addr` accepts a TCP connection within a second.
-pub(crate) fn accepts(addr: SocketAddr) -> bool {
-    TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+/// The first line (at most 16 KiB) the server on `addr` sends unprompted,
+/// within two seconds of connecting; `None` when it sends none.
+pub(crate) fn first_line(addr: SocketAddr) -> Option<String> {
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let mut line = String::new();
+    BufReader::new(stream.take(16 * 1024))
+        .read_line(&mut line)
+        .ok()?;
+    Some(line)
 }
 
 /// The body `GET path` answers on `addr` with (at most 64 KiB), over a

@@ -1,7 +1,9 @@
 //! The peers the adapters' tests use, each with its start line and its
 //! readiness probe.
 
-use crate::peer::{accepts, http_ok_body, http_status, Peer, PeerCommand};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::peer::{first_line, http_ok_body, http_status, Peer, PeerCommand};
 
 /// A moto server (S3, IAM and the other AWS APIs moto emulates).
 #[derive(Debug)]
@@ -66,35 +68,56 @@ pub struct Nats;
 impl Nats {
     /// Starts `nats-server -js` on loopback.
     pub fn start() -> Peer {
-        Self::command().start(accepts)
+        Self::start_with(&[])
     }
 
     /// Starts `nats-server -js` on loopback accepting only clients that
     /// present `token` (`--auth`).
     pub fn start_with_token(token: &str) -> Peer {
-        Self::command().args(["--auth", token]).start(accepts)
+        Self::start_with(&["--auth".to_owned(), token.to_owned()])
     }
 
     /// Starts `nats-server -js` on loopback with the configuration file
     /// `config` (for users, permissions or TLS); the listen address, port
     /// and store directory given on the command line take precedence.
     pub fn start_with_config(config: &std::path::Path) -> Peer {
-        Self::command()
-            .args(["-c".to_owned(), config.display().to_string()])
-            .start(accepts)
+        Self::start_with(&["-c".to_owned(), config.display().to_string()])
     }
 
-    fn command() -> PeerCommand {
-        PeerCommand::new("nats-server").args([
-            "-a",
-            "127.0.0.1",
-            "-p",
-            "{port}",
-            "-js",
-            "-sd",
-            "{dir}/js",
-        ])
+    /// Starts it with `extra` arguments under a name no other peer of this
+    /// process has, and is ready only when the server answering on the
+    /// port greets with that name: a probe that reached another process
+    /// on a reused port does not count.
+    fn start_with(extra: &[String]) -> Peer {
+        static STARTED: AtomicU64 = AtomicU64::new(0);
+        let name = format!(
+            "pp-test-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        );
+        PeerCommand::new("nats-server")
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                "{port}",
+                "-js",
+                "-sd",
+                "{dir}/js",
+                "--server_name",
+                &name,
+            ])
+            .args(extra.iter().cloned())
+            .start(|addr| nats_greets_as(addr, &name))
     }
+}
+
+/// True when the server on `addr` sends its `INFO` greeting within two
+/// seconds and the greeting carries `"server_name":"<name>"`.
+fn nats_greets_as(addr: std::net::SocketAddr, name: &str) -> bool {
+    first_line(addr).is_some_and(|line| {
+        line.starts_with("INFO ") && line.contains(&format!(r#""server_name":"{name}""#))
+    })
 }
 
 /// A single-member etcd (Debian's etcd-server 3.4), its client URL on the
