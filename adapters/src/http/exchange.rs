@@ -8,6 +8,7 @@
 //!   request is built, and its header value is marked sensitive.
 //! - Guest headers never set `Host`, framing headers or the bound header.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -201,15 +202,28 @@ pub(crate) fn asks_close(headers: &HeaderMap) -> bool {
 /// After a complete response on a keep-alive connection: parks it when the
 /// connection is ready for the next request, else destroys it.
 ///
+/// A connection that is ready at once (the common case) is parked without
+/// arming a timer; otherwise the wait is bounded by [`REUSE_WAIT`] and the
+/// request's deadline.
+///
 /// Dropping the future destroys the connection (it is never parked).
 pub(crate) async fn park_if_reusable(
     mut conn: PooledConnection<HttpConnection>,
     deadline: Instant,
 ) {
-    let wait = deadline.min(Instant::now() + REUSE_WAIT);
     let sender = conn.get_mut().sender();
-    let ready = tokio::time::timeout_at(wait, sender.ready()).await;
-    if matches!(ready, Ok(Ok(()))) && sender.is_ready() {
+    let now = std::future::poll_fn(|cx| Poll::Ready(sender.poll_ready(cx))).await;
+    let ready = match now {
+        Poll::Ready(ready) => ready.is_ok(),
+        Poll::Pending => {
+            let wait = deadline.min(Instant::now() + REUSE_WAIT);
+            matches!(
+                tokio::time::timeout_at(wait, sender.ready()).await,
+                Ok(Ok(()))
+            )
+        }
+    };
+    if ready && sender.is_ready() {
         conn.park();
     }
 }
