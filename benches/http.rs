@@ -14,10 +14,10 @@
 //!   running request admitted before the timer starts.
 //! - `http/hyper_conn`: hyper's `client::conn::http1`, one connection per
 //!   task, opened before the timer starts and reused for every request.
-//! - `http/reqwest`: one shared `reqwest::Client` (0.12, no TLS, HTTP/1.1)
+//! - `http/reqwest`: one shared `reqwest::Client` (0.12, plain HTTP/1.1)
 //!   with its own keep-alive pool.
 //!
-//! After each throughput benchmark the same client runs a fixed number of
+//! Before each throughput benchmark the same client runs a fixed number of
 //! requests ([`LATENCY_SAMPLES`]) at the same concurrency, records each
 //! request's duration, and prints the percentiles (`latency ...` lines).
 //!
@@ -135,6 +135,8 @@ async fn fixture() -> Fixture {
     let target = format!("http://{addr}");
     let engine = Arc::new(Engine::start(limits(), &target).await);
     let dialer = Arc::new(HttpDialer::new(engine.pools.clone()));
+    // An error means a provider is installed already: keep it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let reqwest = reqwest::Client::builder()
         .tcp_nodelay(true)
         .build()
@@ -305,11 +307,16 @@ fn http(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     for tasks in CONCURRENCY {
         for client in Client::ALL {
+            // The latency run goes with the benchmark: once, and only when
+            // criterion's filter selects it.
+            let mut latency_run = false;
             group.bench_with_input(BenchmarkId::new(client.name(), tasks), &tasks, |b, &n| {
+                if !std::mem::replace(&mut latency_run, true) {
+                    report_latency(&runtime, &f, client, n);
+                }
                 b.to_async(&runtime)
                     .iter_custom(|iters| throughput(&f, client, n, iters))
             });
-            report_latency(&runtime, &f, client, tasks);
         }
     }
     group.finish();
