@@ -223,3 +223,67 @@ async fn a_thousand_expired_connections_are_reclaimed_in_bounded_scans() {
     assert!(scans >= (CONNECTIONS as u32).div_ceil(SCAN_BOUND) - 1);
     assert_eq!(pools.snapshot().connections, Default::default());
 }
+
+/// Dials at once the first time, then never finishes a dial.
+#[derive(Default)]
+struct FirstDialOnly {
+    dials: AtomicUsize,
+}
+
+impl Dialer for FirstDialOnly {
+    type Conn = u64;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<u64, DialError> {
+        if self.dials.fetch_add(1, Ordering::SeqCst) == 0 {
+            Ok(7)
+        } else {
+            std::future::pending().await
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_parked_while_a_caller_waits_on_a_dial_goes_to_that_caller() {
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = pools
+        .install(installation(
+            &provider("mem"),
+            0,
+            b"k",
+            http_config("mem", 1),
+        ))
+        .await
+        .expect("install");
+    let dialer = Arc::new(FirstDialOnly::default());
+    let first = running(&pools, &receipt, "t", 1).await;
+    let held = pools
+        .reserve_connection(&first, dialer.as_ref())
+        .await
+        .expect("first dial");
+
+    // A second caller dials (forever); a third waits on that dial.
+    let mut callers = Vec::new();
+    for session in [2, 3] {
+        let request = running(&pools, &receipt, "t", session).await;
+        let (pools, dialer) = (pools.clone(), Arc::clone(&dialer));
+        callers.push(support::task(async move {
+            let conn = pools.reserve_connection(&request, dialer.as_ref()).await;
+            conn.map(|conn| (*conn.get(), conn.is_reused()))
+        }));
+        settle().await;
+    }
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 2, "one dial in flight");
+
+    held.park();
+    drop(first);
+    let waiter = callers.pop().expect("the waiting caller");
+    let handed = tokio::time::timeout(Duration::from_secs(1), waiter)
+        .await
+        .expect("the waiter is served before the dial in flight ends")
+        .expect("task");
+    assert_eq!(handed, Ok((7, true)), "the parked connection, reused");
+    assert_eq!(pools.snapshot().connections.idle, 0);
+    for caller in callers {
+        caller.abort();
+    }
+}

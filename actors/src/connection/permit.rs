@@ -30,7 +30,6 @@ pub(crate) enum DialOutcome {
 pub(crate) struct DialPermit {
     charges: Option<ConnCharges>,
     done: Option<ReleaseSlot<EpochMsg>>,
-    park: Option<ReleaseSlot<EpochMsg>>,
     epoch: Arc<PublishedEpoch>,
     ledger: Arc<Ledger>,
     client: usize,
@@ -40,7 +39,6 @@ impl DialPermit {
     pub(crate) fn new(
         charges: ConnCharges,
         done: ReleaseSlot<EpochMsg>,
-        park: Option<ReleaseSlot<EpochMsg>>,
         epoch: Arc<PublishedEpoch>,
         ledger: Arc<Ledger>,
         client: usize,
@@ -52,7 +50,6 @@ impl DialPermit {
         Self {
             charges: Some(charges),
             done: Some(done),
-            park,
             epoch,
             ledger,
             client,
@@ -69,13 +66,12 @@ impl DialPermit {
             Ok(_) => DialOutcome::Connected,
             Err(e) => DialOutcome::Failed(e.kind),
         });
-        let conn = dialed.map_err(ConnectError::Dial)?;
+        let conn = Box::new(dialed.map_err(ConnectError::Dial)?);
         let charges = self.charges.take().ok_or(ConnectError::Closed)?;
         Ok(PooledConnection::new(
             conn,
             charges,
             Arc::clone(&self.epoch),
-            self.park.take(),
             self.client,
             false,
             owner,

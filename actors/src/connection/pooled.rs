@@ -12,9 +12,8 @@ use tokio::time::Instant;
 
 use crate::admission::RunningRequest;
 use crate::budget::Charge;
-use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::idle;
 use crate::epoch::published::PublishedEpoch;
-use crate::mailbox::ReleaseSlot;
 
 /// The charges one connection holds for its whole life, idle or active:
 /// one of the node's `connections` and one of its client's.
@@ -51,12 +50,12 @@ impl Drop for ActiveGauge {
     }
 }
 
-/// A parked connection, owned by its epoch actor.
+/// A parked connection, kept by its epoch in the client's idle stash.
 pub(crate) struct IdleConn {
     pub(crate) conn: Box<dyn Any + Send>,
     pub(crate) charges: ConnCharges,
-    /// One of the node's `idle_connections`, taken by the epoch actor when it
-    /// accepts the connection.
+    /// One of the node's `idle_connections`, taken when the stash accepts
+    /// the connection.
     pub(crate) idle: Option<Charge>,
     pub(crate) type_id: TypeId,
     pub(crate) since: Instant,
@@ -68,10 +67,11 @@ pub(crate) struct IdleConn {
 /// its charges; only [`PooledConnection::park`] keeps it for reuse.
 #[must_use = "dropping a pooled connection destroys it"]
 pub struct PooledConnection<T: Send + 'static> {
-    conn: T,
+    /// Boxed once, when dialed: parking moves the box into the idle stash
+    /// and a checkout moves it back, with no allocation.
+    conn: Box<T>,
     charges: ConnCharges,
     gauge: ActiveGauge,
-    park_slot: Option<ReleaseSlot<EpochMsg>>,
     client: usize,
     reused: bool,
     _owner: RunningRequest,
@@ -79,10 +79,9 @@ pub struct PooledConnection<T: Send + 'static> {
 
 impl<T: Send + 'static> PooledConnection<T> {
     pub(crate) fn new(
-        conn: T,
+        conn: Box<T>,
         charges: ConnCharges,
         epoch: Arc<PublishedEpoch>,
-        park_slot: Option<ReleaseSlot<EpochMsg>>,
         client: usize,
         reused: bool,
         owner: RunningRequest,
@@ -91,7 +90,6 @@ impl<T: Send + 'static> PooledConnection<T> {
             conn,
             charges,
             gauge: ActiveGauge::new(epoch),
-            park_slot,
             client,
             reused,
             _owner: owner,
@@ -121,51 +119,42 @@ impl<T: Send + 'static> PooledConnection<T> {
             conn,
             charges,
             gauge,
-            park_slot: _,
             client: _,
             reused: _,
             _owner,
         } = self;
         // Tuple fields drop in order: charges, then the gauge, then the owner.
-        (conn, Box::new((charges, gauge, _owner)))
+        (*conn, Box::new((charges, gauge, _owner)))
     }
 
     /// Returns the connection to its client's idle pool.
     ///
     /// Call only after verifying the connection is reusable (for HTTP: the
     /// response was read completely and both sides allow keep-alive). The
-    /// activation is released; the connection keeps its node capacity while
-    /// idle. A retired epoch, a full idle pool or a stopped epoch actor
-    /// destroy it instead.
+    /// connection joins its epoch's idle stash at once, with no message hop,
+    /// and keeps its node capacity while idle; then the activation is
+    /// released. A retired epoch or a full idle pool destroy it instead.
     pub fn park(self) {
         let Self {
             conn,
             charges,
             gauge,
-            park_slot,
             client,
             reused: _,
             _owner,
         } = self;
         let epoch = Arc::clone(&gauge.epoch);
         drop(gauge);
-        drop(_owner);
-        let Some(slot) = park_slot.filter(|_| !epoch.is_retired()) else {
-            // Destroy, then release: `conn` is dropped before `charges`.
-            drop(conn);
-            drop(charges);
-            return;
-        };
         let entry = IdleConn {
             type_id: TypeId::of::<T>(),
-            conn: Box::new(conn),
+            conn,
             charges,
             idle: None,
             since: Instant::now(),
         };
-        // A stopped epoch actor drops the message, and with it the entry:
-        // the connection is destroyed before its charges are released.
-        let _ = slot.send(EpochMsg::Park { client, entry });
+        // Destroyed there (the resource before its charges) if refused.
+        idle::park(&epoch, client, entry);
+        drop(_owner);
     }
 }
 

@@ -1,5 +1,5 @@
-//! The epoch actor: the runtime owner of one (provider, epoch) — its idle
-//! connections, dial gates and backoff.
+//! The epoch actor: the runtime owner of one (provider, epoch) — its dial
+//! gates, backoff, dial waiters, and the upkeep of its idle connections.
 //!
 //! Spawned linked to the registry when an epoch is installed; its immutable
 //! installation is the [`PublishedEpoch`] it shares with the directory. It
@@ -7,10 +7,17 @@
 //! that the last lease is gone, stops it. Adapter code never runs here
 //! except a connection's `Drop` when an idle one is destroyed.
 //!
+//! The idle connections are kept in the epoch's per-client stash
+//! (`epoch::idle`): a request's task takes a fresh one, and parks one, there
+//! directly; it sends `Checkout` only when none is idle. This actor empties
+//! the stash on retirement and on restart, reclaims expired entries in
+//! bounded scans, and hands parked connections to callers waiting on a dial.
+//!
 //! Mailbox: `64 + running_requests` message slots (one checkout per running
-//! request, plus reclaim scans); release slots:
-//! the registry's `Retire`, and two per possible connection of the epoch
-//! (its dial outcome and its park), i.e. `1 + 2 × connections` (startup).
+//! request, plus reclaim scans and park nudges, which are dropped when the
+//! mailbox is full); release slots: the registry's `Retire`, and one per
+//! possible connection of the epoch (its dial outcome), i.e.
+//! `1 + connections` (startup).
 
 use std::any::TypeId;
 use std::sync::Arc;
@@ -18,7 +25,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::oneshot;
 
-use crate::connection::{DialOutcome, IdleConn};
+use crate::connection::DialOutcome;
 use crate::epoch::pool::{Checkout, Pools};
 use crate::epoch::published::PublishedEpoch;
 use crate::ledger::Ledger;
@@ -29,7 +36,7 @@ fn bound(limits: &Limits) -> MailboxBound {
     MailboxBound {
         // Every running request may have one checkout in flight.
         messages: 64 + limits.running_requests as usize,
-        releases: 1 + 2 * limits.connections as usize,
+        releases: 1 + limits.connections as usize,
     }
 }
 
@@ -51,8 +58,9 @@ pub(crate) enum Msg {
         outcome: DialOutcome,
         at: tokio::time::Instant,
     },
-    /// A verified-reusable connection comes back (on its reserved slot).
-    Park { client: usize, entry: IdleConn },
+    /// A connection was parked in `client`'s stash while callers waited on
+    /// a dial (a best-effort nudge: the end of the dial looks again).
+    Parked { client: usize },
     /// Destroy expired idle connections, touching at most `bound`; answers
     /// how many were touched.
     Reclaim {
@@ -110,7 +118,7 @@ impl Actor for EpochActor {
                 outcome,
                 at,
             } => pools.dial_done(mailbox, client, outcome, at),
-            Msg::Park { client, entry } => pools.park(client, entry),
+            Msg::Parked { client } => pools.parked(client),
             Msg::Reclaim { bound, reply } => {
                 let touched = pools.reclaim(bound);
                 if let Some(reply) = reply {

@@ -8,8 +8,10 @@
 
 pub(crate) mod actor;
 mod adapter_state;
+pub(crate) mod idle;
 mod lease;
 pub(crate) mod pool;
 pub(crate) mod published;
+mod tally;
 
 pub use published::{ClientId, ClientLease, TypedSlot};

@@ -1,5 +1,7 @@
-//! The epoch actor's connection state: per client, the idle connections,
-//! the dial gate, the backoff and the callers waiting on a dial.
+//! The epoch actor's connection state: per client, the dial gate, the
+//! backoff and the callers waiting on a dial. The parked connections
+//! themselves live in the epoch's per-client idle stash (`epoch::idle`), which request
+//! tasks also reach directly for the common checkout and park.
 //!
 //! Invariants:
 //! - At most one dial in flight per client; callers arriving meanwhile wait
@@ -8,13 +10,15 @@
 //!   that many consecutive failures; during backoff a checkout is refused at
 //!   once with the last error's kind. A successful dial resets it.
 //! - Idle connections are taken most recent first, each checked for expiry
-//!   at checkout; a retired epoch keeps none.
+//!   at checkout; a retired epoch keeps none, nor does a restarted actor.
+//! - A waiter is counted in the stash before the actor's last look at it;
+//!   connections parked while callers wait go to them, oldest waiter first,
+//!   before another dial starts.
 //! - A reclaim scan touches at most its bound of idle entries.
 
 use std::any::TypeId;
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -40,8 +44,6 @@ pub(crate) enum Checkout {
 
 #[derive(Default)]
 struct ClientPool {
-    /// Oldest first; checkout takes from the back.
-    idle: VecDeque<IdleConn>,
     dialing: bool,
     waiters: VecDeque<(TypeId, oneshot::Sender<Checkout>)>,
     failures: u32,
@@ -65,6 +67,12 @@ impl Pools {
         ledger: Arc<Ledger>,
         backoff: DialBackoff,
     ) -> Self {
+        // A restarted actor starts empty: the failed one's idle connections
+        // are destroyed with it, each releasing its charges once.
+        for stash in epoch.all_idle() {
+            stash.clear();
+            stash.set_waiting(0);
+        }
         Self {
             clients: (0..epoch.client_count())
                 .map(|_| ClientPool::default())
@@ -85,28 +93,37 @@ impl Pools {
         type_id: TypeId,
         reply: oneshot::Sender<Checkout>,
     ) {
-        let now = Instant::now();
         let idle_age = self.ledger.idle_age();
-        let Some(pool) = self.clients.get_mut(client) else {
+        let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
+        else {
             let _ = reply.send(Checkout::Refused(ConnectError::Closed));
             return;
         };
-        if let Some(conn) = take_idle(pool, type_id, now, idle_age) {
+        if let Some(conn) = stash.take(type_id, idle_age) {
             let _ = reply.send(Checkout::Idle(conn));
             return;
         }
-        if let Some(refusal) = backoff_refusal(pool, now) {
+        if let Some(refusal) = backoff_refusal(pool, Instant::now()) {
             let _ = reply.send(Checkout::Refused(refusal));
             return;
         }
         if pool.dialing {
+            // Counted before the last look: a park landing after it sees
+            // the waiter and nudges this actor.
+            stash.set_waiting(pool.waiters.len() + 1);
+            if let Some(conn) = stash.take(type_id, idle_age) {
+                stash.set_waiting(pool.waiters.len());
+                let _ = reply.send(Checkout::Idle(conn));
+                return;
+            }
             pool.waiters.push_back((type_id, reply));
             return;
         }
         self.start_dial(mailbox, client, reply);
     }
 
-    /// A dial ended: record success or backoff, then serve the waiters.
+    /// A dial ended: record success or backoff, then serve the waiters —
+    /// from the stash first, then by the next dial.
     pub(crate) fn dial_done(
         &mut self,
         mailbox: &Mailbox<Msg>,
@@ -114,45 +131,50 @@ impl Pools {
         outcome: DialOutcome,
         at: Instant,
     ) {
-        if outcome == DialOutcome::Withdrawn {
-            // `start_dial` already cleared the gate when it withdrew the
-            // permit; another dial may be in flight since.
-            return;
-        }
-        if outcome == DialOutcome::Failed(DialErrorKind::Saturated) {
-            // The adapter had no room of its own; the origin was never
-            // tried. No backoff: the gate opens for the next waiter.
-            if let Some(pool) = self.clients.get_mut(client) {
-                pool.dialing = false;
-            }
-            self.serve_next_waiter(mailbox, client);
-            return;
-        }
-        let now = Instant::now();
         let backoff = self.backoff;
         let Some(pool) = self.clients.get_mut(client) else {
             return;
         };
-        pool.dialing = false;
-        match outcome {
+        let failed = match outcome {
+            // `start_dial` already cleared the gate when it withdrew the
+            // permit; another dial may be in flight since.
+            DialOutcome::Withdrawn => return,
             DialOutcome::Connected => {
                 pool.failures = 0;
                 pool.backoff_until = None;
+                false
             }
+            // The adapter had no room of its own; the origin was never
+            // tried. No backoff: the gate opens for the next waiter.
+            DialOutcome::Failed(DialErrorKind::Saturated) => false,
             DialOutcome::Failed(kind) => {
                 pool.failures = pool.failures.saturating_add(1);
                 pool.last_error = Some(kind);
                 pool.backoff_until = Some(at + backoff.delay_after(pool.failures));
                 tracing::debug!(client, %kind, failures = pool.failures, "dial failed; backoff");
-                if let Some(refusal) = backoff_refusal(pool, now) {
-                    for (_, waiter) in pool.waiters.drain(..) {
-                        let _ = waiter.send(Checkout::Refused(refusal.clone()));
-                    }
-                }
+                true
             }
-            DialOutcome::Withdrawn => return,
+        };
+        pool.dialing = false;
+        self.parked(client);
+        if failed {
+            self.refuse_waiters(client);
         }
         self.serve_next_waiter(mailbox, client);
+    }
+
+    /// During backoff, every waiter is refused at once.
+    fn refuse_waiters(&mut self, client: usize) {
+        let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
+        else {
+            return;
+        };
+        if let Some(refusal) = backoff_refusal(pool, Instant::now()) {
+            for (_, waiter) in pool.waiters.drain(..) {
+                let _ = waiter.send(Checkout::Refused(refusal.clone()));
+            }
+            stash.set_waiting(0);
+        }
     }
 
     /// The next waiter dials (serially: one dial in flight per client).
@@ -162,60 +184,58 @@ impl Pools {
             .get_mut(client)
             .and_then(|p| p.waiters.pop_front())
         {
+            self.sync_waiting(client);
             if self.start_dial(mailbox, client, waiter) {
                 break;
             }
         }
     }
 
-    /// A connection parked by adapter code that verified it reusable.
-    pub(crate) fn park(&mut self, client: usize, mut entry: IdleConn) {
-        if self.retired {
-            return; // dropping `entry` destroys, then releases
-        }
-        let Some(pool) = self.clients.get_mut(client) else {
+    /// Connections were parked while callers waited: each waiter, oldest
+    /// first, takes the most recent fresh one of its type.
+    pub(crate) fn parked(&mut self, client: usize) {
+        let idle_age = self.ledger.idle_age();
+        let retired = self.retired;
+        let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
+        else {
             return;
         };
-        // A caller waiting on a dial of the same type takes it at once.
-        if let Some(at) = pool.waiters.iter().position(|(t, _)| *t == entry.type_id) {
-            if let Some((_, waiter)) = pool.waiters.remove(at) {
-                match waiter.send(Checkout::Idle(entry)) {
-                    Ok(()) => return,
-                    Err(Checkout::Idle(back)) => entry = back,
-                    Err(_) => return,
+        let mut at = 0;
+        while at < pool.waiters.len() {
+            let Some(entry) = stash.take(pool.waiters[at].0, idle_age) else {
+                at += 1;
+                continue;
+            };
+            let Some((_, waiter)) = pool.waiters.remove(at) else {
+                break;
+            };
+            if let Err(Checkout::Idle(back)) = waiter.send(Checkout::Idle(entry)) {
+                // The caller left; the connection stays idle (a retired
+                // epoch destroys it here, and its `Retire` is on the way).
+                if !retired {
+                    stash.restore(back);
                 }
             }
         }
-        match self.ledger.idle.try_reserve(1) {
-            Ok(idle) => {
-                entry.idle = Some(idle);
-                entry.since = Instant::now();
-                pool.idle.push_back(entry);
-            }
-            Err(full) => tracing::debug!(%full, "idle pool full; connection destroyed"),
+        stash.set_waiting(pool.waiters.len());
+    }
+
+    fn sync_waiting(&self, client: usize) {
+        if let (Some(pool), Some(stash)) = (self.clients.get(client), self.epoch.idle(client)) {
+            stash.set_waiting(pool.waiters.len());
         }
     }
 
     /// Destroys expired idle connections, touching at most `bound` entries.
     /// Returns how many it touched.
     pub(crate) fn reclaim(&mut self, bound: usize) -> usize {
-        let now = Instant::now();
         let idle_age = self.ledger.idle_age();
         let clients = self.clients.len();
         let mut touched = 0;
         for step in 0..clients {
             let index = (self.cursor + step) % clients;
-            let pool = &mut self.clients[index];
-            while touched < bound {
-                let expired = pool
-                    .idle
-                    .front()
-                    .is_some_and(|oldest| now.duration_since(oldest.since) >= idle_age);
-                if !expired {
-                    break;
-                }
-                touched += 1;
-                pool.idle.pop_front();
+            if let Some(stash) = self.epoch.idle(index) {
+                touched += stash.reclaim(idle_age, bound - touched);
             }
             if touched >= bound {
                 self.cursor = index;
@@ -229,8 +249,8 @@ impl Pools {
     /// Retirement: destroy every idle connection; keep serving accepted work.
     pub(crate) fn retire(&mut self) {
         self.retired = true;
-        for pool in &mut self.clients {
-            pool.idle.clear();
+        for stash in self.epoch.all_idle() {
+            stash.clear();
         }
     }
 
@@ -280,38 +300,14 @@ impl Pools {
             per_client.try_reserve(1)?,
         );
         let done = mailbox.reserve_release().ok_or(ConnectError::Busy)?;
-        let park = mailbox.reserve_release();
         Ok(DialPermit::new(
             charges,
             done,
-            park,
             Arc::clone(&self.epoch),
             Arc::clone(&self.ledger),
             client,
         ))
     }
-}
-
-fn take_idle(
-    pool: &mut ClientPool,
-    type_id: TypeId,
-    now: Instant,
-    idle_age: Duration,
-) -> Option<IdleConn> {
-    let mut skipped = Vec::new();
-    let mut found = None;
-    while let Some(entry) = pool.idle.pop_back() {
-        if now.duration_since(entry.since) >= idle_age {
-            continue; // expired: dropped here, destroyed before release
-        }
-        if entry.type_id == type_id {
-            found = Some(entry);
-            break;
-        }
-        skipped.push(entry);
-    }
-    pool.idle.extend(skipped.into_iter().rev());
-    found
 }
 
 fn backoff_refusal(pool: &ClientPool, now: Instant) -> Option<ConnectError> {

@@ -5,12 +5,13 @@
 //! lookup reads it without a message hop and takes a [`ClientLease`].
 //!
 //! Invariants:
-//! - Everything here is immutable after install except the lease word.
+//! - Everything here is immutable after install except the lease word, the
+//!   actor's mailbox, the checked-out tally ([`ConnTally`]) and each
+//!   client's parked connections ([`IdleStash`]).
 //! - A lookup checks installation, slot and kind before it takes a lease.
 //! - The credential is reachable only through trusted adapter code.
 
 use std::fmt;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::budget::Budget;
@@ -18,7 +19,9 @@ use crate::config::{ConfigDigest, ProviderConfig};
 use crate::credential::Credential;
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::adapter_state::AdapterState;
+use crate::epoch::idle::IdleStash;
 use crate::epoch::lease::{Drain, LeaseWord};
+use crate::epoch::tally::ConnTally;
 use crate::error::LookupError;
 use crate::identity::{Authority, Epoch, InstanceId, OriginKind, OriginSlot, ProviderId};
 use crate::ledger::Ledger;
@@ -62,46 +65,8 @@ struct ConfiguredClient {
     connections: Arc<Budget>,
     /// What an adapter built for this client, kept for the epoch's life.
     adapter: AdapterState,
-}
-
-/// Checked-out connections of one epoch, and whether they count as active or
-/// retired. One lock so that retirement moves them between gauges exactly.
-#[derive(Debug)]
-pub(crate) struct ConnTally {
-    state: Mutex<(bool, u32)>,
-    ledger: Arc<Ledger>,
-}
-
-impl ConnTally {
-    fn gauge(&self, retired: bool) -> &std::sync::atomic::AtomicU32 {
-        let gauges = &self.ledger.gauges;
-        if retired {
-            &gauges.connections_retired
-        } else {
-            &gauges.connections_active
-        }
-    }
-
-    pub(crate) fn check_out(&self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.1 += 1;
-        self.gauge(state.0).fetch_add(1, Ordering::AcqRel);
-    }
-
-    pub(crate) fn check_in(&self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.1 = state.1.saturating_sub(1);
-        self.gauge(state.0).fetch_sub(1, Ordering::AcqRel);
-    }
-
-    fn retire(&self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if !state.0 {
-            state.0 = true;
-            self.gauge(false).fetch_sub(state.1, Ordering::AcqRel);
-            self.gauge(true).fetch_add(state.1, Ordering::AcqRel);
-        }
-    }
+    /// This client's parked connections.
+    idle: IdleStash,
 }
 
 /// One installed epoch as the directory publishes it.
@@ -160,6 +125,7 @@ impl PublishedEpoch {
                 id: ClientId(InstanceId::next().get()),
                 connections: Budget::new("connections_per_client", connections_per_client),
                 adapter: AdapterState::default(),
+                idle: IdleStash::default(),
             })
             .collect();
         clients.sort_unstable_by_key(|c| c.slot);
@@ -175,10 +141,7 @@ impl PublishedEpoch {
             credential,
             leases: LeaseWord::default(),
             drain_notice: Mutex::new(Some(drain_notice)),
-            conns: ConnTally {
-                state: Mutex::new((false, 0)),
-                ledger,
-            },
+            conns: ConnTally::new(ledger),
             actor: RwLock::new(None),
         })
     }
@@ -253,6 +216,21 @@ impl PublishedEpoch {
 
     pub(crate) fn conn_tally(&self) -> &ConnTally {
         &self.conns
+    }
+
+    /// The node's ledger this epoch charges.
+    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
+        self.conns.ledger()
+    }
+
+    /// The parked connections of client `index`.
+    pub(crate) fn idle(&self, index: usize) -> Option<&IdleStash> {
+        self.clients.get(index).map(|c| &c.idle)
+    }
+
+    /// Every client's parked connections.
+    pub(crate) fn all_idle(&self) -> impl Iterator<Item = &IdleStash> {
+        self.clients.iter().map(|c| &c.idle)
     }
 
     /// Number of configured clients.

@@ -1,4 +1,9 @@
 //! The connection path: check out a parked connection or dial one.
+//!
+//! A fresh idle connection of the caller's type is taken from its client's
+//! stash directly, with no message hop; only when none is idle does the
+//! caller ask the epoch actor, which gates the dial, applies backoff, or
+//! queues the caller behind the dial in flight.
 
 use std::any::TypeId;
 use std::sync::Arc;
@@ -6,9 +11,10 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::admission::RunningRequest;
-use crate::connection::{ConnectError, DialTarget, Dialer, PooledConnection};
+use crate::connection::{ConnectError, DialTarget, Dialer, IdleConn, PooledConnection};
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::pool::Checkout;
+use crate::epoch::published::PublishedEpoch;
 use crate::mailbox::MailboxError;
 use crate::pools::ProviderPools;
 
@@ -45,11 +51,19 @@ impl ProviderPools {
             return Err(ConnectError::Closed);
         }
         let (epoch, client) = running.client().epoch_entry();
+        let type_id = TypeId::of::<D::Conn>();
+        let idle_age = self.inner.ledger.idle_age();
+        if let Some(entry) = epoch
+            .idle(client)
+            .and_then(|stash| stash.take(type_id, idle_age))
+        {
+            return reused(entry, epoch, client, running);
+        }
         let mailbox = epoch.actor().ok_or(ConnectError::Closed)?;
         let (reply, answer) = oneshot::channel();
         let msg = EpochMsg::Checkout {
             client,
-            type_id: TypeId::of::<D::Conn>(),
+            type_id,
             reply,
         };
         mailbox.try_send(msg).map_err(|err| match err {
@@ -61,30 +75,7 @@ impl ProviderPools {
             .map_err(|_| ConnectError::Timeout)?
             .map_err(|_| ConnectError::Closed)?;
         match answer {
-            Checkout::Idle(entry) => {
-                let park_slot = mailbox.reserve_release();
-                let crate::connection::IdleConn {
-                    conn,
-                    charges,
-                    idle,
-                    ..
-                } = entry;
-                drop(idle);
-                match conn.downcast::<D::Conn>() {
-                    Ok(conn) => Ok(PooledConnection::new(
-                        *conn,
-                        charges,
-                        Arc::clone(epoch),
-                        park_slot,
-                        client,
-                        true,
-                        running.clone(),
-                    )),
-                    // The actor matched the type; a mismatch cannot reach
-                    // here, and would be destroyed like any drop.
-                    Err(_) => Err(ConnectError::Closed),
-                }
-            }
+            Checkout::Idle(entry) => reused(entry, epoch, client, running),
             Checkout::Dial(permit) => {
                 let target = DialTarget {
                     target: epoch.client_target(client),
@@ -102,5 +93,35 @@ impl ProviderPools {
             }
             Checkout::Refused(refusal) => Err(refusal),
         }
+    }
+}
+
+/// An idle connection becomes `running`'s: its idle slot is returned, its
+/// connection charges stay with it.
+fn reused<T: Send + 'static>(
+    entry: IdleConn,
+    epoch: &Arc<PublishedEpoch>,
+    client: usize,
+    running: &RunningRequest,
+) -> Result<PooledConnection<T>, ConnectError> {
+    let IdleConn {
+        conn,
+        charges,
+        idle,
+        ..
+    } = entry;
+    drop(idle);
+    match conn.downcast::<T>() {
+        Ok(conn) => Ok(PooledConnection::new(
+            conn,
+            charges,
+            Arc::clone(epoch),
+            client,
+            true,
+            running.clone(),
+        )),
+        // The stash matched the type; a mismatch cannot reach here, and is
+        // destroyed (before `charges` is dropped) like any drop.
+        Err(_) => Err(ConnectError::Closed),
     }
 }

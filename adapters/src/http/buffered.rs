@@ -66,19 +66,19 @@ pub async fn call(
     request: HttpRequest,
     limits: BodyLimits,
 ) -> Result<BufferedResponse, HttpError> {
-    let Opened {
-        conn,
-        response,
-        keep_alive,
-    } = exchange::open(pools, running, dialer, request, limits).await?;
-    let (parts, mut body) = response.into_parts();
-    let bytes = tokio::time::timeout_at(
-        running.deadline(),
-        read_capped(&mut body, limits.max_response),
-    )
+    // One timer bounds the exchange: connection, request, whole body.
+    let (conn, parts, keep_alive, bytes) = tokio::time::timeout_at(running.deadline(), async {
+        let Opened {
+            conn,
+            response,
+            keep_alive,
+        } = exchange::send(pools, running, dialer, request, limits).await?;
+        let (parts, mut body) = response.into_parts();
+        let bytes = read_capped(&mut body, limits.max_response).await?;
+        Ok::<_, HttpError>((conn, parts, keep_alive, bytes))
+    })
     .await
     .map_err(|_| HttpError::Timeout)??;
-    drop(body);
     if keep_alive {
         exchange::park_if_reusable(conn, running.deadline()).await;
     } else {

@@ -7,7 +7,10 @@
 //! - The credential is read from the running request's epoch when the
 //!   request is built, and its header value is marked sensitive.
 //! - Guest headers never set `Host`, framing headers or the bound header.
+//! - `Host` comes from the client's approved origin, parsed once per client
+//!   and epoch and kept as the client's adapter state.
 
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,7 +23,7 @@ use tokio::time::Instant;
 
 use crate::http::dialer::{HttpConnection, HttpDialer};
 use crate::http::error::HttpError;
-use crate::http::origin::{ApprovedOrigin, RequestTarget};
+use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
 
 /// The provider setting naming the header that carries the credential.
 pub const AUTH_HEADER_SETTING: &str = "auth_header";
@@ -88,41 +91,51 @@ pub(crate) async fn open(
     request: HttpRequest,
     limits: BodyLimits,
 ) -> Result<Opened, HttpError> {
+    tokio::time::timeout_at(
+        running.deadline(),
+        send(pools, running, dialer, request, limits),
+    )
+    .await
+    .map_err(|_| HttpError::Timeout)?
+}
+
+/// [`open`] without its deadline, for a caller that bounds a longer
+/// exchange with one timer.
+pub(crate) async fn send(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &HttpDialer,
+    request: HttpRequest,
+    limits: BodyLimits,
+) -> Result<Opened, HttpError> {
     if request.body.len() > limits.max_request {
         return Err(HttpError::RequestTooLarge {
             len: request.body.len(),
             max: limits.max_request,
         });
     }
-    let origin = ApprovedOrigin::parse(running.client().target())?;
-    let request = build(running, &origin, request)?;
+    let request = build(running, request)?;
     let request_close = asks_close(request.headers());
-    tokio::time::timeout_at(running.deadline(), async {
-        let mut conn = checkout(pools, running, dialer).await?;
-        let sender = conn.get_mut().sender();
-        sender.ready().await.map_err(|source| HttpError::Protocol {
+    let mut conn = checkout(pools, running, dialer).await?;
+    let sender = conn.get_mut().sender();
+    sender.ready().await.map_err(|source| HttpError::Protocol {
+        phase: "sending the request",
+        source,
+    })?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|source| HttpError::Protocol {
             phase: "sending the request",
             source,
         })?;
-        let response =
-            sender
-                .send_request(request)
-                .await
-                .map_err(|source| HttpError::Protocol {
-                    phase: "sending the request",
-                    source,
-                })?;
-        let keep_alive = !request_close
-            && response.version() == Version::HTTP_11
-            && !asks_close(response.headers());
-        Ok(Opened {
-            conn,
-            response,
-            keep_alive,
-        })
+    let keep_alive =
+        !request_close && response.version() == Version::HTTP_11 && !asks_close(response.headers());
+    Ok(Opened {
+        conn,
+        response,
+        keep_alive,
     })
-    .await
-    .map_err(|_| HttpError::Timeout)?
 }
 
 /// A connection that can take a request: an idle one the origin closed
@@ -143,11 +156,24 @@ pub(crate) async fn checkout(
     Ok(pools.reserve_connection(running, dialer).await?)
 }
 
+/// The `Host` header of a client's approved origin, parsed once per client
+/// and epoch (kept as the client's adapter state).
+struct OriginHost(HeaderValue);
+
+fn host_header(running: &RunningRequest) -> Result<HeaderValue, HttpError> {
+    let kept = running.client().adapter_state(|lease| {
+        let origin = ApprovedOrigin::parse(lease.target())?;
+        HeaderValue::try_from(origin.host_header())
+            .map(OriginHost)
+            .map_err(|_| OriginError::InvalidHost)
+    })?;
+    Ok(kept.0.clone())
+}
+
 /// Builds the hyper request: origin-form URI, `Host` from the approved
 /// origin, the credential binding.
 fn build(
     running: &RunningRequest,
-    origin: &ApprovedOrigin,
     request: HttpRequest,
 ) -> Result<http::Request<Full<Bytes>>, HttpError> {
     let HttpRequest {
@@ -159,9 +185,7 @@ fn build(
     for name in [HOST, CONTENT_LENGTH, TRANSFER_ENCODING] {
         headers.remove(name);
     }
-    let host = HeaderValue::from_str(&origin.host_header())
-        .map_err(|_| HttpError::Origin(crate::http::origin::OriginError::InvalidHost))?;
-    headers.insert(HOST, host);
+    headers.insert(HOST, host_header(running)?);
     if let Some(name) = running.client().setting(AUTH_HEADER_SETTING) {
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HttpError::Binding {
             reason: "auth_header is not a valid header name",
@@ -201,15 +225,28 @@ pub(crate) fn asks_close(headers: &HeaderMap) -> bool {
 /// After a complete response on a keep-alive connection: parks it when the
 /// connection is ready for the next request, else destroys it.
 ///
+/// A connection that is ready at once (the common case) is parked without
+/// arming a timer; otherwise the wait is bounded by [`REUSE_WAIT`] and the
+/// request's deadline.
+///
 /// Dropping the future destroys the connection (it is never parked).
 pub(crate) async fn park_if_reusable(
     mut conn: PooledConnection<HttpConnection>,
     deadline: Instant,
 ) {
-    let wait = deadline.min(Instant::now() + REUSE_WAIT);
     let sender = conn.get_mut().sender();
-    let ready = tokio::time::timeout_at(wait, sender.ready()).await;
-    if matches!(ready, Ok(Ok(()))) && sender.is_ready() {
+    let now = std::future::poll_fn(|cx| Poll::Ready(sender.poll_ready(cx))).await;
+    let ready = match now {
+        Poll::Ready(ready) => ready.is_ok(),
+        Poll::Pending => {
+            let wait = deadline.min(Instant::now() + REUSE_WAIT);
+            matches!(
+                tokio::time::timeout_at(wait, sender.ready()).await,
+                Ok(Ok(()))
+            )
+        }
+    };
+    if ready && sender.is_ready() {
         conn.park();
     }
 }

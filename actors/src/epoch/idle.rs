@@ -1,0 +1,166 @@
+//! The idle connections of one configured client: a short stack under one
+//! lock, kept by the epoch, so that the common checkout and park take no
+//! message hop.
+//!
+//! A request's task takes the most recently parked connection of its type
+//! ([`IdleStash::take`]) and parks a verified-reusable one ([`park`])
+//! directly. The epoch actor keeps everything else: dials, backoff, the
+//! callers waiting on a dial, the bounded reclaim scan and retirement, which
+//! all reach the same stash.
+//!
+//! Invariants:
+//! - An entry holds its connection's charges and one of the node's
+//!   `idle_connections`, taken before it is pushed; a connection is
+//!   destroyed (dropped) before any of its charges is returned.
+//! - Nothing is dropped while the lock is held: expired and refused entries
+//!   are destroyed after it is released, so a connection's `Drop` (adapter
+//!   code) never runs under it, and each critical section is a few pushes
+//!   and pops.
+//! - A retired epoch keeps no idle connection: retirement empties the stash,
+//!   and a park that raced the retirement empties it again after pushing
+//!   (the retired flag is set before the epoch actor is told, and checked
+//!   after the push, so one of the two always sees the entry).
+//! - A caller waiting on a dial never misses a parked connection: the epoch
+//!   actor counts its waiters in [`IdleStash`] before it looks at the stash
+//!   a last time, and a park that sees waiters after pushing nudges the
+//!   actor (and the actor looks again whenever a dial ends).
+
+use std::any::TypeId;
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::connection::IdleConn;
+use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::published::PublishedEpoch;
+
+/// One client's parked connections, oldest first.
+#[derive(Default)]
+pub(crate) struct IdleStash {
+    entries: Mutex<VecDeque<IdleConn>>,
+    /// Callers the epoch actor keeps waiting on this client's dial.
+    waiting: AtomicUsize,
+}
+
+impl fmt::Debug for IdleStash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdleStash")
+            .field("idle", &self.lock().len())
+            .field("waiting", &self.waiting.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl IdleStash {
+    fn lock(&self) -> MutexGuard<'_, VecDeque<IdleConn>> {
+        // Nothing that can panic runs under the lock; a poisoned one still
+        // holds consistent entries.
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The most recently parked fresh connection of type `type_id`; expired
+    /// entries met on the way are destroyed (after the lock is released).
+    pub(crate) fn take(&self, type_id: TypeId, idle_age: Duration) -> Option<IdleConn> {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        let mut skipped = Vec::new();
+        let mut entries = self.lock();
+        let mut found = None;
+        while let Some(entry) = entries.pop_back() {
+            if now.saturating_duration_since(entry.since) >= idle_age {
+                expired.push(entry);
+            } else if entry.type_id == type_id {
+                found = Some(entry);
+                break;
+            } else {
+                skipped.push(entry);
+            }
+        }
+        if !skipped.is_empty() {
+            entries.extend(skipped.into_iter().rev());
+        }
+        drop(entries);
+        drop(expired);
+        found
+    }
+
+    /// Pushes an accepted entry; answers whether callers were waiting on a
+    /// dial when it landed.
+    fn put(&self, entry: IdleConn) -> bool {
+        self.lock().push_back(entry);
+        self.waiting.load(Ordering::SeqCst) > 0
+    }
+
+    /// Puts back an entry a departed waiter left, keeping its idle charge.
+    pub(crate) fn restore(&self, entry: IdleConn) {
+        self.lock().push_back(entry);
+    }
+
+    /// Records how many callers the epoch actor keeps waiting on a dial.
+    pub(crate) fn set_waiting(&self, waiting: usize) {
+        self.waiting.store(waiting, Ordering::SeqCst);
+    }
+
+    /// Destroys expired entries, oldest first, touching at most `bound`.
+    /// Returns how many it destroyed.
+    pub(crate) fn reclaim(&self, idle_age: Duration, bound: usize) -> usize {
+        let now = Instant::now();
+        let mut expired = Vec::new();
+        let mut entries = self.lock();
+        while expired.len() < bound {
+            let stale = entries
+                .front()
+                .is_some_and(|oldest| now.saturating_duration_since(oldest.since) >= idle_age);
+            if !stale {
+                break;
+            }
+            expired.extend(entries.pop_front());
+        }
+        drop(entries);
+        let touched = expired.len();
+        drop(expired);
+        touched
+    }
+
+    /// Destroys every entry (retirement, or a restarted epoch actor).
+    pub(crate) fn clear(&self) {
+        let entries = std::mem::take(&mut *self.lock());
+        drop(entries);
+    }
+}
+
+/// Parks `entry`, a connection of `epoch`'s client `client` that adapter
+/// code verified reusable: it joins the client's stash with one of the
+/// node's `idle_connections`, or is destroyed — the epoch is retired, the
+/// idle pool is full, or the client is unknown.
+pub(crate) fn park(epoch: &PublishedEpoch, client: usize, mut entry: IdleConn) {
+    let Some(stash) = epoch.idle(client).filter(|_| !epoch.is_retired()) else {
+        return; // dropping `entry` destroys, then releases
+    };
+    match epoch.ledger().idle.try_reserve(1) {
+        Ok(idle) => entry.idle = Some(idle),
+        Err(full) => {
+            tracing::debug!(%full, "idle pool full; connection destroyed");
+            return;
+        }
+    }
+    let waiters = stash.put(entry);
+    if epoch.is_retired() {
+        // Raced a retirement that may have emptied the stash before the
+        // push: empty it again.
+        stash.clear();
+    } else if waiters {
+        if let Some(actor) = epoch.actor() {
+            // A full or stopped mailbox loses only the nudge: the actor
+            // looks at the stash again when the dial in flight ends.
+            let _ = actor.try_send(EpochMsg::Parked { client });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

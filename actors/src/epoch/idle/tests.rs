@@ -1,0 +1,112 @@
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::IdleStash;
+use crate::budget::Budget;
+use crate::connection::{ConnCharges, IdleConn};
+
+const AGE: Duration = Duration::from_secs(30);
+
+struct Budgets {
+    node: Arc<Budget>,
+    client: Arc<Budget>,
+    idle: Arc<Budget>,
+}
+
+impl Budgets {
+    fn new() -> Self {
+        Self {
+            node: Budget::new("connections", 16),
+            client: Budget::new("connections_per_client", 16),
+            idle: Budget::new("idle_connections", 16),
+        }
+    }
+
+    fn entry<T: Any + Send>(&self, conn: T) -> IdleConn {
+        IdleConn {
+            conn: Box::new(conn),
+            charges: ConnCharges::new(
+                self.node.try_reserve(1).expect("node"),
+                self.client.try_reserve(1).expect("client"),
+            ),
+            idle: Some(self.idle.try_reserve(1).expect("idle")),
+            type_id: TypeId::of::<T>(),
+            since: Instant::now(),
+        }
+    }
+
+    fn used(&self) -> (u32, u32, u32) {
+        (self.node.used(), self.client.used(), self.idle.used())
+    }
+}
+
+fn value<T: Any + Copy>(entry: &IdleConn) -> T {
+    *entry.conn.downcast_ref::<T>().expect("type")
+}
+
+#[tokio::test(start_paused = true)]
+async fn take_returns_the_most_recent_of_its_type_and_keeps_the_others_in_order() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    stash.restore(b.entry(1u32));
+    stash.restore(b.entry(2u32));
+    stash.restore(b.entry("other"));
+
+    let taken = stash.take(TypeId::of::<u32>(), AGE).expect("a u32");
+    assert_eq!(value::<u32>(&taken), 2, "most recently parked first");
+    drop(taken);
+    assert_eq!(b.used(), (2, 2, 2), "the taken entry released its charges");
+
+    let other = stash
+        .take(TypeId::of::<&str>(), AGE)
+        .expect("the other type");
+    assert_eq!(value::<&str>(&other), "other");
+    let last = stash.take(TypeId::of::<u32>(), AGE).expect("the older u32");
+    assert_eq!(value::<u32>(&last), 1);
+    assert!(stash.take(TypeId::of::<u32>(), AGE).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_entry_is_destroyed_at_checkout_never_returned() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    stash.restore(b.entry(1u32));
+    tokio::time::advance(AGE).await;
+    stash.restore(b.entry(2u32));
+
+    let taken = stash.take(TypeId::of::<u32>(), AGE).expect("the fresh one");
+    assert_eq!(value::<u32>(&taken), 2);
+    assert!(stash.take(TypeId::of::<u32>(), AGE).is_none(), "1 expired");
+    assert_eq!(b.used(), (1, 1, 1), "only the taken entry is still charged");
+}
+
+#[tokio::test(start_paused = true)]
+async fn reclaim_destroys_expired_entries_oldest_first_within_its_bound() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    for i in 0..5u32 {
+        stash.restore(b.entry(i));
+    }
+    tokio::time::advance(AGE).await;
+    stash.restore(b.entry(9u32));
+
+    assert_eq!(stash.reclaim(AGE, 3), 3);
+    assert_eq!(b.used(), (3, 3, 3));
+    assert_eq!(stash.reclaim(AGE, 3), 2, "stops at the first fresh entry");
+    assert_eq!(stash.reclaim(AGE, 3), 0);
+    let fresh = stash.take(TypeId::of::<u32>(), AGE).expect("fresh");
+    assert_eq!(value::<u32>(&fresh), 9);
+}
+
+#[test]
+fn clear_destroys_everything_and_releases_every_charge() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    stash.restore(b.entry(1u32));
+    stash.restore(b.entry(2u64));
+    stash.clear();
+    assert_eq!(b.used(), (0, 0, 0));
+}

@@ -1,0 +1,330 @@
+//! Loopback GET throughput and latency through the buffered HTTP adapter,
+//! against raw hyper connections and a shared reqwest client.
+//!
+//! Every client hits the same in-process hyper HTTP/1.1 server on a free
+//! loopback port, which answers every GET with a fixed 256-byte body, over
+//! keep-alive connections. One iteration is one GET answered and its body
+//! read, by one of `n` concurrent tasks (1 or 64); criterion's time is wall
+//! time per request across all tasks, its throughput requests per second.
+//!
+//! - `http/engine`: what a guest call pays: admit → dispatch → start, the
+//!   buffered `call` (checkout of a parked connection, send, read and charge
+//!   the body, park), then drop the response and the request (release).
+//! - `http/engine_call`: the buffered `call` alone, each task holding one
+//!   running request admitted before the timer starts.
+//! - `http/hyper_conn`: hyper's `client::conn::http1`, one connection per
+//!   task, opened before the timer starts and reused for every request.
+//! - `http/reqwest`: one shared `reqwest::Client` (0.12, plain HTTP/1.1)
+//!   with its own keep-alive pool.
+//!
+//! Before each throughput benchmark the same client runs a fixed number of
+//! requests ([`LATENCY_SAMPLES`]) at the same concurrency, records each
+//! request's duration, and prints the percentiles (`latency ...` lines).
+//!
+//! Run with `cargo bench --locked --bench http`.
+
+mod support;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::client::conn::http1 as client_http1;
+use hyper::{HeaderMap, Method, Request, Response};
+use hyper_util::rt::TokioIo;
+use provider_pools::{Bytes, Limits, RunningRequest};
+use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, HttpRequest, RequestTarget};
+use support::{run_tasks, share, Engine};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Runtime;
+use tokio::time::Instant;
+
+/// The size of every answer's body.
+const BODY: usize = 256;
+
+/// Concurrent tasks of each benchmark.
+const CONCURRENCY: [usize; 2] = [1, 64];
+
+/// Requests timed one by one for the latency percentiles, per benchmark.
+const LATENCY_SAMPLES: u64 = 20_000;
+
+/// The in-process origin: hyper's HTTP/1.1 server, answering [`BODY`]
+/// bytes to everything.
+async fn server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    let body = Bytes::from(vec![b'x'; BODY]);
+    support::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            let body = body.clone();
+            let service = hyper::service::service_fn(move |_: Request<hyper::body::Incoming>| {
+                let body = body.clone();
+                async move { Ok::<_, Infallible>(Response::new(Full::new(body))) }
+            });
+            support::spawn(async move {
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// The clients under test.
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    Engine,
+    EngineCall,
+    HyperConn,
+    Reqwest,
+}
+
+impl Client {
+    const ALL: [Client; 4] = [
+        Client::Engine,
+        Client::EngineCall,
+        Client::HyperConn,
+        Client::Reqwest,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Client::Engine => "engine",
+            Client::EngineCall => "engine_call",
+            Client::HyperConn => "hyper_conn",
+            Client::Reqwest => "reqwest",
+        }
+    }
+}
+
+/// Everything the clients share.
+struct Fixture {
+    addr: SocketAddr,
+    engine: Arc<Engine>,
+    dialer: Arc<HttpDialer>,
+    reqwest: reqwest::Client,
+    url: String,
+}
+
+fn limits() -> Limits {
+    Limits {
+        connections: 128,
+        connections_per_client: 64,
+        idle_connections: 64,
+        running_requests: 128,
+        running_per_tenant: 64,
+        running_per_provider: 64,
+        pending_requests: 1_024,
+        requests_per_tenant: 1_024,
+        requests_per_provider: 1_024,
+        // One driver job per connection.
+        provider_workers: 128,
+        queue_age: Duration::from_secs(60),
+        idle_age: Duration::from_secs(3_600),
+        ..Limits::DEFAULT
+    }
+}
+
+async fn fixture() -> Fixture {
+    let addr = server().await;
+    let target = format!("http://{addr}");
+    let engine = Arc::new(Engine::start(limits(), &target).await);
+    let dialer = Arc::new(HttpDialer::new(engine.pools.clone()));
+    // An error means a provider is installed already: keep it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let reqwest = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .expect("reqwest client");
+    Fixture {
+        addr,
+        engine,
+        dialer,
+        reqwest,
+        url: format!("{target}/"),
+    }
+}
+
+fn get() -> HttpRequest {
+    HttpRequest {
+        method: Method::GET,
+        target: RequestTarget::parse("/").expect("origin-form target"),
+        headers: HeaderMap::new(),
+        body: Bytes::new(),
+    }
+}
+
+/// One client's per-task state: what a task holds across its requests.
+enum Session {
+    Engine(Arc<Engine>, Arc<HttpDialer>),
+    EngineCall(Arc<Engine>, Arc<HttpDialer>, RunningRequest),
+    HyperConn(client_http1::SendRequest<Empty<Bytes>>, String),
+    Reqwest(reqwest::Client, String),
+}
+
+impl Session {
+    /// Sets up one task's session (not timed).
+    async fn open(f: &Fixture, client: Client) -> Self {
+        match client {
+            Client::Engine => Session::Engine(Arc::clone(&f.engine), Arc::clone(&f.dialer)),
+            Client::EngineCall => Session::EngineCall(
+                Arc::clone(&f.engine),
+                Arc::clone(&f.dialer),
+                f.engine.running().await,
+            ),
+            Client::HyperConn => {
+                let stream = TcpStream::connect(f.addr).await.expect("connect");
+                let _ = stream.set_nodelay(true);
+                let (sender, connection) = client_http1::handshake(TokioIo::new(stream))
+                    .await
+                    .expect("handshake");
+                support::spawn(async move {
+                    let _ = connection.await;
+                });
+                Session::HyperConn(sender, f.addr.to_string())
+            }
+            Client::Reqwest => Session::Reqwest(f.reqwest.clone(), f.url.clone()),
+        }
+    }
+
+    /// One GET, its whole body read; returns the body's length.
+    async fn get(&mut self) -> usize {
+        match self {
+            Session::Engine(engine, dialer) => {
+                let running = engine.running().await;
+                let response = call(
+                    &engine.pools,
+                    &running,
+                    dialer,
+                    get(),
+                    BodyLimits::default(),
+                )
+                .await
+                .expect("200");
+                response.body.bytes().len()
+            }
+            Session::EngineCall(engine, dialer, running) => {
+                let response = call(&engine.pools, running, dialer, get(), BodyLimits::default())
+                    .await
+                    .expect("200");
+                response.body.bytes().len()
+            }
+            Session::HyperConn(sender, host) => {
+                let request = Request::builder()
+                    .uri("/")
+                    .header(hyper::header::HOST, host.as_str())
+                    .body(Empty::new())
+                    .expect("request");
+                sender.ready().await.expect("connection ready");
+                let response = sender.send_request(request).await.expect("response");
+                let body = response.into_body().collect().await.expect("body");
+                body.to_bytes().len()
+            }
+            Session::Reqwest(client, url) => {
+                let response = client.get(url.as_str()).send().await.expect("response");
+                response.bytes().await.expect("body").len()
+            }
+        }
+    }
+}
+
+/// Opens `tasks` sessions (not timed).
+async fn sessions(f: &Fixture, client: Client, tasks: usize) -> Vec<Session> {
+    let mut sessions = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        sessions.push(Session::open(f, client).await);
+    }
+    sessions
+}
+
+/// `iters` GETs over `tasks` tasks; the wall time they took.
+async fn throughput(f: &Fixture, client: Client, tasks: usize, iters: u64) -> Duration {
+    let mut sessions = sessions(f, client, tasks).await.into_iter();
+    let start = Instant::now();
+    run_tasks(tasks, |i| {
+        let mut session = sessions.next().expect("one session per task");
+        async move {
+            for _ in 0..share(iters, tasks, i) {
+                assert_eq!(session.get().await, BODY);
+            }
+        }
+    })
+    .await;
+    start.elapsed()
+}
+
+/// [`LATENCY_SAMPLES`] GETs over `tasks` tasks, each timed on its own.
+async fn latencies(f: &Fixture, client: Client, tasks: usize) -> Vec<Duration> {
+    let mut sessions = sessions(f, client, tasks).await.into_iter();
+    let per_task = run_tasks(tasks, |i| {
+        let mut session = sessions.next().expect("one session per task");
+        async move {
+            let count = share(LATENCY_SAMPLES, tasks, i);
+            let mut samples = Vec::with_capacity(count as usize);
+            for _ in 0..count {
+                let start = Instant::now();
+                assert_eq!(session.get().await, BODY);
+                samples.push(start.elapsed());
+            }
+            samples
+        }
+    })
+    .await;
+    let mut all: Vec<Duration> = per_task.into_iter().flatten().collect();
+    all.sort_unstable();
+    all
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn report_latency(runtime: &Runtime, f: &Fixture, client: Client, tasks: usize) {
+    let sorted = runtime.block_on(latencies(f, client, tasks));
+    println!(
+        "latency http/{}/{tasks}: n={} p50={:.1?} p90={:.1?} p99={:.1?} p99.9={:.1?} max={:.1?}",
+        client.name(),
+        sorted.len(),
+        percentile(&sorted, 0.50),
+        percentile(&sorted, 0.90),
+        percentile(&sorted, 0.99),
+        percentile(&sorted, 0.999),
+        percentile(&sorted, 1.0),
+    );
+}
+
+fn http(c: &mut Criterion) {
+    let runtime = support::runtime();
+    let f = runtime.block_on(fixture());
+
+    let mut group = c.benchmark_group("http");
+    group.throughput(Throughput::Elements(1));
+    for tasks in CONCURRENCY {
+        for client in Client::ALL {
+            // The latency run goes with the benchmark: once, and only when
+            // criterion's filter selects it.
+            let mut latency_run = false;
+            group.bench_with_input(BenchmarkId::new(client.name(), tasks), &tasks, |b, &n| {
+                if !std::mem::replace(&mut latency_run, true) {
+                    report_latency(&runtime, &f, client, n);
+                }
+                b.to_async(&runtime)
+                    .iter_custom(|iters| throughput(&f, client, n, iters))
+            });
+        }
+    }
+    group.finish();
+    println!(
+        "http: engine dials {} (connections opened by the adapter)",
+        f.dialer.dials()
+    );
+}
+
+criterion_group!(benches, http);
+criterion_main!(benches);
