@@ -12,6 +12,10 @@
 //!   grant's `Drop` can always deliver its release message
 //!   ([`ReleaseSlot::send`]) even while the message slots are exhausted.
 //!
+//! A [`Mailbox`] sends one ractor message per envelope. A hot actor takes a
+//! [`BatchMailbox`] instead (see [`batch`]): the same two pools, but envelopes
+//! go into a lock-free FIFO that the actor drains whole per wake-up.
+//!
 //! Invariants:
 //! - Messages queued in ractor's mailbox ≤ message slots + release slots.
 //! - A release never waits and never fails for lack of room; it fails only if
@@ -19,12 +23,16 @@
 //! - A slot is returned exactly once: when the actor opens the envelope, or when
 //!   the envelope is dropped undelivered.
 
+mod batch;
+
 use std::fmt;
 use std::sync::Arc;
 
 use ractor::{ActorRef, Message};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
+
+pub(crate) use batch::{batch, BatchInbox, BatchMailbox, BatchSlots, Wake};
 
 /// The sizes of one actor's two slot pools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +64,34 @@ impl MailboxSlots {
     /// Binds the slots to the actor they guard.
     pub(crate) fn attach<M: Message>(self, actor: ActorRef<Envelope<M>>) -> Mailbox<M> {
         Mailbox { actor, slots: self }
+    }
+
+    /// A message slot if one is free, `Busy` at once if not.
+    fn try_message<M>(&self, msg: M) -> Result<(OwnedSemaphorePermit, M), MailboxError<M>> {
+        match Arc::clone(&self.messages).try_acquire_owned() {
+            Ok(slot) => Ok((slot, msg)),
+            Err(TryAcquireError::NoPermits) => Err(MailboxError::Busy(msg)),
+            Err(TryAcquireError::Closed) => Err(MailboxError::Closed),
+        }
+    }
+
+    /// A message slot, waiting for one until `deadline`.
+    async fn message_within<M>(
+        &self,
+        msg: M,
+        deadline: Instant,
+    ) -> Result<(OwnedSemaphorePermit, M), MailboxError<M>> {
+        let acquire = Arc::clone(&self.messages).acquire_owned();
+        match tokio::time::timeout_at(deadline, acquire).await {
+            Ok(Ok(slot)) => Ok((slot, msg)),
+            Ok(Err(_closed)) => Err(MailboxError::Closed),
+            Err(_elapsed) => Err(MailboxError::Timeout(msg)),
+        }
+    }
+
+    /// A release slot, or `None` when every one is held.
+    fn try_release(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.releases).try_acquire_owned().ok()
     }
 }
 
@@ -125,11 +161,8 @@ impl<M: Message> Mailbox<M> {
 
     /// Queues `msg` if a message slot is free, answering `Busy` at once if not.
     pub(crate) fn try_send(&self, msg: M) -> Result<(), MailboxError<M>> {
-        match Arc::clone(&self.slots.messages).try_acquire_owned() {
-            Ok(slot) => self.deliver(slot, msg),
-            Err(TryAcquireError::NoPermits) => Err(MailboxError::Busy(msg)),
-            Err(TryAcquireError::Closed) => Err(MailboxError::Closed),
-        }
+        let (slot, msg) = self.slots.try_message(msg)?;
+        self.deliver(slot, msg)
     }
 
     /// Queues `msg`, waiting for a message slot until `deadline`.
@@ -142,12 +175,8 @@ impl<M: Message> Mailbox<M> {
         msg: M,
         deadline: Instant,
     ) -> Result<(), MailboxError<M>> {
-        let acquire = Arc::clone(&self.slots.messages).acquire_owned();
-        match tokio::time::timeout_at(deadline, acquire).await {
-            Ok(Ok(slot)) => self.deliver(slot, msg),
-            Ok(Err(_closed)) => Err(MailboxError::Closed),
-            Err(_elapsed) => Err(MailboxError::Timeout(msg)),
-        }
+        let (slot, msg) = self.slots.message_within(msg, deadline).await?;
+        self.deliver(slot, msg)
     }
 
     /// Reserves the room for one future release message.
@@ -156,9 +185,9 @@ impl<M: Message> Mailbox<M> {
     /// callers size the release pool by the limit on their grants, so `None`
     /// means that limit was reached.
     pub(crate) fn reserve_release(&self) -> Option<ReleaseSlot<M>> {
-        let slot = Arc::clone(&self.slots.releases).try_acquire_owned().ok()?;
+        let slot = self.slots.try_release()?;
         Some(ReleaseSlot {
-            actor: self.actor.clone(),
+            target: Target::Actor(self.actor.clone()),
             slot,
         })
     }
@@ -174,20 +203,30 @@ impl<M: Message> Mailbox<M> {
 /// is made.
 #[must_use = "a release slot is held by a grant until it sends its release"]
 pub(crate) struct ReleaseSlot<M> {
-    actor: ActorRef<Envelope<M>>,
+    target: Target<M>,
     slot: OwnedSemaphorePermit,
+}
+
+/// The route a release slot delivers through.
+enum Target<M> {
+    /// One ractor message, as [`Mailbox`] sends.
+    Actor(ActorRef<Envelope<M>>),
+    /// The batched FIFO of a [`BatchMailbox`].
+    Batch(Arc<batch::Shared<M>>),
 }
 
 impl<M: Message> ReleaseSlot<M> {
     /// Sends the release message. Never waits and never fails for lack of
     /// room; fails only if the actor has stopped.
     pub(crate) fn send(self, msg: M) -> Result<(), ActorGone> {
-        self.actor
-            .send_message(Envelope {
-                _slot: self.slot,
-                msg,
-            })
-            .map_err(|_stopped| ActorGone)
+        let envelope = Envelope {
+            _slot: self.slot,
+            msg,
+        };
+        match self.target {
+            Target::Actor(actor) => actor.send_message(envelope).map_err(|_stopped| ActorGone),
+            Target::Batch(shared) => shared.push(envelope).map_err(|_stopped| ActorGone),
+        }
     }
 }
 
@@ -197,8 +236,12 @@ pub(crate) struct ActorGone;
 
 impl<M> fmt::Debug for ReleaseSlot<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let actor = match &self.target {
+            Target::Actor(actor) => actor.get_id(),
+            Target::Batch(shared) => shared.actor_id(),
+        };
         f.debug_struct("ReleaseSlot")
-            .field("actor", &self.actor.get_id())
+            .field("actor", &actor)
             .finish()
     }
 }

@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::LimitField;
-use crate::mailbox::Mailbox;
+use crate::mailbox::BatchMailbox;
 use crate::scheduler::queue::{Bound, Ceilings, FairQueue, WaiterKey};
 use crate::scheduler::{Answer, CeilingInUse, Msg, RunningGrant};
 
@@ -22,13 +22,13 @@ pub(crate) struct Waiter {
 pub(crate) struct State {
     queue: FairQueue<Waiter, TenantId, ProviderId>,
     tickets: HashMap<u64, WaiterKey>,
-    mailbox: Mailbox<Msg>,
+    mailbox: BatchMailbox<Msg>,
     ledger: Arc<Ledger>,
     closed: bool,
 }
 
 impl State {
-    pub(crate) fn new(ceilings: Ceilings, mailbox: Mailbox<Msg>, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn new(ceilings: Ceilings, mailbox: BatchMailbox<Msg>, ledger: Arc<Ledger>) -> Self {
         Self {
             queue: FairQueue::new(ceilings),
             tickets: HashMap::new(),
