@@ -62,8 +62,9 @@ impl ProviderPools {
             return Err(AdmitError::Closed);
         }
         let ledger = &self.inner.ledger;
-        let deadline = (Instant::now() + ledger.queue_age()).min(plan.earliest_deadline());
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        let deadline = (now + ledger.queue_age()).min(plan.earliest_deadline());
+        if now >= deadline {
             return Err(AdmitError::Timeout);
         }
         let charge = ledger.metadata.try_reserve(REQUEST_OVERHEAD)?;
