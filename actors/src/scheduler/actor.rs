@@ -75,7 +75,7 @@ fn apply(state: &mut State, msg: Msg) {
             reply,
         } => state.enqueue(ticket, tenant, provider, reply),
         Msg::Cancel { ticket } => state.cancel(ticket),
-        Msg::Release { tenant, provider } => state.release(&tenant, &provider),
+        Msg::Release { running } => state.release(running),
         Msg::SetCeilings { ceilings, reply } => {
             state.grant_ready();
             let _ = reply.send(state.set_ceilings(ceilings));

@@ -39,7 +39,7 @@ pub(crate) use state::bound_field;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, Limits};
 use crate::mailbox::MailboxBound;
-use queue::{Ceilings, Refused};
+use queue::{Ceilings, Refused, RunningKey};
 
 /// The scheduler's mailbox bound for the given startup limits.
 pub(crate) fn mailbox_bound(limits: &Limits) -> MailboxBound {
@@ -95,10 +95,7 @@ pub(crate) enum Msg {
     /// The waiter of `ticket` gave up (sent on the ticket's reserved slot).
     Cancel { ticket: u64 },
     /// A running grant was dropped (sent on the grant's reserved slot).
-    Release {
-        tenant: TenantId,
-        provider: ProviderId,
-    },
+    Release { running: RunningKey },
     /// Apply lowered ceilings, refusing any below actual use.
     SetCeilings {
         ceilings: Ceilings,

@@ -10,7 +10,7 @@ use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::LimitField;
 use crate::mailbox::BatchMailbox;
-use crate::scheduler::queue::{Bound, Ceilings, FairQueue, WaiterKey};
+use crate::scheduler::queue::{Bound, Ceilings, FairQueue, RunningKey, WaiterKey};
 use crate::scheduler::{Answer, CeilingInUse, Msg, RunningGrant};
 
 /// A queued request, as the queue holds it.
@@ -68,8 +68,8 @@ impl State {
     }
 
     /// Returns a finished request's running capacity.
-    pub(crate) fn release(&mut self, tenant: &TenantId, provider: &ProviderId) {
-        self.queue.release(tenant, provider);
+    pub(crate) fn release(&mut self, running: RunningKey) {
+        self.queue.release_running(running);
     }
 
     /// Grants every waiter whose turn it is while capacity allows.
@@ -79,16 +79,15 @@ impl State {
             let Some(slot) = self.mailbox.reserve_release() else {
                 // The release pool is sized for every grant the limits
                 // allow; running out means a sizing bug, answered as busy.
-                self.queue.release(&grant.tenant, &grant.provider);
+                self.queue.release_running(grant.running);
                 let _ = grant.item.reply.send(Answer::Busy);
                 continue;
             };
-            let running = RunningGrant::new(grant.tenant, grant.provider, slot);
+            let running = RunningGrant::new(grant.running, slot);
             if let Err(Answer::Granted(unwanted)) = grant.item.reply.send(Answer::Granted(running))
             {
                 // The waiter left between its deadline and its turn.
-                let (tenant, provider) = unwanted.disarm();
-                self.queue.release(&tenant, &provider);
+                self.queue.release_running(unwanted.disarm());
             }
         }
     }
