@@ -1,6 +1,5 @@
 //! The scheduler actor's state and its named operations.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -10,7 +9,7 @@ use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::LimitField;
 use crate::mailbox::BatchMailbox;
-use crate::scheduler::queue::{Bound, Ceilings, FairQueue, RunningKey, WaiterKey};
+use crate::scheduler::queue::{Bound, Ceilings, FairQueue, IndexMap, RunningKey, WaiterKey};
 use crate::scheduler::{Answer, CeilingInUse, Msg, RunningGrant};
 
 /// A queued request, as the queue holds it.
@@ -21,7 +20,7 @@ pub(crate) struct Waiter {
 
 pub(crate) struct State {
     queue: FairQueue<Waiter, TenantId, ProviderId>,
-    tickets: HashMap<u64, WaiterKey>,
+    tickets: IndexMap<u64, WaiterKey>,
     mailbox: BatchMailbox<Msg>,
     ledger: Arc<Ledger>,
     closed: bool,
@@ -31,7 +30,7 @@ impl State {
     pub(crate) fn new(ceilings: Ceilings, mailbox: BatchMailbox<Msg>, ledger: Arc<Ledger>) -> Self {
         Self {
             queue: FairQueue::new(ceilings),
-            tickets: HashMap::new(),
+            tickets: IndexMap::default(),
             mailbox,
             ledger,
             closed: false,

@@ -37,6 +37,7 @@
 //! - `set_ceilings` (rare): O(tenants + providers + groups).
 
 mod book;
+mod index_hash;
 mod rotation;
 mod slab;
 
@@ -52,6 +53,7 @@ use std::fmt;
 use std::hash::Hash;
 
 use book::{Move, Provider, Tenant, CREATED, ROTATION};
+pub(crate) use index_hash::IndexMap;
 use slab::{Group, List, Slab, Waiter};
 
 /// The bounds the queue enforces: pending at push, running at grant.
@@ -150,7 +152,7 @@ pub(crate) struct FairQueue<T, K, P> {
     providers: Slab<Provider<P>>,
     tenant_ix: HashMap<K, u32>,
     provider_ix: HashMap<P, u32>,
-    group_ix: HashMap<(u32, u32), u32>,
+    group_ix: IndexMap<(u32, u32), u32>,
     /// The eligible tenants, next turn first.
     rotation: List,
     created_tenants: List,
@@ -174,7 +176,7 @@ where
             providers: Slab::new(),
             tenant_ix: HashMap::new(),
             provider_ix: HashMap::new(),
-            group_ix: HashMap::new(),
+            group_ix: IndexMap::default(),
             rotation: List::new(ROTATION),
             created_tenants: List::new(CREATED),
             created_providers: List::new(CREATED),
