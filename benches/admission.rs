@@ -15,6 +15,11 @@
 //! - `admission_1024/fifo_mutex_baseline`: the same cycle through a
 //!   hand-rolled fair-FIFO limiter, `Mutex<(permits, VecDeque<oneshot>)>`,
 //!   with 64 permits.
+//! - `admission_1024/owner_task_floor`: the same cycle through the least a
+//!   single-owner design pays — one task owns 64 permits and a FIFO of
+//!   waiters; an acquire is a message with a oneshot to answer, a release a
+//!   second message. No tenant, no ceiling, no accounting: the cost of the
+//!   hops alone, for reading the admission row against.
 //!
 //! The concurrent rows time `1,024 × rounds` completed cycles and report
 //! total time / completed cycles (`iter_custom`). Everything runs on a
@@ -34,7 +39,7 @@ use provider_pools::{
     ProviderConfig, ProviderId, ProviderPools, ServiceName, SessionId, TenantId, TypedSlot,
 };
 use tokio::runtime::Runtime;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio::time::Instant;
 
 /// Concurrent tasks in the loaded rows.
@@ -235,6 +240,59 @@ impl Cycle for FifoLimiter {
     }
 }
 
+/// The single-owner floor: one task owns the permits and a FIFO of
+/// waiters, and is reached only by messages.
+struct OwnerTask {
+    requests: mpsc::UnboundedSender<Request>,
+}
+
+enum Request {
+    Acquire(oneshot::Sender<()>),
+    Release,
+}
+
+impl OwnerTask {
+    fn start(runtime: &Runtime, permits: u32) -> Self {
+        let (requests, mut inbox) = mpsc::unbounded_channel();
+        // A benchmark fixture, not library code: it runs until the sender
+        // side is dropped with the fixture.
+        #[allow(clippy::disallowed_methods)]
+        runtime.spawn(async move {
+            let (mut free, mut waiters) = (permits, VecDeque::new());
+            let mut batch = Vec::with_capacity(256);
+            while inbox.recv_many(&mut batch, 256).await > 0 {
+                for request in batch.drain(..) {
+                    match request {
+                        Request::Acquire(waiter) if free > 0 => {
+                            free -= 1;
+                            let _ = waiter.send(());
+                        }
+                        Request::Acquire(waiter) => waiters.push_back(waiter),
+                        Request::Release => match waiters.pop_front() {
+                            Some(waiter) => {
+                                let _ = waiter.send(());
+                            }
+                            None => free += 1,
+                        },
+                    }
+                }
+            }
+        });
+        Self { requests }
+    }
+}
+
+impl Cycle for OwnerTask {
+    async fn cycle(&self, _task: usize) {
+        let (tx, rx) = oneshot::channel();
+        self.requests
+            .send(Request::Acquire(tx))
+            .expect("owner running");
+        rx.await.expect("owner answers");
+        self.requests.send(Request::Release).expect("owner running");
+    }
+}
+
 /// Runs `TASKS` tasks that each complete enough cycles for `iters` cycles
 /// in all, and returns the time `iters` cycles took at the loaded rate
 /// (total time / completed cycles × `iters`).
@@ -298,6 +356,7 @@ fn loaded_1024(c: &mut Criterion) {
     let admissions = Arc::new(Admissions(fixture));
     let bare = Arc::new(Bare(Semaphore::new(RUNNING as usize)));
     let fifo = Arc::new(FifoLimiter::new(RUNNING));
+    let owner = Arc::new(OwnerTask::start(&runtime, RUNNING));
 
     let mut group = c.benchmark_group("admission_1024");
     group.bench_function("admit_start_drop", |b| {
@@ -308,6 +367,9 @@ fn loaded_1024(c: &mut Criterion) {
     });
     group.bench_function("fifo_mutex_baseline", |b| {
         b.iter_custom(|iters| loaded(&runtime, iters, &fifo))
+    });
+    group.bench_function("owner_task_floor", |b| {
+        b.iter_custom(|iters| loaded(&runtime, iters, &owner))
     });
     group.finish();
 }
