@@ -1,9 +1,10 @@
 //! Bounded mailboxes on top of ractor's unbounded ones.
 //!
 //! ractor queues without limit, so every actor of the engine is reached only
-//! through a [`Mailbox`]: a sender first takes a slot from the actor's
-//! semaphore, the slot travels inside the [`Envelope`] and is returned when the
-//! actor opens it. Two pools of slots exist per actor:
+//! through a [`Mailbox`]: a sender first takes a slot from one of the actor's
+//! slot pools (a lock-free counter, see [`pool`]), the slot travels inside the
+//! [`Envelope`] and is returned when the actor opens it. Two pools of slots
+//! exist per actor:
 //!
 //! - *message* slots for ordinary requests: a full pool answers
 //!   [`MailboxError::Busy`] at once ([`Mailbox::try_send`]), or waits within a
@@ -24,15 +25,16 @@
 //!   the envelope is dropped undelivered.
 
 mod batch;
+mod pool;
 
 use std::fmt;
 use std::sync::Arc;
 
 use ractor::{ActorRef, Message};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 
 pub(crate) use batch::{batch, BatchInbox, BatchMailbox, BatchSlots, Wake};
+use pool::{Slot, SlotPool};
 
 /// The sizes of one actor's two slot pools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,16 +49,16 @@ pub(crate) struct MailboxBound {
 /// `pre_start` can attach its own reference.
 #[derive(Clone)]
 pub(crate) struct MailboxSlots {
-    messages: Arc<Semaphore>,
-    releases: Arc<Semaphore>,
+    messages: Arc<SlotPool>,
+    releases: Arc<SlotPool>,
     bound: MailboxBound,
 }
 
 impl MailboxSlots {
     pub(crate) fn new(bound: MailboxBound) -> Self {
         Self {
-            messages: Arc::new(Semaphore::new(bound.messages)),
-            releases: Arc::new(Semaphore::new(bound.releases)),
+            messages: SlotPool::new(bound.messages),
+            releases: SlotPool::new(bound.releases),
             bound,
         }
     }
@@ -67,11 +69,10 @@ impl MailboxSlots {
     }
 
     /// A message slot if one is free, `Busy` at once if not.
-    fn try_message<M>(&self, msg: M) -> Result<(OwnedSemaphorePermit, M), MailboxError<M>> {
-        match Arc::clone(&self.messages).try_acquire_owned() {
-            Ok(slot) => Ok((slot, msg)),
-            Err(TryAcquireError::NoPermits) => Err(MailboxError::Busy(msg)),
-            Err(TryAcquireError::Closed) => Err(MailboxError::Closed),
+    fn try_message<M>(&self, msg: M) -> Result<(Slot, M), MailboxError<M>> {
+        match self.messages.try_take() {
+            Some(slot) => Ok((slot, msg)),
+            None => Err(MailboxError::Busy(msg)),
         }
     }
 
@@ -80,18 +81,16 @@ impl MailboxSlots {
         &self,
         msg: M,
         deadline: Instant,
-    ) -> Result<(OwnedSemaphorePermit, M), MailboxError<M>> {
-        let acquire = Arc::clone(&self.messages).acquire_owned();
-        match tokio::time::timeout_at(deadline, acquire).await {
-            Ok(Ok(slot)) => Ok((slot, msg)),
-            Ok(Err(_closed)) => Err(MailboxError::Closed),
-            Err(_elapsed) => Err(MailboxError::Timeout(msg)),
+    ) -> Result<(Slot, M), MailboxError<M>> {
+        match self.messages.take_within(deadline).await {
+            Some(slot) => Ok((slot, msg)),
+            None => Err(MailboxError::Timeout(msg)),
         }
     }
 
     /// A release slot, or `None` when every one is held.
-    fn try_release(&self) -> Option<OwnedSemaphorePermit> {
-        Arc::clone(&self.releases).try_acquire_owned().ok()
+    fn try_release(&self) -> Option<Slot> {
+        self.releases.try_take()
     }
 }
 
@@ -99,15 +98,15 @@ impl fmt::Debug for MailboxSlots {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MailboxSlots")
             .field("bound", &self.bound)
-            .field("free_messages", &self.messages.available_permits())
-            .field("free_releases", &self.releases.available_permits())
+            .field("free_messages", &self.messages.free())
+            .field("free_releases", &self.releases.free())
             .finish()
     }
 }
 
 /// A message together with the mailbox slot it occupies.
 pub(crate) struct Envelope<M> {
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
     msg: M,
 }
 
@@ -192,7 +191,7 @@ impl<M: Message> Mailbox<M> {
         })
     }
 
-    fn deliver(&self, slot: OwnedSemaphorePermit, msg: M) -> Result<(), MailboxError<M>> {
+    fn deliver(&self, slot: Slot, msg: M) -> Result<(), MailboxError<M>> {
         self.actor
             .send_message(Envelope { _slot: slot, msg })
             .map_err(|_stopped| MailboxError::Closed)
@@ -204,7 +203,7 @@ impl<M: Message> Mailbox<M> {
 #[must_use = "a release slot is held by a grant until it sends its release"]
 pub(crate) struct ReleaseSlot<M> {
     target: Target<M>,
-    slot: OwnedSemaphorePermit,
+    slot: Slot,
 }
 
 /// The route a release slot delivers through.
