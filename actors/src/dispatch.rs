@@ -12,7 +12,7 @@
 //!   `ProviderCall`, and only after the authority allowed it.
 //! - A revocation takes effect for every dispatch that follows it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
 use crate::identity::{Epoch, ProviderId, TenantId};
@@ -42,9 +42,12 @@ pub struct Denied {
 }
 
 /// A built-in policy: a set of (tenant, provider) grants that can be revoked.
+///
+/// Grants are kept per tenant, so an authorization borrows both identities
+/// and clones neither.
 #[derive(Debug, Default)]
 pub struct PolicyTable {
-    allowed: RwLock<HashSet<(TenantId, ProviderId)>>,
+    allowed: RwLock<HashMap<TenantId, HashSet<ProviderId>>>,
 }
 
 impl PolicyTable {
@@ -58,16 +61,23 @@ impl PolicyTable {
         self.allowed
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert((tenant, provider));
+            .entry(tenant)
+            .or_default()
+            .insert(provider);
     }
 
     /// Revokes `tenant`'s permission to call `provider`; returns whether it
     /// was allowed.
     pub fn revoke(&self, tenant: &TenantId, provider: &ProviderId) -> bool {
-        self.allowed
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&(tenant.clone(), provider.clone()))
+        let mut allowed = self.allowed.write().unwrap_or_else(PoisonError::into_inner);
+        let Some(providers) = allowed.get_mut(tenant) else {
+            return false;
+        };
+        let was_allowed = providers.remove(provider);
+        if providers.is_empty() {
+            allowed.remove(tenant);
+        }
+        was_allowed
     }
 }
 
@@ -77,7 +87,8 @@ impl DispatchAuthority for PolicyTable {
             .allowed
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&(plan.tenant().clone(), provider.clone()));
+            .get(plan.tenant())
+            .is_some_and(|providers| providers.contains(provider));
         if allowed {
             Ok(())
         } else {

@@ -1,9 +1,10 @@
 //! Bounded mailboxes on top of ractor's unbounded ones.
 //!
 //! ractor queues without limit, so every actor of the engine is reached only
-//! through a [`Mailbox`]: a sender first takes a slot from the actor's
-//! semaphore, the slot travels inside the [`Envelope`] and is returned when the
-//! actor opens it. Two pools of slots exist per actor:
+//! through a [`Mailbox`]: a sender first takes a slot from one of the actor's
+//! slot pools (a lock-free counter, see [`pool`]), the slot travels inside the
+//! [`Envelope`] and is returned when the actor opens it. Two pools of slots
+//! exist per actor:
 //!
 //! - *message* slots for ordinary requests: a full pool answers
 //!   [`MailboxError::Busy`] at once ([`Mailbox::try_send`]), or waits within a
@@ -12,6 +13,10 @@
 //!   grant's `Drop` can always deliver its release message
 //!   ([`ReleaseSlot::send`]) even while the message slots are exhausted.
 //!
+//! A [`Mailbox`] sends one ractor message per envelope. A hot actor takes a
+//! [`BatchMailbox`] instead (see [`batch`]): the same two pools, but envelopes
+//! go into a lock-free FIFO that the actor drains whole per wake-up.
+//!
 //! Invariants:
 //! - Messages queued in ractor's mailbox ≤ message slots + release slots.
 //! - A release never waits and never fails for lack of room; it fails only if
@@ -19,12 +24,17 @@
 //! - A slot is returned exactly once: when the actor opens the envelope, or when
 //!   the envelope is dropped undelivered.
 
+mod batch;
+mod pool;
+
 use std::fmt;
 use std::sync::Arc;
 
 use ractor::{ActorRef, Message};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 use tokio::time::Instant;
+
+pub(crate) use batch::{batch, BatchInbox, BatchMailbox, BatchSlots, Wake};
+use pool::{Slot, SlotPool};
 
 /// The sizes of one actor's two slot pools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,16 +49,16 @@ pub(crate) struct MailboxBound {
 /// `pre_start` can attach its own reference.
 #[derive(Clone)]
 pub(crate) struct MailboxSlots {
-    messages: Arc<Semaphore>,
-    releases: Arc<Semaphore>,
+    messages: Arc<SlotPool>,
+    releases: Arc<SlotPool>,
     bound: MailboxBound,
 }
 
 impl MailboxSlots {
     pub(crate) fn new(bound: MailboxBound) -> Self {
         Self {
-            messages: Arc::new(Semaphore::new(bound.messages)),
-            releases: Arc::new(Semaphore::new(bound.releases)),
+            messages: SlotPool::new(bound.messages),
+            releases: SlotPool::new(bound.releases),
             bound,
         }
     }
@@ -57,21 +67,46 @@ impl MailboxSlots {
     pub(crate) fn attach<M: Message>(self, actor: ActorRef<Envelope<M>>) -> Mailbox<M> {
         Mailbox { actor, slots: self }
     }
+
+    /// A message slot if one is free, `Busy` at once if not.
+    fn try_message<M>(&self, msg: M) -> Result<(Slot, M), MailboxError<M>> {
+        match self.messages.try_take() {
+            Some(slot) => Ok((slot, msg)),
+            None => Err(MailboxError::Busy(msg)),
+        }
+    }
+
+    /// A message slot, waiting for one until `deadline`.
+    async fn message_within<M>(
+        &self,
+        msg: M,
+        deadline: Instant,
+    ) -> Result<(Slot, M), MailboxError<M>> {
+        match self.messages.take_within(deadline).await {
+            Some(slot) => Ok((slot, msg)),
+            None => Err(MailboxError::Timeout(msg)),
+        }
+    }
+
+    /// A release slot, or `None` when every one is held.
+    fn try_release(&self) -> Option<Slot> {
+        self.releases.try_take()
+    }
 }
 
 impl fmt::Debug for MailboxSlots {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MailboxSlots")
             .field("bound", &self.bound)
-            .field("free_messages", &self.messages.available_permits())
-            .field("free_releases", &self.releases.available_permits())
+            .field("free_messages", &self.messages.free())
+            .field("free_releases", &self.releases.free())
             .finish()
     }
 }
 
 /// A message together with the mailbox slot it occupies.
 pub(crate) struct Envelope<M> {
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
     msg: M,
 }
 
@@ -125,11 +160,8 @@ impl<M: Message> Mailbox<M> {
 
     /// Queues `msg` if a message slot is free, answering `Busy` at once if not.
     pub(crate) fn try_send(&self, msg: M) -> Result<(), MailboxError<M>> {
-        match Arc::clone(&self.slots.messages).try_acquire_owned() {
-            Ok(slot) => self.deliver(slot, msg),
-            Err(TryAcquireError::NoPermits) => Err(MailboxError::Busy(msg)),
-            Err(TryAcquireError::Closed) => Err(MailboxError::Closed),
-        }
+        let (slot, msg) = self.slots.try_message(msg)?;
+        self.deliver(slot, msg)
     }
 
     /// Queues `msg`, waiting for a message slot until `deadline`.
@@ -142,12 +174,8 @@ impl<M: Message> Mailbox<M> {
         msg: M,
         deadline: Instant,
     ) -> Result<(), MailboxError<M>> {
-        let acquire = Arc::clone(&self.slots.messages).acquire_owned();
-        match tokio::time::timeout_at(deadline, acquire).await {
-            Ok(Ok(slot)) => self.deliver(slot, msg),
-            Ok(Err(_closed)) => Err(MailboxError::Closed),
-            Err(_elapsed) => Err(MailboxError::Timeout(msg)),
-        }
+        let (slot, msg) = self.slots.message_within(msg, deadline).await?;
+        self.deliver(slot, msg)
     }
 
     /// Reserves the room for one future release message.
@@ -156,14 +184,14 @@ impl<M: Message> Mailbox<M> {
     /// callers size the release pool by the limit on their grants, so `None`
     /// means that limit was reached.
     pub(crate) fn reserve_release(&self) -> Option<ReleaseSlot<M>> {
-        let slot = Arc::clone(&self.slots.releases).try_acquire_owned().ok()?;
+        let slot = self.slots.try_release()?;
         Some(ReleaseSlot {
-            actor: self.actor.clone(),
+            target: Target::Actor(self.actor.clone()),
             slot,
         })
     }
 
-    fn deliver(&self, slot: OwnedSemaphorePermit, msg: M) -> Result<(), MailboxError<M>> {
+    fn deliver(&self, slot: Slot, msg: M) -> Result<(), MailboxError<M>> {
         self.actor
             .send_message(Envelope { _slot: slot, msg })
             .map_err(|_stopped| MailboxError::Closed)
@@ -174,20 +202,30 @@ impl<M: Message> Mailbox<M> {
 /// is made.
 #[must_use = "a release slot is held by a grant until it sends its release"]
 pub(crate) struct ReleaseSlot<M> {
-    actor: ActorRef<Envelope<M>>,
-    slot: OwnedSemaphorePermit,
+    target: Target<M>,
+    slot: Slot,
+}
+
+/// The route a release slot delivers through.
+enum Target<M> {
+    /// One ractor message, as [`Mailbox`] sends.
+    Actor(ActorRef<Envelope<M>>),
+    /// The batched FIFO of a [`BatchMailbox`].
+    Batch(Arc<batch::Shared<M>>),
 }
 
 impl<M: Message> ReleaseSlot<M> {
     /// Sends the release message. Never waits and never fails for lack of
     /// room; fails only if the actor has stopped.
     pub(crate) fn send(self, msg: M) -> Result<(), ActorGone> {
-        self.actor
-            .send_message(Envelope {
-                _slot: self.slot,
-                msg,
-            })
-            .map_err(|_stopped| ActorGone)
+        let envelope = Envelope {
+            _slot: self.slot,
+            msg,
+        };
+        match self.target {
+            Target::Actor(actor) => actor.send_message(envelope).map_err(|_stopped| ActorGone),
+            Target::Batch(shared) => shared.push(envelope).map_err(|_stopped| ActorGone),
+        }
     }
 }
 
@@ -197,8 +235,12 @@ pub(crate) struct ActorGone;
 
 impl<M> fmt::Debug for ReleaseSlot<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let actor = match &self.target {
+            Target::Actor(actor) => actor.get_id(),
+            Target::Batch(shared) => shared.actor_id(),
+        };
         f.debug_struct("ReleaseSlot")
-            .field("actor", &self.actor.get_id())
+            .field("actor", &actor)
             .finish()
     }
 }

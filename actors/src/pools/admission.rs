@@ -62,8 +62,9 @@ impl ProviderPools {
             return Err(AdmitError::Closed);
         }
         let ledger = &self.inner.ledger;
-        let deadline = (Instant::now() + ledger.queue_age()).min(plan.earliest_deadline());
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        let deadline = (now + ledger.queue_age()).min(plan.earliest_deadline());
+        if now >= deadline {
             return Err(AdmitError::Timeout);
         }
         let charge = ledger.metadata.try_reserve(REQUEST_OVERHEAD)?;
@@ -133,18 +134,18 @@ impl ProviderPools {
         authority
             .authorize(plan, provider)
             .map_err(AdmitError::Revoked)?;
-        let epoch =
-            self.inner
-                .directory
-                .current(provider)
-                .ok_or_else(|| AdmitError::Unavailable {
-                    provider: provider.clone(),
-                })?;
+        let epoch = self
+            .inner
+            .directory
+            .current_epoch(provider)
+            .ok_or_else(|| AdmitError::Unavailable {
+                provider: provider.clone(),
+            })?;
         Ok(ProviderCall {
             session: plan.session(),
             ledger: plan.ledger(),
             provider: provider.clone(),
-            epoch: epoch.epoch,
+            epoch,
             generation: self.inner.generation.id(),
             sequence: self.inner.ledger.next_sequence(),
         })

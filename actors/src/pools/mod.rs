@@ -26,7 +26,7 @@ use crate::error::StartError;
 use crate::identity::BrokerGeneration;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{Mailbox, MailboxSlots};
+use crate::mailbox::{batch, BatchMailbox, Mailbox, MailboxSlots};
 use crate::registry::{self, Directory, Msg, RegistryActor, RegistryArgs};
 use crate::scheduler::{self, SchedulerArgs};
 use crate::snapshot::ControlState;
@@ -69,7 +69,7 @@ pub struct ProviderPools {
 #[derive(Debug)]
 struct Inner {
     mailbox: Mailbox<Msg>,
-    scheduler: Mailbox<scheduler::Msg>,
+    scheduler: BatchMailbox<scheduler::Msg>,
     workers: WorkerPool,
     cleanup: CleanupPool,
     ledger: Arc<Ledger>,
@@ -145,6 +145,7 @@ impl ProviderPools {
         let directory = Arc::new(Directory::default());
         let slots = MailboxSlots::new(registry::mailbox_bound(limits.retained_configurations));
         let (controls_tx, controls_rx) = oneshot::channel();
+        let (scheduler_slots, scheduler_inbox) = batch(scheduler::mailbox_bound(&limits));
         let args = RegistryArgs {
             limits,
             ledger: Arc::clone(&ledger),
@@ -153,7 +154,8 @@ impl ProviderPools {
             scheduler: SchedulerArgs {
                 ceilings: scheduler::ceilings(&limits),
                 ledger: Arc::clone(&ledger),
-                slots: MailboxSlots::new(scheduler::mailbox_bound(&limits)),
+                slots: scheduler_slots,
+                inbox: scheduler_inbox,
             },
             controls_ready: controls_tx,
             runtime: runtime.clone(),

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use crate::cleanup::CleanupPool;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{Envelope, Mailbox, MailboxSlots};
+use crate::mailbox::{BatchMailbox, Envelope, Mailbox, MailboxSlots};
 use crate::registry::state::State;
 use crate::registry::{Directory, Msg};
 use crate::scheduler::{SchedulerActor, SchedulerArgs};
@@ -20,7 +20,7 @@ use crate::workers::WorkerPool;
 /// hold them.
 #[derive(Debug, Clone)]
 pub(crate) struct Controls {
-    pub(crate) scheduler: Mailbox<crate::scheduler::Msg>,
+    pub(crate) scheduler: BatchMailbox<crate::scheduler::Msg>,
     pub(crate) workers: WorkerPool,
     pub(crate) cleanup: CleanupPool,
 }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::epoch::published::PublishedEpoch;
-use crate::identity::ProviderId;
+use crate::identity::{Epoch, ProviderId};
 
 #[derive(Debug, Default)]
 pub(crate) struct Directory {
@@ -28,6 +28,16 @@ impl Directory {
             .unwrap_or_else(PoisonError::into_inner)
             .get(provider)
             .cloned()
+    }
+
+    /// The number of `provider`'s current epoch, without taking a
+    /// reference to it.
+    pub(crate) fn current_epoch(&self, provider: &ProviderId) -> Option<Epoch> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(provider)
+            .map(|epoch| epoch.epoch)
     }
 
     /// Number of providers with a current epoch.

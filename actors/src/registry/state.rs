@@ -20,7 +20,7 @@ use crate::identity::{Epoch, InstanceId, ProviderId, ServiceName};
 use crate::install::{InstallReceipt, Installation};
 use crate::ledger::Ledger;
 use crate::limits::{LimitField, Limits};
-use crate::mailbox::{Mailbox, ReleaseSlot};
+use crate::mailbox::{BatchMailbox, Mailbox, ReleaseSlot};
 use crate::registry::{Controls, Directory, Msg};
 use crate::scheduler;
 use crate::supervision::{RestartHistory, RestartPolicy};
@@ -57,7 +57,7 @@ pub(crate) struct State {
     ledger: Arc<Ledger>,
     directory: Arc<Directory>,
     mailbox: Mailbox<Msg>,
-    scheduler: Mailbox<scheduler::Msg>,
+    scheduler: BatchMailbox<scheduler::Msg>,
     workers: WorkerPool,
     cleanup: CleanupPool,
     /// Room for the scheduler's `Close`, reserved at start.

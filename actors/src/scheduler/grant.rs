@@ -6,8 +6,8 @@
 
 use std::fmt;
 
-use crate::identity::{ProviderId, TenantId};
 use crate::mailbox::ReleaseSlot;
+use crate::scheduler::queue::RunningKey;
 use crate::scheduler::Msg;
 
 /// A queued request's claim on its place in line. Dropping it while still
@@ -56,25 +56,23 @@ impl fmt::Debug for QueueTicket {
 /// its logical provider and the total until dropped.
 #[must_use = "dropping a running grant returns its capacity at once"]
 pub(crate) struct RunningGrant {
-    tenant: TenantId,
-    provider: ProviderId,
+    running: RunningKey,
     slot: Option<ReleaseSlot<Msg>>,
 }
 
 impl RunningGrant {
-    pub(crate) fn new(tenant: TenantId, provider: ProviderId, slot: ReleaseSlot<Msg>) -> Self {
+    pub(crate) fn new(running: RunningKey, slot: ReleaseSlot<Msg>) -> Self {
         Self {
-            tenant,
-            provider,
+            running,
             slot: Some(slot),
         }
     }
 
     /// Takes the grant apart without sending its release: for the scheduler
     /// itself, which returns the capacity directly.
-    pub(crate) fn disarm(mut self) -> (TenantId, ProviderId) {
+    pub(crate) fn disarm(mut self) -> RunningKey {
         self.slot = None;
-        (self.tenant.clone(), self.provider.clone())
+        self.running
     }
 }
 
@@ -82,8 +80,7 @@ impl Drop for RunningGrant {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
             let _ = slot.send(Msg::Release {
-                tenant: self.tenant.clone(),
-                provider: self.provider.clone(),
+                running: self.running,
             });
         }
     }
@@ -92,8 +89,7 @@ impl Drop for RunningGrant {
 impl fmt::Debug for RunningGrant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RunningGrant")
-            .field("tenant", &self.tenant)
-            .field("provider", &self.provider)
+            .field("running", &self.running)
             .finish()
     }
 }

@@ -11,7 +11,14 @@
 //! when the running owner is dropped, and one `Cancel` only if the waiter
 //! gave up while queued.
 //!
-//! Mailbox: `64 + pending_requests` message slots (startup limit), so a
+//! Mailbox: batched (see [`crate::mailbox::BatchMailbox`]): messages go into
+//! a lock-free FIFO and ractor carries one wake-up per batch. Each wake-up
+//! yields once, applies every queued message, then grants once, so a batch of releases
+//! answers a batch of waiters and the counts are published once. Control
+//! messages (`SetCeilings`, `Close`, `Counts`) first grant what the batch so
+//! far made ready, so they act on a settled queue.
+//!
+//! Bounds: `64 + pending_requests` message slots (startup limit), so a
 //! burst that fits the queue is never refused as busy; release slots for every queued ticket and
 //! every running grant, plus the grants not yet received by their waiters,
 //! plus the registry's `Close` (`1 + pending_requests + 2 × running_requests`,
@@ -32,7 +39,7 @@ pub(crate) use state::bound_field;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, Limits};
 use crate::mailbox::MailboxBound;
-use queue::{Ceilings, Refused};
+use queue::{Ceilings, Refused, RunningKey};
 
 /// The scheduler's mailbox bound for the given startup limits.
 pub(crate) fn mailbox_bound(limits: &Limits) -> MailboxBound {
@@ -88,10 +95,7 @@ pub(crate) enum Msg {
     /// The waiter of `ticket` gave up (sent on the ticket's reserved slot).
     Cancel { ticket: u64 },
     /// A running grant was dropped (sent on the grant's reserved slot).
-    Release {
-        tenant: TenantId,
-        provider: ProviderId,
-    },
+    Release { running: RunningKey },
     /// Apply lowered ceilings, refusing any below actual use.
     SetCeilings {
         ceilings: Ceilings,

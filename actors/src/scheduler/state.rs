@@ -1,6 +1,5 @@
 //! The scheduler actor's state and its named operations.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -9,8 +8,8 @@ use tokio::sync::oneshot;
 use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::LimitField;
-use crate::mailbox::Mailbox;
-use crate::scheduler::queue::{Bound, Ceilings, FairQueue, WaiterKey};
+use crate::mailbox::BatchMailbox;
+use crate::scheduler::queue::{Bound, Ceilings, FairQueue, IndexMap, RunningKey, WaiterKey};
 use crate::scheduler::{Answer, CeilingInUse, Msg, RunningGrant};
 
 /// A queued request, as the queue holds it.
@@ -21,17 +20,17 @@ pub(crate) struct Waiter {
 
 pub(crate) struct State {
     queue: FairQueue<Waiter, TenantId, ProviderId>,
-    tickets: HashMap<u64, WaiterKey>,
-    mailbox: Mailbox<Msg>,
+    tickets: IndexMap<u64, WaiterKey>,
+    mailbox: BatchMailbox<Msg>,
     ledger: Arc<Ledger>,
     closed: bool,
 }
 
 impl State {
-    pub(crate) fn new(ceilings: Ceilings, mailbox: Mailbox<Msg>, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn new(ceilings: Ceilings, mailbox: BatchMailbox<Msg>, ledger: Arc<Ledger>) -> Self {
         Self {
             queue: FairQueue::new(ceilings),
-            tickets: HashMap::new(),
+            tickets: IndexMap::default(),
             mailbox,
             ledger,
             closed: false,
@@ -68,8 +67,8 @@ impl State {
     }
 
     /// Returns a finished request's running capacity.
-    pub(crate) fn release(&mut self, tenant: &TenantId, provider: &ProviderId) {
-        self.queue.release(tenant, provider);
+    pub(crate) fn release(&mut self, running: RunningKey) {
+        self.queue.release_running(running);
     }
 
     /// Grants every waiter whose turn it is while capacity allows.
@@ -79,16 +78,15 @@ impl State {
             let Some(slot) = self.mailbox.reserve_release() else {
                 // The release pool is sized for every grant the limits
                 // allow; running out means a sizing bug, answered as busy.
-                self.queue.release(&grant.tenant, &grant.provider);
+                self.queue.release_running(grant.running);
                 let _ = grant.item.reply.send(Answer::Busy);
                 continue;
             };
-            let running = RunningGrant::new(grant.tenant, grant.provider, slot);
+            let running = RunningGrant::new(grant.running, slot);
             if let Err(Answer::Granted(unwanted)) = grant.item.reply.send(Answer::Granted(running))
             {
                 // The waiter left between its deadline and its turn.
-                let (tenant, provider) = unwanted.disarm();
-                self.queue.release(&tenant, &provider);
+                self.queue.release_running(unwanted.disarm());
             }
         }
     }

@@ -10,6 +10,8 @@ use std::hash::Hash;
 
 use super::slab::{Group, Links, List, Node};
 use super::FairQueue;
+#[cfg(test)]
+use super::RunningKey;
 
 /// Tenant lane for the tenant rotation.
 pub(super) const ROTATION: usize = 0;
@@ -211,5 +213,24 @@ where
                 self.provider_ix.remove(&provider.key);
             }
         }
+    }
+
+    #[cfg(test)]
+    /// Releases one running request of `tenant` on `provider`, by key.
+    pub(crate) fn release(&mut self, tenant: &K, provider: &P) {
+        let t = self.tenant_ix.get(tenant).copied();
+        let p = self.provider_ix.get(provider).copied();
+        match (t, p) {
+            (Some(t), Some(p)) => self.release_at(t, p),
+            _ => debug_assert!(false, "release of a tenant with nothing running"),
+        }
+    }
+
+    #[cfg(test)]
+    /// The tenant and provider a running key names.
+    pub(crate) fn keys(&self, running: RunningKey) -> Option<(&K, &P)> {
+        let tenant = self.tenants.get(running.tenant)?;
+        let provider = self.providers.get(running.provider)?;
+        Some((&tenant.key, &provider.key))
     }
 }

@@ -28,14 +28,16 @@
 //! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling.
 //! - Bookkeeping exists only for tenants, providers and groups with live work; slab slots and map capacity are reused, bounded by the peak.
 //! - A [`WaiterKey`] names one waiter: once granted or cancelled it never matches again (until its slot's 32-bit generation wraps).
+//! - A [`RunningKey`] names the entries its grant counts against; they live until its release, which needs no key lookup.
 //!
 //! # Cost
 //!
-//! - `push` and `cancel`: O(1) (expected, hash lookups); `release`: O(1) plus O(1) per group it unblocks.
+//! - `push` and `cancel`: O(1) (expected, hash lookups); `release_running`: O(1), no lookup, plus O(1) per group it unblocks.
 //! - `next_grant`: O(1) plus O(1) per group it blocks; each block is paid by the push or release that placed the group, so amortised O(1) whatever the number of tenants and providers.
 //! - `set_ceilings` (rare): O(tenants + providers + groups).
 
 mod book;
+mod index_hash;
 mod rotation;
 mod slab;
 
@@ -51,6 +53,7 @@ use std::fmt;
 use std::hash::Hash;
 
 use book::{Move, Provider, Tenant, CREATED, ROTATION};
+pub(crate) use index_hash::IndexMap;
 use slab::{Group, List, Slab, Waiter};
 
 /// The bounds the queue enforces: pending at push, running at grant.
@@ -114,19 +117,28 @@ pub(crate) struct WaiterKey {
     generation: u32,
 }
 
+/// Names the running counts of one granted request (its tenant's and
+/// provider's entries), so that its release needs no key lookup. Valid until
+/// that release: an entry with something running is never dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunningKey {
+    tenant: u32,
+    tenant_generation: u32,
+    provider: u32,
+    provider_generation: u32,
+}
+
 /// A waiter whose turn came: its counts moved from pending to running.
 #[derive(Debug)]
-pub(crate) struct Grant<T, K, P> {
+pub(crate) struct Grant<T> {
     /// The key the waiter was queued under (now stale).
     #[cfg_attr(
         not(test),
         allow(dead_code, reason = "the scheduler keys waiters by ticket")
     )]
     pub(crate) key: WaiterKey,
-    /// Its tenant.
-    pub(crate) tenant: K,
-    /// Its logical provider.
-    pub(crate) provider: P,
+    /// Where its running counts are kept, for [`FairQueue::release_running`].
+    pub(crate) running: RunningKey,
     /// The item pushed with it.
     pub(crate) item: T,
 }
@@ -140,7 +152,7 @@ pub(crate) struct FairQueue<T, K, P> {
     providers: Slab<Provider<P>>,
     tenant_ix: HashMap<K, u32>,
     provider_ix: HashMap<P, u32>,
-    group_ix: HashMap<(u32, u32), u32>,
+    group_ix: IndexMap<(u32, u32), u32>,
     /// The eligible tenants, next turn first.
     rotation: List,
     created_tenants: List,
@@ -164,7 +176,7 @@ where
             providers: Slab::new(),
             tenant_ix: HashMap::new(),
             provider_ix: HashMap::new(),
-            group_ix: HashMap::new(),
+            group_ix: IndexMap::default(),
             rotation: List::new(ROTATION),
             created_tenants: List::new(CREATED),
             created_providers: List::new(CREATED),
@@ -256,7 +268,7 @@ where
     }
 
     /// Pops the next waiter by the rules, moving its counts from pending to running.
-    pub(crate) fn next_grant(&mut self) -> Option<Grant<T, K, P>> {
+    pub(crate) fn next_grant(&mut self) -> Option<Grant<T>> {
         if self.running >= self.ceilings.running_total {
             return None;
         }
@@ -264,29 +276,15 @@ where
     }
 
     /// A granted request finished (or its grant was refused by the waiter):
-    /// returns its running counts. Releasing more than is running for that
-    /// tenant or provider is a caller bug: debug-asserted, counts saturate.
-    pub(crate) fn release(&mut self, tenant: &K, provider: &P) {
-        let t = self.tenant_ix.get(tenant).copied();
-        let p = self.provider_ix.get(provider).copied();
-        debug_assert!(
-            t.and_then(|t| self.tenants.get(t))
-                .is_some_and(|x| x.running > 0),
-            "release of {tenant:?} with nothing running"
-        );
-        debug_assert!(
-            p.and_then(|p| self.providers.get(p))
-                .is_some_and(|x| x.running > 0),
-            "release of {provider:?} with nothing running"
-        );
-        self.count(t, p, Move::Release);
-        if let Some(t) = t {
-            self.sync_tenant(t);
+    /// returns the running counts its grant named. A key released twice (or
+    /// from another queue) is a caller bug: debug-asserted, ignored.
+    pub(crate) fn release_running(&mut self, running: RunningKey) {
+        let live = self.tenants.generation(running.tenant) == Some(running.tenant_generation)
+            && self.providers.generation(running.provider) == Some(running.provider_generation);
+        debug_assert!(live, "release of a stale {running:?}");
+        if live {
+            self.release_at(running.tenant, running.provider);
         }
-        if let Some(p) = p {
-            self.unblock_provider(p);
-        }
-        self.forget_if_idle(t, p);
     }
 
     /// Changes the ceilings, or refuses (changing nothing) when a tenant or

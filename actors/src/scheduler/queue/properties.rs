@@ -8,7 +8,7 @@ use std::hash::Hash;
 use proptest::prelude::*;
 
 use super::model::Model;
-use super::{Ceilings, FairQueue, WaiterKey};
+use super::{Ceilings, FairQueue, RunningKey, WaiterKey};
 
 /// Checks the module's invariants on the queue's internals.
 pub(super) fn assert_invariants<T, K, P>(q: &FairQueue<T, K, P>)
@@ -99,7 +99,7 @@ proptest! {
         let mut model = Model::new(initial);
         let mut keys: Vec<(WaiterKey, u32)> = Vec::new();
         let mut key_of: HashMap<u32, WaiterKey> = HashMap::new();
-        let mut running: Vec<(u8, u8)> = Vec::new();
+        let mut running: Vec<(u8, u8, RunningKey)> = Vec::new();
         for (step, op) in ops.into_iter().enumerate() {
             let item = step as u32;
             match op {
@@ -120,16 +120,19 @@ proptest! {
                 }
                 Op::Grant => {
                     let grant = queue.next_grant();
+                    let mut got = None;
                     if let Some(g) = &grant {
                         prop_assert_eq!(Some(&g.key), key_of.get(&g.item));
-                        running.push((g.tenant, g.provider));
+                        let (t, p) = queue.keys(g.running).map(|(t, p)| (*t, *p)).unzip();
+                        let (t, p) = (t.expect("live tenant"), p.expect("live provider"));
+                        running.push((t, p, g.running));
+                        got = Some((t, p, g.item));
                     }
-                    let got = grant.map(|g| (g.tenant, g.provider, g.item));
                     prop_assert_eq!(got, model.next_grant());
                 }
                 Op::Release(i) if !running.is_empty() => {
-                    let (t, p) = running.swap_remove(i % running.len());
-                    queue.release(&t, &p);
+                    let (t, p, key) = running.swap_remove(i % running.len());
+                    queue.release_running(key);
                     model.release(t, p);
                 }
                 Op::SetCeilings(c) => {
@@ -183,14 +186,16 @@ fn fair_share_with(running_per_tenant: u32) {
     while (0..TENANTS).all(|t| q.tenant_counts(&t).0 > 0) {
         if let Some(g) = q.next_grant() {
             seq += 1;
-            let t = g.tenant as usize;
+            let (tenant, provider) = q.keys(g.running).map(|(t, p)| (*t, *p)).unzip();
+            let (tenant, provider) = (tenant.expect("live tenant"), provider.expect("live"));
+            let t = tenant as usize;
             assert!(
                 t == 0 || seq - last[t] <= TENANTS,
                 "tenant {t} waited {}",
                 seq - last[t]
             );
             (count[t], last[t]) = (count[t] + 1, seq);
-            running.push_back((g.tenant, g.provider));
+            running.push_back((tenant, provider));
         } else if let Some((t, p)) = running.pop_front() {
             q.release(&t, &p);
         }

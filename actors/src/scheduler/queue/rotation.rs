@@ -11,7 +11,7 @@ use std::hash::Hash;
 
 use super::book::Move;
 use super::slab::{Waiter, NIL};
-use super::{FairQueue, Grant, WaiterKey};
+use super::{FairQueue, Grant, RunningKey, WaiterKey};
 
 impl<T, K, P> FairQueue<T, K, P>
 where
@@ -34,6 +34,24 @@ where
                 self.rotation.remove(&mut self.tenants, t);
             }
         }
+    }
+
+    /// Returns one running count of tenant `t` and provider `p`. Releasing
+    /// more than is running there is a caller bug: debug-asserted, counts
+    /// saturate.
+    pub(super) fn release_at(&mut self, t: u32, p: u32) {
+        debug_assert!(
+            self.tenants.get(t).is_some_and(|x| x.running > 0),
+            "release of tenant {t} with nothing running"
+        );
+        debug_assert!(
+            self.providers.get(p).is_some_and(|x| x.running > 0),
+            "release of provider {p} with nothing running"
+        );
+        self.count(Some(t), Some(p), Move::Release);
+        self.sync_tenant(t);
+        self.unblock_provider(p);
+        self.forget_if_idle(Some(t), Some(p));
     }
 
     /// Places group `g` (in no FIFO) at the back of its tenant's provider
@@ -103,7 +121,7 @@ where
     /// The rotation step of `next_grant`, once the total ceiling allows a
     /// grant: blocks front groups whose provider is full, serves the first
     /// other one.
-    pub(super) fn grant_in_turn(&mut self) -> Option<Grant<T, K, P>> {
+    pub(super) fn grant_in_turn(&mut self) -> Option<Grant<T>> {
         loop {
             let t = self.rotation.front()?;
             let Some(g) = self.tenants.get(t).and_then(|tenant| tenant.groups.front()) else {
@@ -126,13 +144,17 @@ where
     }
 
     /// Grants the oldest waiter of group `g` and rotates group and tenant.
-    pub(super) fn serve(&mut self, g: u32) -> Option<Grant<T, K, P>> {
+    pub(super) fn serve(&mut self, g: u32) -> Option<Grant<T>> {
         // Every lookup first, so an impossible miss changes nothing.
         let group = self.groups.get(g)?;
         let (t, p, index) = (group.tenant, group.provider, group.waiters.front()?);
         let generation = self.waiters.generation(index)?;
-        let tenant_key = self.tenants.get(t)?.key.clone();
-        let provider_key = self.providers.get(p)?.key.clone();
+        let running = RunningKey {
+            tenant: t,
+            tenant_generation: self.tenants.generation(t)?,
+            provider: p,
+            provider_generation: self.providers.generation(p)?,
+        };
         if let Some(group) = self.groups.get_mut(g) {
             group.waiters.remove(&mut self.waiters, index);
         }
@@ -157,8 +179,7 @@ where
         self.sync_tenant(t);
         Some(Grant {
             key: WaiterKey { index, generation },
-            tenant: tenant_key,
-            provider: provider_key,
+            running,
             item: waiter.item,
         })
     }

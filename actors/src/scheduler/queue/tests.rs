@@ -29,7 +29,8 @@ fn grants(q: &mut Q, n: usize) -> Vec<(&'static str, u32, u32)> {
     let mut out = Vec::new();
     while let Some(g) = (out.len() < n).then(|| q.next_grant()).flatten() {
         assert_invariants(q);
-        out.push((g.tenant, g.provider, g.item));
+        let (t, p) = q.keys(g.running).expect("a running key names live entries");
+        out.push((*t, *p, g.item));
     }
     out
 }
@@ -326,4 +327,16 @@ fn raising_ceilings_reactivates_parked_tenants_and_blocked_groups() {
 fn releasing_what_is_not_running_is_a_caller_bug() {
     let mut q = Q::new(wide());
     q.release(&"a", &0);
+}
+
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "stale")]
+fn a_running_key_releases_once() {
+    let mut q = Q::new(wide());
+    push(&mut q, "a", 0, 1);
+    let grant = q.next_grant().expect("a waiter");
+    q.release_running(grant.running);
+    assert_eq!((q.pending(), q.running()), (0, 0));
+    q.release_running(grant.running);
 }
