@@ -16,6 +16,9 @@
 //!   are destroyed after it is released, so a connection's `Drop` (adapter
 //!   code) never runs under it, and each critical section is a few pushes
 //!   and pops.
+//! - A connection's destructor that panics is contained here: it never
+//!   stops the actor or task that destroys the entry, and the entry's
+//!   charges are released all the same.
 //! - A retired epoch keeps no idle connection: retirement empties the stash,
 //!   and a park that raced the retirement empties it again after pushing
 //!   (the retired flag is set before the epoch actor is told, and checked
@@ -84,7 +87,7 @@ impl IdleStash {
             entries.extend(skipped.into_iter().rev());
         }
         drop(entries);
-        drop(expired);
+        destroy(expired);
         found
     }
 
@@ -122,14 +125,39 @@ impl IdleStash {
         }
         drop(entries);
         let touched = expired.len();
-        drop(expired);
+        destroy(expired);
         touched
     }
 
     /// Destroys every entry (retirement, or a restarted epoch actor).
     pub(crate) fn clear(&self) {
         let entries = std::mem::take(&mut *self.lock());
-        drop(entries);
+        destroy(entries);
+    }
+}
+
+impl Drop for IdleStash {
+    fn drop(&mut self) {
+        // The last owner of an epoch may be a control actor (the registry
+        // dropping a retired record): what is still parked is destroyed
+        // here, contained like every other adapter destructor.
+        let entries = std::mem::take(
+            self.entries
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        destroy(entries);
+    }
+}
+
+/// Destroys `entries` one by one, each releasing its charges after its
+/// connection is gone. A connection's `Drop` is adapter code and may run on
+/// a control actor (retirement, the last owner of the epoch) or on the
+/// epoch actor: a panic in it is contained and reported, never propagated,
+/// and never keeps the remaining entries from being destroyed.
+fn destroy(entries: impl IntoIterator<Item = IdleConn>) {
+    for entry in entries {
+        crate::contain::drop_contained(entry, "an idle connection");
     }
 }
 

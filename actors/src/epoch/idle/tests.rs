@@ -110,3 +110,39 @@ fn clear_destroys_everything_and_releases_every_charge() {
     stash.clear();
     assert_eq!(b.used(), (0, 0, 0));
 }
+
+/// A connection whose destructor panics (adapter code gone wrong).
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("injected: an idle connection's destructor panics");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_destructor_is_contained_and_every_entry_released_on_clear() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    stash.restore(b.entry(Bomb));
+    stash.restore(b.entry(1u32));
+    stash.restore(b.entry(Bomb));
+
+    stash.clear();
+
+    assert_eq!(b.used(), (0, 0, 0), "all three released, bombs included");
+    assert!(stash.take(TypeId::of::<u32>(), AGE).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stash_dropped_with_a_panicking_entry_contains_it_and_releases_all() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    stash.restore(b.entry(Bomb));
+    stash.restore(b.entry(2u32));
+
+    // Where the last owner of a retired epoch is a control actor.
+    drop(stash);
+
+    assert_eq!(b.used(), (0, 0, 0));
+}
