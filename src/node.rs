@@ -249,6 +249,14 @@ impl NodeConfig {
     /// given) and installs every provider section. Capabilities construct
     /// nothing.
     ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: call it to completion. Dropping the future while
+    /// the pools start behaves as a dropped [`ProviderPools::start`] (the
+    /// generation may stay claimed); dropping it later leaves the started
+    /// registry running, with the providers installed so far, and no
+    /// handle to shut it down.
+    ///
     /// # Errors
     ///
     /// [`NodeError`] naming what failed; providers installed before a

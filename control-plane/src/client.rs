@@ -46,6 +46,12 @@ pub type CallResult<T> = Result<T, ControlPlaneError>;
 pub trait ControlPlane: Send + Sync + fmt::Debug {
     /// Registers (or replaces) an instance of a service for its time to live.
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped call may have applied; registering
+    /// again is harmless (it replaces the same instance).
+    ///
     /// # Errors
     ///
     /// `LimitExceeded` when the store is full (a replacement that does not
@@ -55,12 +61,24 @@ pub trait ControlPlane: Send + Sync + fmt::Debug {
 
     /// Extends a live registration by its time to live.
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped heartbeat may have extended the
+    /// registration; the next one is harmless.
+    ///
     /// # Errors
     ///
     /// `NotRegistered` when unknown or expired; transport errors.
     fn heartbeat(&self, key: PresenceKey) -> BoxFuture<'_, CallResult<()>>;
 
     /// Removes a registration; removing an absent one succeeds.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped call may have removed the
+    /// registration; deregistering again is harmless (idempotent).
     ///
     /// # Errors
     ///
@@ -69,12 +87,24 @@ pub trait ControlPlane: Send + Sync + fmt::Debug {
 
     /// The live instances of a service, ordered by node.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Errors
     ///
     /// Transport and backend errors.
     fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>>;
 
     /// Acquires a lease, or re-grants it to its live holder.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped acquire may have granted the
+    /// lease: settle it with [`read_lease`](ControlPlane::read_lease) (see
+    /// [`crate::lease::settle`]); an unsettled grant expires after its time
+    /// to live.
     ///
     /// # Errors
     ///
@@ -85,6 +115,12 @@ pub trait ControlPlane: Send + Sync + fmt::Debug {
 
     /// Extends a held lease by the grant's time to live; the token stays.
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped renewal may have applied; count
+    /// on it only as far as [`read_lease`](ControlPlane::read_lease) shows.
+    ///
     /// # Errors
     ///
     /// `LeaseLost` when not held with that token or expired, `Overflow`,
@@ -93,6 +129,12 @@ pub trait ControlPlane: Send + Sync + fmt::Debug {
 
     /// Releases a held lease; its token is kept for the next acquisition.
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped release may have freed the
+    /// lease; stop acting as its holder either way.
+    ///
     /// # Errors
     ///
     /// `LeaseLost` when not held with that token, `OutcomeUnknown`,
@@ -100,6 +142,10 @@ pub trait ControlPlane: Send + Sync + fmt::Debug {
     fn release(&self, grant: LeaseGrant) -> BoxFuture<'_, CallResult<()>>;
 
     /// The lease as it stands: `None` if it was never acquired.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Errors
     ///

@@ -58,3 +58,12 @@ pub use transport::{
     BearerHttpTransport, BearerToken, Endpoint, PooledHttpTransport, PooledTransportConfig,
     StdHttpTransport,
 };
+
+/// The control-plane guide (`docs/control-plane/en.md`): each of its Rust
+/// examples runs as a doctest of this crate. One needs the reference
+/// server, hence the `server` feature (`scripts/test` builds every
+/// feature); `tests/guide_translations.rs` checks that the Portuguese and
+/// French guides carry the same examples.
+#[cfg(all(doctest, feature = "server"))]
+#[doc = include_str!("../../docs/control-plane/en.md")]
+mod guide {}

@@ -34,6 +34,18 @@ use std::future::Future;
 pub trait Cleanup: Send + Sized + 'static {
     /// Destroys the resource, or hands it back with the reason it could
     /// not be destroyed. The reason must not contain credential bytes.
+    ///
+    /// # Cancel safety
+    ///
+    /// The cleanup actor runs this future on its own task to completion and
+    /// never aborts it (a timed-out `when_idle` aborts nothing). It is
+    /// dropped early only when the runtime shuts down; it must then drop —
+    /// and so release — whatever it still owns.
+    ///
+    /// # Errors
+    ///
+    /// [`CloseFailure`] carrying the resource, still owned, and the reason
+    /// it could not be destroyed; its charge is kept with it.
     fn close(self) -> impl Future<Output = Result<(), CloseFailure<Self>>> + Send + 'static;
 }
 

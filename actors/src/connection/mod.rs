@@ -136,6 +136,13 @@ pub trait Dialer: Send + Sync {
     ///
     /// Must be cancel safe: a dropped future must drop whatever it opened.
     /// The pools count a dropped dial as a failed one.
+    ///
+    /// # Errors
+    ///
+    /// [`DialError`] when no connection was opened; its
+    /// [`DialErrorKind`] decides the client's backoff (`Saturated` starts
+    /// none) and what waiters are told. Its message must not contain
+    /// credential bytes.
     fn dial(
         &self,
         target: DialTarget<'_>,

@@ -83,6 +83,14 @@ struct Inner {
 impl ProviderPools {
     /// Starts a standalone registry.
     ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: call it to completion. Dropping the future after
+    /// the limits were validated leaves the generation claimed (a claim is
+    /// never undone), and once the registry's spawn began, the registry and
+    /// its control actors keep running on `config.runtime` with no handle
+    /// to reach or shut them down.
+    ///
     /// # Errors
     ///
     /// [`StartError::Limits`] for invalid limits (the generation is not
@@ -113,6 +121,12 @@ impl ProviderPools {
 
     /// Starts a registry linked under the host's own supervisor, which then
     /// receives the registry's supervision events.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`ProviderPools::start`]: not cancel safe; a dropped start may
+    /// leave the generation claimed and the registry running under
+    /// `supervisor` with no handle.
     ///
     /// # Errors
     ///

@@ -265,6 +265,16 @@ impl BlobReader {
     ///
     /// Dropping the future mid-read loses the handle: it is closed with the
     /// job, and the reader ends.
+    ///
+    /// # Errors
+    ///
+    /// [`BlobError::Job`] when no worker slot could run the read or the job
+    /// failed, [`BlobError::Io`] for a failed read, [`BlobError::Truncated`]
+    /// when the file ended before its recorded length,
+    /// [`BlobError::Closed`] when the handle is no longer a reader, and
+    /// [`BlobError::Staging`] when the chunk does not fit the request's
+    /// output charge. After a `Job`, `Io` or `Truncated` error the handle
+    /// is closed and the next call returns `None`.
     pub async fn next_chunk(&mut self) -> Option<Result<StagedOutput, BlobError>> {
         if self.remaining == 0 {
             self.handle = None; // closes the file, then returns its charge

@@ -63,6 +63,20 @@ pub trait IngressHost: Send + Sync {
     /// Handles one admitted event. `Ok` means handled: the message is then
     /// acknowledged. Work that must outlive this call keeps a clone of
     /// `event.running()`, and with it the event's capacity.
+    ///
+    /// # Cancel safety
+    ///
+    /// [`ingress_step`] drops this future when its own future is dropped:
+    /// the event's capacity returns (except what a kept clone of
+    /// `event.running()` holds) and the message, never acknowledged, is
+    /// delivered again after the consumer's ack wait. Work that must not
+    /// be cut in half belongs in a job that owns its own request.
+    ///
+    /// # Errors
+    ///
+    /// The host's own [`Error`](IngressHost::Error): the message is then
+    /// refused (`nak`) and delivered again after the retry delay; the
+    /// error comes back in [`Handling::Failed`].
     fn handle(
         &self,
         event: &IngressRequest,

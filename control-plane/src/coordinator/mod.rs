@@ -51,7 +51,14 @@ pub struct Coordinator {
 pub type CoordinatorResult<T> = Result<Result<T, ControlPlaneError>, ActorCallError>;
 
 impl Coordinator {
-    /// Starts a coordinator for `config.node`.
+    /// Starts a coordinator for `config.node`. It campaigns for nothing
+    /// until [`campaign`](Self::campaign) is called.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: start-up makes no control-plane call, and a future
+    /// dropped before it completes leaves no actor running (ractor spawns
+    /// the actor's loop only after its start-up).
     ///
     /// # Errors
     ///
@@ -66,6 +73,10 @@ impl Coordinator {
     }
 
     /// As [`start`](Self::start), linked to a host's supervisor.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`start`](Self::start).
     ///
     /// # Errors
     ///

@@ -41,6 +41,18 @@ pub struct Heartbeat {
 impl Heartbeat {
     /// Starts the actor for `registration`; it registers at once.
     ///
+    /// The first registration runs inside this call (the actor's start-up,
+    /// which ractor runs in the caller's task); its failure does not fail
+    /// the start — it is counted in [`HeartbeatStatus`] and the next tick
+    /// registers again.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes leaves no actor running:
+    /// the actor's loop is spawned only after its start-up. A first
+    /// registration dropped after it was sent may still apply remotely;
+    /// it then expires after its time to live.
+    ///
     /// # Errors
     ///
     /// [`ControlPlaneError::Invalid`] when the policy's interval is not
@@ -55,6 +67,10 @@ impl Heartbeat {
     }
 
     /// As [`start`](Self::start), linked to a host's supervisor.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`start`](Self::start).
     ///
     /// # Errors
     ///

@@ -260,6 +260,20 @@ impl TransportError {
 /// written, a request may still apply remotely.
 pub trait HttpTransport: Send + Sync + fmt::Debug {
     /// Sends an owned request (the original V1 method).
+    ///
+    /// # Cancel safety
+    ///
+    /// The client drops this future at the attempt's deadline; an
+    /// implementation must then drop (close) the connection it was using.
+    /// A request already written may still apply remotely.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportError::Connect`] only when the request certainly never
+    /// left, [`TransportError::Io`] when it may have,
+    /// [`TransportError::Timeout`] at the request's deadline,
+    /// [`TransportError::TooLarge`] past the transport's body bound and
+    /// [`TransportError::Malformed`] for a response that is not HTTP/1.x.
     fn send(
         &self,
         request: HttpControlPlaneRequest,
@@ -267,6 +281,14 @@ pub trait HttpTransport: Send + Sync + fmt::Debug {
 
     /// Sends a shared request; by default through [`send`](Self::send) with
     /// a copy of the body.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`send`](Self::send).
+    ///
+    /// # Errors
+    ///
+    /// As [`send`](Self::send).
     fn send_shared<'a>(
         &'a self,
         request: &'a SharedHttpControlPlaneRequest,
