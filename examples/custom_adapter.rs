@@ -141,9 +141,9 @@ async fn main() -> Result<(), BoxError> {
     let dialed = accepted.load(std::sync::atomic::Ordering::SeqCst);
     let report = pools.shutdown(Instant::now() + WAIT).await;
     println!("{served} calls, {right} right, {dialed} dialed, {reused} reused; report: {report:?}");
-    // The registry's exit stopped the host (ractor's default supervision).
-    adapter.stop_and_wait(None, Some(WAIT)).await?;
+    // The registry's exit stops the host (ractor's default supervision), the host its child.
     timeout_at(Instant::now() + WAIT, host_done).await??;
+    adapter.wait(Some(WAIT)).await?;
     let ok = right == served && dialed + reused == served && reused > 0 && report.is_clean();
     Ok(ok.then_some(()).ok_or("a check failed")?)
 }
