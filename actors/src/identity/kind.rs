@@ -31,11 +31,16 @@ pub enum OriginKind {
     Nats,
     /// A local secret source.
     Secret,
+    /// A protocol served by an adapter outside this workspace (see
+    /// `examples/custom_adapter.rs`). The engine never reads a target, so
+    /// any adapter may use this kind; the connection's Rust type keeps
+    /// different adapters' idle connections apart.
+    Custom,
 }
 
 impl OriginKind {
     /// The stable lowercase name of the kind: `"http"`, `"blob"`, `"s3"`,
-    /// `"vault"`, `"nats"` or `"secret"`.
+    /// `"vault"`, `"nats"`, `"secret"` or `"custom"`.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Http => "http",
@@ -44,6 +49,7 @@ impl OriginKind {
             Self::Vault => "vault",
             Self::Nats => "nats",
             Self::Secret => "secret",
+            Self::Custom => "custom",
         }
     }
 }
@@ -73,9 +79,13 @@ mod tests {
             OriginKind::Vault,
             OriginKind::Nats,
             OriginKind::Secret,
+            OriginKind::Custom,
         ];
         let names: Vec<_> = all.iter().map(|kind| kind.name()).collect();
-        assert_eq!(names, ["http", "blob", "s3", "vault", "nats", "secret"]);
+        assert_eq!(
+            names,
+            ["http", "blob", "s3", "vault", "nats", "secret", "custom"]
+        );
         for kind in all {
             assert_eq!(kind.to_string(), kind.name());
         }
