@@ -16,9 +16,12 @@
 //!   are destroyed after it is released, so a connection's `Drop` (adapter
 //!   code) never runs under it, and each critical section is a few pushes
 //!   and pops.
-//! - A connection's destructor that panics is contained here: it never
-//!   stops the actor or task that destroys the entry, and the entry's
-//!   charges are released all the same.
+//! - Entries left when the stash itself is dropped (its last owner may be a
+//!   control actor) are destroyed with each destructor's panic contained.
+//!   Elsewhere a panicking destructor unwinds in whoever destroys the
+//!   entry — the epoch actor (then restarted by its supervisor, after the
+//!   other entries are destroyed too) or the request's own task — and the
+//!   entry's charges are released all the same.
 //! - A retired epoch keeps no idle connection: retirement empties the stash,
 //!   and a park that raced the retirement empties it again after pushing
 //!   (the retired flag is set before the epoch actor is told, and checked
@@ -87,7 +90,7 @@ impl IdleStash {
             entries.extend(skipped.into_iter().rev());
         }
         drop(entries);
-        destroy(expired);
+        drop(expired);
         found
     }
 
@@ -125,14 +128,14 @@ impl IdleStash {
         }
         drop(entries);
         let touched = expired.len();
-        destroy(expired);
+        drop(expired);
         touched
     }
 
     /// Destroys every entry (retirement, or a restarted epoch actor).
     pub(crate) fn clear(&self) {
         let entries = std::mem::take(&mut *self.lock());
-        destroy(entries);
+        drop(entries);
     }
 }
 
@@ -140,24 +143,17 @@ impl Drop for IdleStash {
     fn drop(&mut self) {
         // The last owner of an epoch may be a control actor (the registry
         // dropping a retired record): what is still parked is destroyed
-        // here, contained like every other adapter destructor.
+        // here one by one, each destructor contained, so a panicking one
+        // neither fails the control owner nor keeps the rest from being
+        // destroyed and released.
         let entries = std::mem::take(
             self.entries
                 .get_mut()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        destroy(entries);
-    }
-}
-
-/// Destroys `entries` one by one, each releasing its charges after its
-/// connection is gone. A connection's `Drop` is adapter code and may run on
-/// a control actor (retirement, the last owner of the epoch) or on the
-/// epoch actor: a panic in it is contained and reported, never propagated,
-/// and never keeps the remaining entries from being destroyed.
-fn destroy(entries: impl IntoIterator<Item = IdleConn>) {
-    for entry in entries {
-        crate::contain::drop_contained(entry, "an idle connection");
+        for entry in entries {
+            crate::contain::drop_contained(entry, "an idle connection");
+        }
     }
 }
 
