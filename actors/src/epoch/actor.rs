@@ -50,6 +50,8 @@ pub(crate) enum Msg {
         client: usize,
         outcome: DialOutcome,
         at: tokio::time::Instant,
+        /// The dial's span (`pools.dial`), for the backoff fields.
+        span: tracing::Span,
     },
     /// A verified-reusable connection comes back (on its reserved slot).
     Park { client: usize, entry: IdleConn },
@@ -109,7 +111,8 @@ impl Actor for EpochActor {
                 client,
                 outcome,
                 at,
-            } => pools.dial_done(mailbox, client, outcome, at),
+                span,
+            } => pools.dial_done(mailbox, client, outcome, at, &span),
             Msg::Park { client, entry } => pools.park(client, entry),
             Msg::Reclaim { bound, reply } => {
                 let touched = pools.reclaim(bound);
