@@ -11,8 +11,15 @@
 //! tenants, and the shutdown report; it exits non-zero unless the report is
 //! clean.
 //!
+//! While it runs, the demo serves its Prometheus exposition at
+//! `http://127.0.0.1:PORT/metrics` (the URL is printed at start); at the end
+//! it scrapes itself once over TCP and fails unless the expected metric
+//! families are there.
+//!
 //! Run with `cargo run --release --example node`.
 
+#[path = "shared/metrics_http.rs"]
+mod metrics_http;
 #[path = "shared/traffic.rs"]
 mod traffic;
 
@@ -22,12 +29,27 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use provider_pools::metrics::prometheus_client::registry::Registry;
+use provider_pools::metrics::PoolsMetrics;
 use provider_pools::node::NodeConfig;
 use provider_pools::{BrokerGeneration, Limits, PoolsConfig, ProviderId};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use traffic::{rotate, start_origin, BoxError, Traffic};
+
+/// The metric families the final scrape must contain, with their types.
+const FAMILIES: [(&str, &str); 9] = [
+    ("provider_pools_running_requests", "gauge"),
+    ("provider_pools_pending_requests", "gauge"),
+    ("provider_pools_connections", "gauge"),
+    ("provider_pools_workers", "gauge"),
+    ("provider_pools_metadata_bytes", "gauge"),
+    ("provider_pools_admissions", "counter"),
+    ("provider_pools_admission_wait_seconds", "histogram"),
+    ("provider_pools_tenant_served", "counter"),
+    ("provider_pools_tenant_served_share", "gauge"),
+];
 
 const TENANTS: [(&str, usize); 8] = [
     ("acme", 2),
@@ -100,10 +122,14 @@ async fn run() -> Result<bool, BoxError> {
         ))
         .await?;
     let pools = node.pools.clone();
+    let mut registry = Registry::default();
+    PoolsMetrics::install(&pools)?.register(&mut registry);
+    let metrics_addr = metrics_http::serve(Arc::new(registry)).await?;
     println!(
         "node started: origin {origin}, blob root {}",
         blob_root.path().display()
     );
+    println!("metrics: http://{metrics_addr}/metrics");
 
     let weather_id = ProviderId::new("weather")?;
     let demo = Arc::new(Demo {
@@ -199,12 +225,41 @@ async fn run() -> Result<bool, BoxError> {
         jain(&tenant_grants)
     );
 
+    let exposition = metrics_http::scrape(&metrics_addr).await?;
+    check_exposition(&exposition, TENANTS.len())?;
+    println!(
+        "metrics: scraped {} bytes over TCP; {} families present",
+        exposition.len(),
+        FAMILIES.len()
+    );
+
     drop(demo);
     let report = pools
         .shutdown(Instant::now() + Duration::from_secs(10))
         .await;
     println!("shutdown report: {report:?}");
     Ok(report.is_clean())
+}
+
+/// Fails unless every expected family is declared with its type, some
+/// admissions were granted, and every tenant has a served share.
+fn check_exposition(text: &str, tenants: usize) -> Result<(), BoxError> {
+    for (family, kind) in FAMILIES {
+        if !text.contains(&format!("# TYPE {family} {kind}\n")) {
+            return Err(format!("the scrape lacks the {kind} family {family}").into());
+        }
+    }
+    if !text.contains("provider_pools_admissions_total{outcome=\"admitted\"} ") {
+        return Err("the scrape counts no granted admission".into());
+    }
+    let shares = text
+        .lines()
+        .filter(|l| l.starts_with("provider_pools_tenant_served_share{"))
+        .count();
+    if shares != tenants {
+        return Err(format!("{shares} tenant shares exposed, expected {tenants}").into());
+    }
+    Ok(())
 }
 
 #[tokio::main]

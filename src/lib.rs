@@ -4,4 +4,6 @@
 
 pub use provider_pools_actors::*;
 
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod node;

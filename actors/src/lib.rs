@@ -31,6 +31,7 @@ pub mod error;
 pub mod identity;
 pub mod install;
 pub mod limits;
+pub mod observe;
 pub mod plan;
 pub mod snapshot;
 pub mod supervision;
@@ -65,6 +66,7 @@ pub use identity::{
 };
 pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{LimitField, Limits, LimitsError};
+pub use observe::{AdmissionEvent, AdmissionObserver};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
 pub use pools::{PoolsConfig, Prepaid, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Snapshot};

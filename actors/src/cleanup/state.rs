@@ -4,14 +4,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::budget::Charge;
 use crate::cleanup::outcome::Orphan;
 use crate::cleanup::{CleanupCounts, Msg};
 use crate::ledger::Ledger;
 use crate::mailbox::ReleaseSlot;
+use crate::observe::spans;
 use crate::workers::tasks::{FinishGuard, TaskTable, WaitError};
 use crate::workers::BoxFuture;
+
+/// What the table holds for a running cleanup: its slot and its span
+/// (`pools.cleanup`), which closes once the job is joined.
+pub(crate) struct Running {
+    slot: Charge,
+    span: tracing::Span,
+}
 
 /// A failure nobody waits for, with the cleanup slot it keeps.
 struct Kept {
@@ -20,7 +29,7 @@ struct Kept {
 }
 
 pub(crate) struct State {
-    tasks: TaskTable<Charge, Option<Orphan>>,
+    tasks: TaskTable<Running, Option<Orphan>>,
     /// At most `cleanup_jobs` (startup limit): each entry holds a slot.
     kept: Vec<Kept>,
     ledger: Arc<Ledger>,
@@ -31,7 +40,7 @@ pub(crate) struct State {
 
 impl State {
     pub(crate) fn new(
-        tasks: TaskTable<Charge, Option<Orphan>>,
+        tasks: TaskTable<Running, Option<Orphan>>,
         ledger: Arc<Ledger>,
         closed: Arc<AtomicBool>,
     ) -> Self {
@@ -55,12 +64,18 @@ impl State {
         finish: ReleaseSlot<Msg>,
     ) {
         let id = self.tasks.next_id();
+        let span = tracing::debug_span!(
+            spans::CLEANUP,
+            cleanup = id,
+            outcome = tracing::field::Empty
+        );
         let finish = FinishGuard::new(finish, Msg::Finished { id });
-        let join = self.tasks.runtime().spawn(async move {
+        let job = async move {
             let _finish = finish;
             task.await
-        });
-        self.tasks.insert(id, join, slot);
+        };
+        let join = self.tasks.runtime().spawn(job.instrument(span.clone()));
+        self.tasks.insert(id, join, Running { slot, span });
         tracing::trace!(cleanup = id, "cleanup started");
     }
 
@@ -72,10 +87,19 @@ impl State {
     /// Cancel safe: until the join completes, the task and its slot stay in
     /// the task table.
     pub(crate) async fn finished(&mut self, id: u64) {
-        let Some((slot, result)) = self.tasks.join(id).await else {
+        let Some((Running { slot, span }, result)) = self.tasks.join(id).await else {
             tracing::warn!(cleanup = id, "finish notice for an unknown cleanup");
             return;
         };
+        span.record(
+            "outcome",
+            match &result {
+                Ok(None) => "closed",
+                Ok(Some(_)) => "failed",
+                Err(e) if e.is_panic() => "panicked",
+                Err(_) => "dropped",
+            },
+        );
         match result {
             Ok(None) => tracing::trace!(cleanup = id, "cleanup joined"),
             Ok(Some(orphan)) if self.is_closed() => {

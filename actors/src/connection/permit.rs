@@ -22,6 +22,17 @@ pub(crate) enum DialOutcome {
     Withdrawn,
 }
 
+impl DialOutcome {
+    /// The stable code recorded on the dial's span.
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Self::Connected => "connected",
+            Self::Failed(kind) => kind.name(),
+            Self::Withdrawn => "withdrawn",
+        }
+    }
+}
+
 /// Granted by the epoch actor to the one caller that may dial a client now.
 ///
 /// The caller runs the dial in its own task — so a dial retains the
@@ -33,6 +44,8 @@ pub(crate) struct DialPermit {
     epoch: Arc<PublishedEpoch>,
     ledger: Arc<Ledger>,
     client: usize,
+    /// The dial's span; it travels to the epoch actor with the outcome.
+    span: tracing::Span,
 }
 
 impl DialPermit {
@@ -53,7 +66,14 @@ impl DialPermit {
             epoch,
             ledger,
             client,
+            span: tracing::Span::none(),
         }
+    }
+
+    /// Attaches the dial's span (`pools.dial`): the outcome is recorded on
+    /// it, and the epoch actor records the backoff it sets.
+    pub(crate) fn trace(&mut self, span: tracing::Span) {
+        self.span = span;
     }
 
     /// Reports the dial's outcome; a success becomes the caller's connection.
@@ -90,11 +110,14 @@ impl DialPermit {
                 .gauges
                 .connections_connecting
                 .fetch_sub(1, Ordering::AcqRel);
+            let span = std::mem::replace(&mut self.span, tracing::Span::none());
+            span.record("outcome", outcome.code());
             // A stopped epoch actor has no dial state left to update.
             let _ = slot.send(EpochMsg::DialDone {
                 client: self.client,
                 outcome,
                 at: tokio::time::Instant::now(),
+                span,
             });
         }
     }

@@ -57,6 +57,8 @@ pub(crate) enum Msg {
         client: usize,
         outcome: DialOutcome,
         at: tokio::time::Instant,
+        /// The dial's span (`pools.dial`), for the backoff fields.
+        span: tracing::Span,
     },
     /// A connection was parked in `client`'s stash while callers waited on
     /// a dial (a best-effort nudge: the end of the dial looks again).
@@ -117,7 +119,8 @@ impl Actor for EpochActor {
                 client,
                 outcome,
                 at,
-            } => pools.dial_done(mailbox, client, outcome, at),
+                span,
+            } => pools.dial_done(mailbox, client, outcome, at, &span),
             Msg::Parked { client } => pools.parked(client),
             Msg::Reclaim { bound, reply } => {
                 let touched = pools.reclaim(bound);

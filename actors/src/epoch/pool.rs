@@ -130,6 +130,7 @@ impl Pools {
         client: usize,
         outcome: DialOutcome,
         at: Instant,
+        span: &tracing::Span,
     ) {
         let backoff = self.backoff;
         let Some(pool) = self.clients.get_mut(client) else {
@@ -150,8 +151,14 @@ impl Pools {
             DialOutcome::Failed(kind) => {
                 pool.failures = pool.failures.saturating_add(1);
                 pool.last_error = Some(kind);
-                pool.backoff_until = Some(at + backoff.delay_after(pool.failures));
-                tracing::debug!(client, %kind, failures = pool.failures, "dial failed; backoff");
+                let delay = backoff.delay_after(pool.failures);
+                pool.backoff_until = Some(at + delay);
+                span.record("failures", pool.failures);
+                span.record(
+                    "backoff_ms",
+                    u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                );
+                tracing::debug!(parent: span, client, %kind, failures = pool.failures, "dial failed; backoff");
                 true
             }
         };

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput, REQUEST_OVERHEAD};
 use crate::dispatch::{DispatchAuthority, ProviderCall};
 use crate::identity::ProviderId;
 use crate::mailbox::MailboxError;
+use crate::observe::{spans, AdmitWatch};
 use crate::plan::ExecutionPlan;
 use crate::pools::ProviderPools;
 use crate::scheduler::{self, Answer, QueueTicket};
@@ -51,6 +53,26 @@ impl ProviderPools {
     /// [`AdmitError::Timeout`], [`AdmitError::Closed`],
     /// [`AdmitError::Unavailable`] and [`AdmitError::Slot`].
     pub async fn admit(&self, request: AdmitRequest) -> Result<PoolReady, AdmitError> {
+        let watch = AdmitWatch::start(
+            self.inner.observer.get(),
+            request.plan.tenant(),
+            &request.provider,
+            request.slot.slot(),
+        );
+        let result = self
+            .queue_for_turn(request, watch.span())
+            .instrument(watch.span().clone())
+            .await;
+        watch.finish(&result);
+        result
+    }
+
+    /// The admission itself; `span` is the admission's span.
+    async fn queue_for_turn(
+        &self,
+        request: AdmitRequest,
+        span: &tracing::Span,
+    ) -> Result<PoolReady, AdmitError> {
         let AdmitRequest {
             plan,
             provider,
@@ -69,6 +91,7 @@ impl ProviderPools {
         }
         let charge = ledger.metadata.try_reserve(REQUEST_OVERHEAD)?;
         let lease = self.client(&provider, &slot, kind)?;
+        span.record("epoch", lease.epoch().get());
 
         let scheduler = &self.inner.scheduler;
         let slot = scheduler.reserve_release().ok_or(AdmitError::Busy)?;
@@ -123,6 +146,32 @@ impl ProviderPools {
     /// [`AdmitError::Unavailable`] when the provider has no current epoch,
     /// [`AdmitError::Closed`] after retirement.
     pub fn dispatch(
+        &self,
+        authority: &dyn DispatchAuthority,
+        plan: &ExecutionPlan,
+        provider: &ProviderId,
+    ) -> Result<ProviderCall, AdmitError> {
+        let span = tracing::debug_span!(
+            spans::DISPATCH,
+            provider = provider.as_str(),
+            epoch = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let decided = self.decide_dispatch(authority, plan, provider);
+        match &decided {
+            Ok(call) => {
+                span.record("epoch", call.epoch.get());
+                span.record("outcome", "dispatched");
+            }
+            Err(err) => {
+                span.record("epoch", 0u64);
+                span.record("outcome", err.code());
+            }
+        }
+        decided
+    }
+
+    fn decide_dispatch(
         &self,
         authority: &dyn DispatchAuthority,
         plan: &ExecutionPlan,

@@ -9,6 +9,7 @@ use std::any::TypeId;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::admission::RunningRequest;
 use crate::connection::{ConnectError, DialTarget, Dialer, IdleConn, PooledConnection};
@@ -16,6 +17,7 @@ use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::pool::Checkout;
 use crate::epoch::published::PublishedEpoch;
 use crate::mailbox::MailboxError;
+use crate::observe::spans;
 use crate::pools::ProviderPools;
 
 impl ProviderPools {
@@ -76,13 +78,25 @@ impl ProviderPools {
             .map_err(|_| ConnectError::Closed)?;
         match answer {
             Checkout::Idle(entry) => reused(entry, epoch, client, running),
-            Checkout::Dial(permit) => {
+            Checkout::Dial(mut permit) => {
+                let lease = running.client();
+                let span = tracing::debug_span!(
+                    spans::DIAL,
+                    provider = lease.provider().as_str(),
+                    epoch = lease.epoch().get(),
+                    client = client as u64,
+                    outcome = tracing::field::Empty,
+                    failures = tracing::field::Empty,
+                    backoff_ms = tracing::field::Empty,
+                );
+                permit.trace(span.clone());
                 let target = DialTarget {
                     target: epoch.client_target(client),
                     settings: &epoch.config.settings,
                     credential: epoch.credential(),
                 };
-                let dialed = tokio::time::timeout_at(running.deadline(), dialer.dial(target))
+                let dial = dialer.dial(target).instrument(span);
+                let dialed = tokio::time::timeout_at(running.deadline(), dial)
                     .await
                     .map_err(|_| ConnectError::Timeout);
                 match dialed {

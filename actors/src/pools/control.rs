@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::epoch::{ClientLease, TypedSlot};
 use crate::error::{InstallError, LookupError, LowerError};
@@ -11,9 +12,11 @@ use crate::identity::{OriginKind, ProviderId};
 use crate::install::{InstallReceipt, Installation, ProviderDescriptor};
 use crate::limits::Limits;
 use crate::mailbox::MailboxError;
+use crate::observe::spans;
 use crate::pools::ProviderPools;
 use crate::registry::Msg;
 use crate::snapshot::{ControlState, Snapshot};
+use crate::workers::WaitError;
 
 /// How many times a lookup re-reads the directory when the epoch it found
 /// was retired under it by a concurrent rotation.
@@ -142,33 +145,78 @@ impl ProviderPools {
     /// Cancel safe: dropping the future stops only the waiting; admission
     /// stays closed and the drain goes on.
     pub async fn shutdown(&self, deadline: Instant) -> Snapshot {
+        let span = tracing::info_span!(spans::SHUTDOWN, outcome = tracing::field::Empty);
+        self.drain_in_phases(deadline)
+            .instrument(span.clone())
+            .await;
+        let report = self.snapshot();
+        span.record(
+            "outcome",
+            if report.is_clean() {
+                "clean"
+            } else {
+                "unclean"
+            },
+        );
+        report
+    }
+
+    /// The shutdown's phases, each in its own `pools.shutdown.phase` span.
+    async fn drain_in_phases(&self, deadline: Instant) {
+        let retire = phase_span("retire");
         self.inner.ledger.close();
         self.inner.workers.close();
         let (reply, done) = oneshot::channel();
-        if self
+        let retired = self
             .send_control(
                 Msg::Shutdown {
                     reply: reply.into(),
                 },
                 Some(deadline),
             )
-            .await
-        {
-            // Jobs may still hand resources to cleanup until they are joined.
-            if self.inner.workers.when_idle(deadline).await.is_ok() {
-                self.inner.cleanup.close();
-                if self.inner.cleanup.when_idle(deadline).await.is_ok() {
-                    self.send_control(Msg::ControlIdle, Some(deadline)).await;
-                }
+            .instrument(retire.clone())
+            .await;
+        phase_end(retire, if retired { "done" } else { "closed" });
+        if !retired {
+            return;
+        }
+        // Jobs may still hand resources to cleanup until they are joined.
+        let workers = phase_span("workers");
+        let workers_idle = self
+            .inner
+            .workers
+            .when_idle(deadline)
+            .instrument(workers.clone())
+            .await;
+        phase_end(workers, wait_outcome(&workers_idle));
+        let workers_idle = workers_idle.is_ok();
+        if workers_idle {
+            let cleanup = phase_span("cleanup");
+            self.inner.cleanup.close();
+            let cleanup_idle = self
+                .inner
+                .cleanup
+                .when_idle(deadline)
+                .instrument(cleanup.clone())
+                .await;
+            phase_end(cleanup, wait_outcome(&cleanup_idle));
+            if cleanup_idle.is_ok() {
+                self.send_control(Msg::ControlIdle, Some(deadline)).await;
             }
-            let _ = tokio::time::timeout_at(deadline, done).await;
+        }
+        let registry = phase_span("registry");
+        let stopped = async {
+            let answered = tokio::time::timeout_at(deadline, done).await.is_ok();
             let actor = self.inner.mailbox.actor();
             let remaining = deadline.saturating_duration_since(Instant::now());
             let _ = actor
                 .wait(Some(remaining.max(Duration::from_millis(1))))
                 .await;
+            answered
         }
-        self.snapshot()
+        .instrument(registry.clone())
+        .await;
+        phase_end(registry, if stopped { "done" } else { "timeout" });
     }
 
     /// Lowers limits for the rest of the generation.
@@ -211,4 +259,29 @@ impl ProviderPools {
         let deadline = deadline.unwrap_or_else(|| Instant::now() + CONTROL_WAIT);
         self.inner.mailbox.send_within(msg, deadline).await.is_ok()
     }
+}
+
+/// The span of one shutdown phase (`pools.shutdown.phase`).
+fn phase_span(phase: &'static str) -> tracing::Span {
+    tracing::info_span!(
+        spans::SHUTDOWN_PHASE,
+        phase,
+        outcome = tracing::field::Empty
+    )
+}
+
+/// A pool wait's phase outcome: `stopped` when the pool actor had already
+/// stopped (the registry stops it once nothing is left).
+fn wait_outcome(waited: &Result<(), WaitError>) -> &'static str {
+    match waited {
+        Ok(()) => "done",
+        Err(WaitError::Timeout) => "timeout",
+        Err(WaitError::Busy) => "busy",
+        Err(WaitError::Closed) => "stopped",
+    }
+}
+
+/// Records a phase's outcome and closes its span.
+fn phase_end(span: tracing::Span, outcome: &'static str) {
+    span.record("outcome", outcome);
 }

@@ -27,6 +27,7 @@ use crate::identity::BrokerGeneration;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{batch, BatchMailbox, Mailbox, MailboxSlots};
+use crate::observe::{AdmissionObserver, ObserverSlot};
 use crate::registry::{self, Directory, Msg, RegistryActor, RegistryArgs};
 use crate::scheduler::{self, SchedulerArgs};
 use crate::snapshot::ControlState;
@@ -78,6 +79,8 @@ struct Inner {
     limits: Limits,
     /// Numbers queue tickets, so a waiter can cancel its own.
     tickets: AtomicU64,
+    /// Hears every admission's outcome, once installed.
+    observer: ObserverSlot,
 }
 
 impl ProviderPools {
@@ -204,6 +207,7 @@ impl ProviderPools {
                 generation,
                 limits,
                 tickets: AtomicU64::new(0),
+                observer: ObserverSlot::default(),
             }),
         })
     }
@@ -236,6 +240,13 @@ impl ProviderPools {
             self.inner.workers.cell(),
             self.inner.cleanup.cell(),
         ]
+    }
+
+    /// Installs the sink that hears every admission's outcome and wait
+    /// from now on (a metrics exporter). One per registry: returns false,
+    /// installing nothing, when one is installed already.
+    pub fn observe_admissions(&self, observer: Arc<dyn AdmissionObserver>) -> bool {
+        self.inner.observer.set(observer)
     }
 
     fn is_open(&self) -> bool {
