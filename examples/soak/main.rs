@@ -13,6 +13,11 @@
 //! one finish there, its connections retire. `SOAK_MIX=http` or `blob`
 //! sends every request through one adapter (for bisecting; default `both`).
 //!
+//! The runtime's blocking pool, where the blob adapter's file-system jobs
+//! run, is bounded to `SOAK_BLOCKING_THREADS` threads (default 8; 0:
+//! tokio's default of 512). Unbounded, it grows to each burst's high-water
+//! mark and the RSS with it (RELIABILITY.md, "Soak").
+//!
 //! Every `SOAK_EVERY` completed requests (default 100,000) it prints the
 //! count, the elapsed time, the RSS (`VmRSS` from `/proc/self/status`) and
 //! its anonymous and file-backed parts, the live heap (bytes and blocks, from
@@ -76,6 +81,8 @@ struct Settings {
     every: u64,
     warmup: u64,
     concurrency: usize,
+    /// The runtime's blocking-pool bound; zero: tokio's default (512).
+    blocking_threads: usize,
     /// Rotation period; zero: no rotations.
     rotate: Duration,
     mix: Mix,
@@ -124,6 +131,7 @@ impl Settings {
             every: var("SOAK_EVERY", every)?.max(1),
             warmup: var("SOAK_WARMUP", warmup)?,
             concurrency: var("SOAK_CONCURRENCY", 64)?.max(1) as usize,
+            blocking_threads: var("SOAK_BLOCKING_THREADS", 8)? as usize,
             rotate: Duration::from_millis(var("SOAK_ROTATE_MS", 1000)?),
             mix: match std::env::var("SOAK_MIX").as_deref() {
                 Err(_) | Ok("both") => Mix::Both,
@@ -223,11 +231,12 @@ async fn run(settings: &Settings) -> Result<bool, BoxError> {
         .await?;
     let pools = node.pools.clone();
     println!(
-        "soak: {} requests ({:?}), {} callers over {} tenants, rotation every {:?}, sample every {}, warm-up {}; origin {origin}, blob root {}",
+        "soak: {} requests ({:?}), {} callers over {} tenants, {} blocking threads at most (0: tokio's default), rotation every {:?}, sample every {}, warm-up {}; origin {origin}, blob root {}",
         settings.requests,
         settings.mix,
         settings.concurrency,
         TENANTS.len(),
+        settings.blocking_threads,
         settings.rotate,
         settings.every,
         settings.warmup,
@@ -371,8 +380,7 @@ async fn run(settings: &Settings) -> Result<bool, BoxError> {
         && rss_ok)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let settings = match Settings::from_env() {
         Ok(settings) => settings,
         Err(e) => {
@@ -380,7 +388,24 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match run(&settings).await {
+    // The blob adapter's file-system jobs run on the runtime's blocking
+    // pool. Unbounded (tokio's default allows 512 threads), that pool grows
+    // to each new burst's high-water mark — every new thread adds its stack
+    // and, in glibc, possibly an allocator arena to the RSS — so the soak
+    // bounds it, as a node embedding the pools should (see RELIABILITY.md).
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if settings.blocking_threads > 0 {
+        builder.max_blocking_threads(settings.blocking_threads);
+    }
+    let runtime = match builder.build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("soak: runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&settings)) {
         Ok(true) => {
             println!("soak passed");
             ExitCode::SUCCESS
