@@ -18,6 +18,12 @@
 //! tokio's default of 512). Unbounded, it grows to each burst's high-water
 //! mark and the RSS with it (RELIABILITY.md, "Soak").
 //!
+//! The documented command runs with `MALLOC_ARENA_MAX=1`: glibc's malloc
+//! otherwise gives threads their own arenas, each keeping its own
+//! high-water mark of freed memory, and the RSS then creeps with the
+//! machine's load while the live heap stays flat (RELIABILITY.md, "Soak").
+//! The run prints the setting it ran with.
+//!
 //! Every `SOAK_EVERY` completed requests (default 100,000) it prints the
 //! count, the elapsed time, the RSS (`VmRSS` from `/proc/self/status`) and
 //! its anonymous and file-backed parts, the live heap (bytes and blocks, from
@@ -39,7 +45,7 @@
 //! run of `scripts/test`, a few seconds) runs 20,000 requests sampled every
 //! 2,000 and prints the verdict without asserting it (too short to judge).
 //!
-//! Run with `cargo run --release --locked --example soak`.
+//! Run with `MALLOC_ARENA_MAX=1 cargo run --release --locked --example soak`.
 
 #[path = "../shared/rss.rs"]
 mod rss;
@@ -241,6 +247,12 @@ async fn run(settings: &Settings) -> Result<bool, BoxError> {
         settings.every,
         settings.warmup,
         blob_root.path().display()
+    );
+    // glibc reads MALLOC_ARENA_MAX before `main`; the run records it.
+    println!(
+        "soak: MALLOC_ARENA_MAX={}",
+        std::env::var("MALLOC_ARENA_MAX")
+            .unwrap_or_else(|_| "unset (glibc's default: 8 arenas per core)".into())
     );
 
     let soak = Arc::new(Soak {
