@@ -47,6 +47,9 @@
 //!
 //! Run with `MALLOC_ARENA_MAX=1 cargo run --release --locked --example soak`.
 
+// The unit tests (the verdict) build without `main`'s callees.
+#![cfg_attr(test, allow(dead_code))]
+
 #[path = "../shared/rss.rs"]
 mod rss;
 mod sample;

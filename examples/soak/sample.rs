@@ -210,3 +210,95 @@ pub(crate) fn table(samples: &[Sample], base: Option<u64>) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use provider_pools::{ConnectionCounts, ControlState, Snapshot};
+
+    use super::{judge, Sample, Verdict};
+
+    const MIB: u64 = 1024 * 1024;
+
+    /// A sample at `requests` with `rss` MiB (`None`: unreadable).
+    fn sample(requests: u64, rss: Option<u64>) -> Sample {
+        Sample {
+            requests,
+            elapsed: Duration::ZERO,
+            rss: rss.map(|mib| mib * MIB),
+            status: None,
+            heap: 0,
+            blocks: 0,
+            snapshot: Snapshot {
+                configured_epochs: 0,
+                retained_epochs: 0,
+                clients: 0,
+                connections: ConnectionCounts::default(),
+                pending_requests: 0,
+                running_requests: 0,
+                workers: 0,
+                cleanup_jobs: 0,
+                failed_cleanup: 0,
+                metadata_bytes: 0,
+                control: ControlState::Running,
+            },
+            rotations: 0,
+        }
+    }
+
+    #[test]
+    fn samples_within_five_percent_of_the_warm_up_sample_pass_and_earlier_ones_are_ignored() {
+        // 100 MiB at the 200 mark; the 100 mark (50 MiB) is warm-up.
+        let samples = [
+            sample(100, Some(50)),
+            sample(200, Some(100)),
+            sample(300, Some(104)),
+            sample(400, Some(96)),
+        ];
+        let judged = judge(&samples, 200, 0.05);
+        assert_eq!(judged.verdict, Verdict::Pass);
+        assert_eq!(judged.base, Some(100 * MIB));
+        let (lo, hi) = judged.range.expect("two samples judged");
+        assert!(
+            (lo + 0.04).abs() < 1e-9 && (hi - 0.04).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+    }
+
+    #[test]
+    fn one_sample_past_five_percent_after_warm_up_fails() {
+        let grows = [
+            sample(200, Some(100)),
+            sample(300, Some(102)),
+            sample(400, Some(106)),
+        ];
+        assert_eq!(judge(&grows, 200, 0.05).verdict, Verdict::Fail);
+        let shrinks = [sample(200, Some(100)), sample(300, Some(94))];
+        assert_eq!(judge(&shrinks, 200, 0.05).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn the_baseline_is_the_first_sample_at_or_after_the_warm_up_mark() {
+        // Warm-up 150: the 200 sample (100 MiB) is the baseline, so 104 passes
+        // although it is 30 % above the 100 sample.
+        let samples = [
+            sample(100, Some(80)),
+            sample(200, Some(100)),
+            sample(300, Some(104)),
+        ];
+        let judged = judge(&samples, 150, 0.05);
+        assert_eq!(judged.base, Some(100 * MIB));
+        assert_eq!(judged.verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn a_run_without_a_sample_after_the_baseline_or_without_rss_is_not_judged() {
+        let short = [sample(100, Some(100)), sample(200, Some(100))];
+        assert_eq!(judge(&short, 200, 0.05).verdict, Verdict::NotJudged);
+        let unreadable = [sample(200, Some(100)), sample(300, None)];
+        assert_eq!(judge(&unreadable, 200, 0.05).verdict, Verdict::NotJudged);
+        let no_rss = [sample(200, None), sample(300, None)];
+        assert_eq!(judge(&no_rss, 200, 0.05).verdict, Verdict::NotJudged);
+    }
+}
