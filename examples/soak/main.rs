@@ -18,11 +18,9 @@
 //! tokio's default of 512). Unbounded, it grows to each burst's high-water
 //! mark and the RSS with it (RELIABILITY.md, "Soak").
 //!
-//! The documented command runs with `MALLOC_ARENA_MAX=1`: glibc's malloc
-//! otherwise gives threads their own arenas, each keeping its own
-//! high-water mark of freed memory, and the RSS then creeps with the
-//! machine's load while the live heap stays flat (RELIABILITY.md, "Soak").
-//! The run prints the setting it ran with.
+//! The first line records `MALLOC_ARENA_MAX` (glibc reads it before
+//! `main`): measured with one, two and glibc's default number of arenas, none
+//! was clearly flatter (RELIABILITY.md, "Soak").
 //!
 //! Every `SOAK_EVERY` completed requests (default 100,000) it prints the
 //! count, the elapsed time, the RSS (`VmRSS` from `/proc/self/status`) and
@@ -45,7 +43,7 @@
 //! run of `scripts/test`, a few seconds) runs 20,000 requests sampled every
 //! 2,000 and prints the verdict without asserting it (too short to judge).
 //!
-//! Run with `MALLOC_ARENA_MAX=1 cargo run --release --locked --example soak`.
+//! Run with `cargo run --release --locked --example soak`.
 
 // The unit tests (the verdict) build without `main`'s callees.
 #![cfg_attr(test, allow(dead_code))]
