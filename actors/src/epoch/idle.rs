@@ -17,7 +17,8 @@
 //!   code) never runs under it, and each critical section is a few pushes
 //!   and pops.
 //! - Entries left when the stash itself is dropped (its last owner may be a
-//!   control actor) are destroyed with each destructor's panic contained.
+//!   control actor) or when a restarted epoch actor starts are destroyed
+//!   with each destructor's panic contained.
 //!   Elsewhere a panicking destructor unwinds in whoever destroys the
 //!   entry — the epoch actor (then restarted by its supervisor, after the
 //!   other entries are destroyed too) or the request's own task — and the
@@ -132,10 +133,19 @@ impl IdleStash {
         touched
     }
 
-    /// Destroys every entry (retirement, or a restarted epoch actor).
+    /// Destroys every entry (retirement). A panicking destructor unwinds
+    /// here, after every other entry is destroyed.
     pub(crate) fn clear(&self) {
         let entries = std::mem::take(&mut *self.lock());
         drop(entries);
+    }
+
+    /// Destroys every entry a failed epoch actor left, each destructor's
+    /// panic contained: a restarted actor must start whatever the
+    /// connections of the one it replaces do.
+    pub(crate) fn clear_contained(&self) {
+        let entries = std::mem::take(&mut *self.lock());
+        destroy_contained(entries);
     }
 }
 
@@ -143,17 +153,22 @@ impl Drop for IdleStash {
     fn drop(&mut self) {
         // The last owner of an epoch may be a control actor (the registry
         // dropping a retired record): what is still parked is destroyed
-        // here one by one, each destructor contained, so a panicking one
-        // neither fails the control owner nor keeps the rest from being
-        // destroyed and released.
+        // here with each destructor contained.
         let entries = std::mem::take(
             self.entries
                 .get_mut()
                 .unwrap_or_else(PoisonError::into_inner),
         );
-        for entry in entries {
-            crate::contain::drop_contained(entry, "an idle connection");
-        }
+        destroy_contained(entries);
+    }
+}
+
+/// Destroys `entries` one by one with each destructor's panic contained,
+/// so a panicking one neither fails the actor doing it nor keeps the rest
+/// from being destroyed and released.
+fn destroy_contained(entries: VecDeque<IdleConn>) {
+    for entry in entries {
+        crate::contain::drop_contained(entry, "an idle connection");
     }
 }
 

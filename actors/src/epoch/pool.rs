@@ -70,7 +70,7 @@ impl Pools {
         // A restarted actor starts empty: the failed one's idle connections
         // are destroyed with it, each releasing its charges once.
         for stash in epoch.all_idle() {
-            stash.clear();
+            stash.clear_contained();
             stash.set_waiting(0);
         }
         Self {

@@ -149,3 +149,16 @@ async fn a_stash_dropped_with_a_panicking_entry_contains_it_and_releases_all() {
 
     assert_eq!(b.used(), (0, 0, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn clear_contained_survives_a_panicking_destructor_and_releases_all() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    stash.restore(b.entry(Bomb));
+    stash.restore(b.entry(3u32));
+
+    // What a restarted epoch actor does with its predecessor's entries.
+    stash.clear_contained();
+
+    assert_eq!(b.used(), (0, 0, 0));
+}
