@@ -6,10 +6,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput, REQUEST_OVERHEAD};
+use crate::budget::Charge;
 use crate::dispatch::{DispatchAuthority, ProviderCall};
+use crate::epoch::ClientLease;
 use crate::identity::ProviderId;
 use crate::mailbox::MailboxError;
 use crate::observe::{spans, AdmitWatch};
@@ -53,87 +54,83 @@ impl ProviderPools {
     /// [`AdmitError::Timeout`], [`AdmitError::Closed`],
     /// [`AdmitError::Unavailable`] and [`AdmitError::Slot`].
     pub async fn admit(&self, request: AdmitRequest) -> Result<PoolReady, AdmitError> {
+        // Every pending waiter's task carries this future, so its size is
+        // memory per waiter (BENCHMARKS.md, "Memory"): one body with no
+        // nested future but the wait itself, the request kept once (its
+        // plan and input move out only into the grant), and the span
+        // entered around the synchronous part instead of wrapping the wait.
         let watch = AdmitWatch::start(
             self.inner.observer.get(),
             request.plan.tenant(),
             &request.provider,
             request.slot.slot(),
         );
-        let result = self
-            .queue_for_turn(request, watch.span())
-            .instrument(watch.span().clone())
-            .await;
+        let enqueued = {
+            let _entered = watch.span().enter();
+            self.enqueue(&request, watch.span())
+        };
+        let result = match enqueued {
+            Ok(mut queued) => {
+                match tokio::time::timeout_at(queued.deadline, &mut queued.answer).await {
+                    Ok(answer) => queued
+                        .settle(answer)
+                        .map(|(grant, lease, charge)| PoolReady {
+                            grant,
+                            lease,
+                            plan: request.plan,
+                            input: request.input,
+                            charge,
+                            deadline: queued.deadline,
+                            generation: self.inner.generation.id(),
+                            granted: self.inner.ledger.next_sequence(),
+                            metadata: Arc::clone(&self.inner.ledger.metadata),
+                        }),
+                    // Dropping `queued` cancels the waiter.
+                    Err(_elapsed) => Err(AdmitError::Timeout),
+                }
+            }
+            Err(err) => Err(err),
+        };
         watch.finish(&result);
         result
     }
 
-    /// The admission itself; `span` is the admission's span.
-    async fn queue_for_turn(
-        &self,
-        request: AdmitRequest,
-        span: &tracing::Span,
-    ) -> Result<PoolReady, AdmitError> {
-        let AdmitRequest {
-            plan,
-            provider,
-            slot,
-            kind,
-            input,
-        } = request;
+    /// Charges the request, leases its client and queues it; from the
+    /// returned [`Queued`] on, dropping it cancels the waiter.
+    fn enqueue(&self, request: &AdmitRequest, span: &tracing::Span) -> Result<Queued, AdmitError> {
         if !self.is_open() {
             return Err(AdmitError::Closed);
         }
         let ledger = &self.inner.ledger;
         let now = Instant::now();
-        let deadline = (now + ledger.queue_age()).min(plan.earliest_deadline());
+        let deadline = (now + ledger.queue_age()).min(request.plan.earliest_deadline());
         if now >= deadline {
             return Err(AdmitError::Timeout);
         }
         let charge = ledger.metadata.try_reserve(REQUEST_OVERHEAD)?;
-        let lease = self.client(&provider, &slot, kind)?;
+        let lease = self.client(&request.provider, &request.slot, request.kind)?;
         span.record("epoch", lease.epoch().get());
 
         let scheduler = &self.inner.scheduler;
-        let slot = scheduler.reserve_release().ok_or(AdmitError::Busy)?;
+        let release = scheduler.reserve_release().ok_or(AdmitError::Busy)?;
         let ticket = self.inner.tickets.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         let enqueue = scheduler::Msg::Enqueue {
             ticket,
-            tenant: plan.tenant().clone(),
-            provider,
+            tenant: request.plan.tenant().clone(),
+            provider: request.provider.clone(),
             reply,
         };
         scheduler.try_send(enqueue).map_err(|err| match err {
             MailboxError::Busy(_) | MailboxError::Timeout(_) => AdmitError::Busy,
             MailboxError::Closed => AdmitError::Closed,
         })?;
-        // From here a dropped future cancels its waiter through the ticket.
-        let ticket = QueueTicket::new(ticket, slot);
-
-        let answer = match tokio::time::timeout_at(deadline, answer).await {
-            Ok(answer) => answer,
-            Err(_elapsed) => return Err(AdmitError::Timeout),
-        };
-        ticket.disarm();
-        let grant = match answer {
-            Ok(Answer::Granted(grant)) => grant,
-            Ok(Answer::Refused(refused)) => {
-                let field = scheduler::bound_field(refused.bound);
-                return Err(AdmitError::capacity(field, refused.used, refused.limit));
-            }
-            Ok(Answer::Busy) => return Err(AdmitError::Busy),
-            Ok(Answer::Closed) | Err(_) => return Err(AdmitError::Closed),
-        };
-        Ok(PoolReady {
-            grant,
-            lease,
-            plan,
-            input,
-            charge,
+        Ok(Queued {
+            ticket: Some(QueueTicket::new(ticket, release)),
+            answer,
+            lease: Some(lease),
+            charge: Some(charge),
             deadline,
-            generation: self.inner.generation.id(),
-            granted: ledger.next_sequence(),
-            metadata: Arc::clone(&ledger.metadata),
         })
     }
 
@@ -198,5 +195,42 @@ impl ProviderPools {
             generation: self.inner.generation.id(),
             sequence: self.inner.ledger.next_sequence(),
         })
+    }
+}
+
+/// A queued waiter: its cancellation ticket, the scheduler's answer to
+/// come, and what the grant will carry. Dropped unsettled, the ticket
+/// cancels the waiter.
+struct Queued {
+    ticket: Option<QueueTicket>,
+    answer: oneshot::Receiver<Answer>,
+    lease: Option<ClientLease>,
+    charge: Option<Charge>,
+    deadline: Instant,
+}
+
+impl Queued {
+    /// Reads the scheduler's answer: the grant with the lease and charge it
+    /// keeps, or the refusal as an error.
+    fn settle(
+        &mut self,
+        answer: Result<Answer, oneshot::error::RecvError>,
+    ) -> Result<(crate::scheduler::RunningGrant, ClientLease, Charge), AdmitError> {
+        if let Some(ticket) = self.ticket.take() {
+            ticket.disarm();
+        }
+        match answer {
+            Ok(Answer::Granted(grant)) => match (self.lease.take(), self.charge.take()) {
+                (Some(lease), Some(charge)) => Ok((grant, lease, charge)),
+                // Settled once: a second answer cannot arrive.
+                _ => Err(AdmitError::Closed),
+            },
+            Ok(Answer::Refused(refused)) => {
+                let field = scheduler::bound_field(refused.bound);
+                Err(AdmitError::capacity(field, refused.used, refused.limit))
+            }
+            Ok(Answer::Busy) => Err(AdmitError::Busy),
+            Ok(Answer::Closed) | Err(_) => Err(AdmitError::Closed),
+        }
     }
 }
