@@ -15,10 +15,13 @@ pub(crate) struct Sample {
     accounted: u64,
 }
 
-/// Live heap bytes, as the counting allocator sees them.
+/// Live heap bytes, as the counting allocator sees them. A `realloc`
+/// already adds its growth to `bytes_allocated` (and its shrinkage to
+/// `bytes_deallocated`); `bytes_reallocated` is the same net change again,
+/// so it is not added.
 fn heap() -> i64 {
     let stats = GLOBAL.stats();
-    stats.bytes_allocated as i64 - stats.bytes_deallocated as i64 + stats.bytes_reallocated as i64
+    stats.bytes_allocated as i64 - stats.bytes_deallocated as i64
 }
 
 /// Live heap blocks (allocations not yet freed).
