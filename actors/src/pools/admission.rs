@@ -10,8 +10,8 @@ use tokio::time::Instant;
 use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput, REQUEST_OVERHEAD};
 use crate::budget::Charge;
 use crate::dispatch::{DispatchAuthority, ProviderCall};
-use crate::epoch::ClientLease;
-use crate::identity::ProviderId;
+use crate::epoch::{ClientLease, TypedSlot};
+use crate::identity::{OriginKind, ProviderId};
 use crate::mailbox::MailboxError;
 use crate::observe::{spans, AdmitWatch};
 use crate::plan::ExecutionPlan;
@@ -67,7 +67,15 @@ impl ProviderPools {
         );
         let enqueued = {
             let _entered = watch.span().enter();
-            self.enqueue(&request, watch.span())
+            // The provider id moves into the scheduler's queue; the plan
+            // and input stay for the grant.
+            self.enqueue(
+                &request.plan,
+                request.provider,
+                &request.slot,
+                request.kind,
+                watch.span(),
+            )
         };
         let result = match enqueued {
             Ok(mut queued) => {
@@ -97,18 +105,25 @@ impl ProviderPools {
 
     /// Charges the request, leases its client and queues it; from the
     /// returned [`Queued`] on, dropping it cancels the waiter.
-    fn enqueue(&self, request: &AdmitRequest, span: &tracing::Span) -> Result<Queued, AdmitError> {
+    fn enqueue(
+        &self,
+        plan: &ExecutionPlan,
+        provider: ProviderId,
+        slot: &TypedSlot,
+        kind: OriginKind,
+        span: &tracing::Span,
+    ) -> Result<Queued, AdmitError> {
         if !self.is_open() {
             return Err(AdmitError::Closed);
         }
         let ledger = &self.inner.ledger;
         let now = Instant::now();
-        let deadline = (now + ledger.queue_age()).min(request.plan.earliest_deadline());
+        let deadline = (now + ledger.queue_age()).min(plan.earliest_deadline());
         if now >= deadline {
             return Err(AdmitError::Timeout);
         }
         let charge = ledger.metadata.try_reserve(REQUEST_OVERHEAD)?;
-        let lease = self.client(&request.provider, &request.slot, request.kind)?;
+        let lease = self.client(&provider, slot, kind)?;
         span.record("epoch", lease.epoch().get());
 
         let scheduler = &self.inner.scheduler;
@@ -117,8 +132,8 @@ impl ProviderPools {
         let (reply, answer) = oneshot::channel();
         let enqueue = scheduler::Msg::Enqueue {
             ticket,
-            tenant: request.plan.tenant().clone(),
-            provider: request.provider.clone(),
+            tenant: plan.tenant().clone(),
+            provider,
             reply,
         };
         scheduler.try_send(enqueue).map_err(|err| match err {
