@@ -108,7 +108,7 @@ async fn run() -> Result<bool, BoxError> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let origin = start_origin(Duration::from_millis(3)).await?;
+    let origin = start_origin(Duration::from_millis(3)).await?.url;
     let blob_root = tempfile::tempdir()?;
     let text = include_str!("node.toml")
         .replace("${ORIGIN}", &origin)

@@ -6,6 +6,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::Full;
@@ -22,25 +23,50 @@ use tokio::time::Instant;
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A loopback origin: `GET /forecast` answers after `think` (none if zero),
-/// keeping connections alive.
-pub(crate) async fn start_origin(think: Duration) -> Result<String, BoxError> {
+/// A loopback origin: `GET /forecast` answers after its think time (none if
+/// zero), keeping connections alive.
+pub(crate) struct Origin {
+    /// `http://127.0.0.1:PORT`.
+    pub(crate) url: String,
+    /// The think time in microseconds, read by every request.
+    think: Arc<AtomicU64>,
+}
+
+impl Origin {
+    /// Changes the think time of the requests that arrive from now on.
+    #[allow(
+        dead_code,
+        reason = "the soak's priming uses it; the node demo does not"
+    )]
+    pub(crate) fn set_think(&self, think: Duration) {
+        self.think
+            .store(think.as_micros() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Starts an [`Origin`] on a free loopback port, answering after `think`.
+pub(crate) async fn start_origin(think: Duration) -> Result<Origin, BoxError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let origin = format!("http://{}", listener.local_addr()?);
+    let url = format!("http://{}", listener.local_addr()?);
+    let think = Arc::new(AtomicU64::new(think.as_micros() as u64));
+    let shared = Arc::clone(&think);
     #[allow(clippy::disallowed_methods, reason = "the examples' own origin server")]
     tokio::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
+            let think = Arc::clone(&shared);
             #[allow(clippy::disallowed_methods, reason = "the examples' own origin server")]
             tokio::spawn(async move {
-                let service =
-                    hyper::service::service_fn(move |_req: Request<Incoming>| async move {
+                let service = hyper::service::service_fn(move |_req: Request<Incoming>| {
+                    let think = Duration::from_micros(think.load(Ordering::Relaxed));
+                    async move {
                         if !think.is_zero() {
                             tokio::time::sleep(think).await;
                         }
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(
                             b"{\"forecast\":\"sunny\"}",
                         ))))
-                    });
+                    }
+                });
                 let io = hyper_util::rt::TokioIo::new(socket);
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(io, service)
@@ -48,7 +74,7 @@ pub(crate) async fn start_origin(think: Duration) -> Result<String, BoxError> {
             });
         }
     });
-    Ok(origin)
+    Ok(Origin { url, think })
 }
 
 /// One registry's traffic: an HTTP provider (`weather`) and a blob provider

@@ -36,6 +36,18 @@
 //! sample outside is FAIL; no sample after the baseline (or no readable
 //! RSS) is NOT JUDGED.
 //!
+//! Priming: the warm-up's first `SOAK_PRIME` requests (default 20,000; 0:
+//! none) run against an origin that thinks `SOAK_PRIME_THINK_MS` (default
+//! 20) before each answer, so every HTTP caller holds a connection of its
+//! own and the rotations overlap two epochs' worth of them: the working set
+//! reaches the peak its limits allow (64 running requests, about 70
+//! connections) before the baseline, and the allocator holds that peak's
+//! memory from then on. Without it, the baseline records a quiet moment,
+//! and the first load spike after it (a busier machine keeps more requests
+//! and connections in flight) is memory the allocator keeps and RSS shows
+//! as a step (RELIABILITY.md, "Soak"). The line that ends priming prints
+//! the peak it reached.
+//!
 //! Exits non-zero on a failed request or rotation, an unclean shutdown, or a
 //! verdict other than PASS. A request granted on an epoch that a rotation
 //! retired before it started is refused with `AdmitError::Retired` by
@@ -67,7 +79,7 @@ use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use sample::{judge, table, Sample, Verdict};
+use sample::{judge, table, Peak, Sample, Verdict};
 use traffic::{rotate, start_origin, BoxError, Traffic};
 
 /// Counts live heap bytes and blocks for each sample.
@@ -87,6 +99,11 @@ struct Settings {
     requests: u64,
     every: u64,
     warmup: u64,
+    /// The first requests, run against a slow origin to reach the working
+    /// set's bounded peak; part of the warm-up.
+    prime: u64,
+    /// The origin's think time while priming.
+    prime_think: Duration,
     concurrency: usize,
     /// The runtime's blocking-pool bound; zero: tokio's default (512).
     blocking_threads: usize,
@@ -127,16 +144,18 @@ impl Settings {
                 Err(_) => Ok(default),
             }
         };
-        let (requests, every, warmup) = if quick {
-            (20_000, 2_000, 4_000)
+        let (requests, every, warmup, prime) = if quick {
+            (20_000, 2_000, 4_000, 2_000)
         } else {
-            (1_000_000, 100_000, 200_000)
+            (1_000_000, 100_000, 200_000, 20_000)
         };
         let settings = Self {
             quick,
             requests: var("SOAK_REQUESTS", requests)?,
             every: var("SOAK_EVERY", every)?.max(1),
             warmup: var("SOAK_WARMUP", warmup)?,
+            prime: var("SOAK_PRIME", prime)?,
+            prime_think: Duration::from_millis(var("SOAK_PRIME_THINK_MS", 20)?),
             concurrency: var("SOAK_CONCURRENCY", 64)?.max(1) as usize,
             blocking_threads: var("SOAK_BLOCKING_THREADS", 8)? as usize,
             rotate: Duration::from_millis(var("SOAK_ROTATE_MS", 1000)?),
@@ -149,6 +168,13 @@ impl Settings {
                 }
             },
         };
+        if settings.prime > settings.warmup {
+            return Err(format!(
+                "SOAK_PRIME: {} is more than the warm-up ({}): priming is part of the warm-up",
+                settings.prime, settings.warmup
+            )
+            .into());
+        }
         Ok(settings)
     }
 }
@@ -223,10 +249,15 @@ impl Soak {
 }
 
 async fn run(settings: &Settings) -> Result<bool, BoxError> {
-    let origin = start_origin(Duration::ZERO).await?;
+    let origin = start_origin(if settings.prime > 0 {
+        settings.prime_think
+    } else {
+        Duration::ZERO
+    })
+    .await?;
     let blob_root = tempfile::tempdir()?;
     let text = include_str!("soak.toml")
-        .replace("${ORIGIN}", &origin)
+        .replace("${ORIGIN}", &origin.url)
         .replace("${BLOB_ROOT}", &blob_root.path().display().to_string());
     std::env::set_var("SOAK_WEATHER_TOKEN", "Bearer soak-token-0");
     let config = Arc::new(NodeConfig::parse(&text)?);
@@ -238,7 +269,7 @@ async fn run(settings: &Settings) -> Result<bool, BoxError> {
         .await?;
     let pools = node.pools.clone();
     println!(
-        "soak: {} requests ({:?}), {} callers over {} tenants, {} blocking threads at most (0: tokio's default), rotation every {:?}, sample every {}, warm-up {}; origin {origin}, blob root {}",
+        "soak: {} requests ({:?}), {} callers over {} tenants, {} blocking threads at most (0: tokio's default), rotation every {:?}, sample every {}, warm-up {} (the first {} primed with the origin thinking {:?}); origin {}, blob root {}",
         settings.requests,
         settings.mix,
         settings.concurrency,
@@ -247,6 +278,9 @@ async fn run(settings: &Settings) -> Result<bool, BoxError> {
         settings.rotate,
         settings.every,
         settings.warmup,
+        settings.prime,
+        settings.prime_think,
+        origin.url,
         blob_root.path().display()
     );
     // glibc reads MALLOC_ARENA_MAX before `main`; the run records it.
@@ -282,6 +316,8 @@ async fn run(settings: &Settings) -> Result<bool, BoxError> {
 
     let mut samples = Vec::new();
     let mut next = settings.every;
+    let mut priming = settings.prime > 0;
+    let mut peak = Peak::default();
     let mut panicked = 0u32;
     let mut poll = tokio::time::interval(Duration::from_millis(5));
     loop {
@@ -298,6 +334,14 @@ async fn run(settings: &Settings) -> Result<bool, BoxError> {
             _ = poll.tick() => false,
         };
         let done = soak.done.load(Ordering::Acquire);
+        if priming {
+            peak.observe(&pools.snapshot());
+            if done >= settings.prime {
+                origin.set_think(Duration::ZERO);
+                priming = false;
+                peak.print(done, started.elapsed());
+            }
+        }
         while next <= done.min(settings.requests) {
             let sample = Sample::take(
                 next,

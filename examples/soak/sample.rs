@@ -117,6 +117,44 @@ impl Sample {
     }
 }
 
+/// The working set's peak while priming: the most connections and running
+/// requests seen at once, and the largest live heap, polled every few
+/// milliseconds.
+#[derive(Debug, Default)]
+pub(crate) struct Peak {
+    connections: u64,
+    running: u64,
+    heap: i64,
+    polls: u64,
+}
+
+impl Peak {
+    pub(crate) fn observe(&mut self, snapshot: &Snapshot) {
+        let c = &snapshot.connections;
+        self.connections = self
+            .connections
+            .max((c.active + c.idle + c.connecting + c.retired) as u64);
+        self.running = self.running.max(snapshot.running_requests as u64);
+        self.heap = self.heap.max(heap().0);
+        self.polls += 1;
+    }
+
+    /// The line that ends priming.
+    pub(crate) fn print(&self, requests: u64, elapsed: Duration) {
+        let status = status();
+        println!(
+            "[{requests:>9} requests] {:>7.1} s | primed: peak {} connections, {} running requests, live heap {} KiB ({} polls) | RSS now {} MiB (anon {}) | origin answers at once from here",
+            elapsed.as_secs_f64(),
+            self.connections,
+            self.running,
+            self.heap / 1024,
+            self.polls,
+            mib(rss()),
+            mib(status.map(|(anon, _, _)| anon)),
+        );
+    }
+}
+
 fn mib(bytes: Option<u64>) -> String {
     bytes.map_or("n/a".into(), |b| {
         format!("{:.2}", b as f64 / (1024.0 * 1024.0))
