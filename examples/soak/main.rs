@@ -39,10 +39,11 @@
 //! Priming: the warm-up's first `SOAK_PRIME` requests (default 20,000; 0:
 //! none) run against an origin that thinks `SOAK_PRIME_THINK_MS` (default
 //! 20) before each answer, so every HTTP caller holds a connection of its
-//! own and the rotations overlap two epochs' worth of them: the working set
-//! reaches the peak its limits allow (64 running requests, about 70
-//! connections) before the baseline, and the allocator holds that peak's
-//! memory from then on. Without it, the baseline records a quiet moment,
+//! own and the rotations overlap two epochs' worth of them: before the
+//! baseline, the working set reaches a peak ordinary traffic never gets
+//! near (all 64 running requests the limits allow, about 70 connections
+//! across two epochs; ordinary traffic keeps at most about 20), and the
+//! allocator holds that peak's memory from then on. Without it, the baseline records a quiet moment,
 //! and the first load spike after it (a busier machine keeps more requests
 //! and connections in flight) is memory the allocator keeps and RSS shows
 //! as a step (RELIABILITY.md, "Soak"). The line that ends priming prints
