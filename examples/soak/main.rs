@@ -100,8 +100,8 @@ struct Settings {
     requests: u64,
     every: u64,
     warmup: u64,
-    /// The first requests, run against a slow origin to reach the working
-    /// set's bounded peak; part of the warm-up.
+    /// The first requests, run against a slow origin to drive the working
+    /// set to a peak first; part of the warm-up.
     prime: u64,
     /// The origin's think time while priming.
     prime_think: Duration,
