@@ -36,7 +36,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use provider_pools::{DialError, DialErrorKind, DialTarget, Dialer, Limits};
 use support::{run_tasks, share, Engine};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// Connections each pool may hold.
@@ -255,6 +255,14 @@ async fn engine_admitted(p: &Pools, tasks: usize, iters: u64) -> Duration {
     start.elapsed()
 }
 
+/// The baselines' admission: a permit from `admission` when there is one.
+async fn admit(admission: Option<&Arc<Semaphore>>) -> Option<OwnedSemaphorePermit> {
+    match admission {
+        Some(s) => Some(Arc::clone(s).acquire_owned().await.expect("open")),
+        None => None,
+    }
+}
+
 async fn deadpool_loop(
     pool: &Deadpool,
     admission: Option<&Arc<Semaphore>>,
@@ -267,10 +275,7 @@ async fn deadpool_loop(
         let admission = admission.cloned();
         async move {
             for _ in 0..share(iters, tasks, i) {
-                let permit = match &admission {
-                    Some(s) => Some(Arc::clone(s).acquire_owned().await.expect("open")),
-                    None => None,
-                };
+                let permit = admit(admission.as_ref()).await;
                 drop(pool.get().await.expect("deadpool object"));
                 drop(permit);
             }
@@ -292,10 +297,7 @@ async fn bb8_loop(
         let admission = admission.cloned();
         async move {
             for _ in 0..share(iters, tasks, i) {
-                let permit = match &admission {
-                    Some(s) => Some(Arc::clone(s).acquire_owned().await.expect("open")),
-                    None => None,
-                };
+                let permit = admit(admission.as_ref()).await;
                 drop(pool.get().await.expect("bb8 connection"));
                 drop(permit);
             }
