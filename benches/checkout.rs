@@ -139,6 +139,8 @@ fn limits() -> Limits {
     Limits {
         connections: POOL,
         connections_per_client: POOL,
+        // One tenant stands for every caller here.
+        connections_per_tenant: POOL,
         idle_connections: POOL,
         // 16 running requests at a time; everyone else queues.
         running_per_tenant: POOL,

@@ -115,6 +115,8 @@ fn limits() -> Limits {
     Limits {
         connections: 128,
         connections_per_client: 64,
+        // One tenant stands for every caller here.
+        connections_per_tenant: 64,
         idle_connections: 64,
         running_requests: 128,
         running_per_tenant: 64,

@@ -117,6 +117,7 @@ async fn an_oversized_credential_is_refused_and_a_refused_install_changes_nothin
 async fn an_oversized_body_is_refused_before_it_is_staged() {
     let pools = start(Limits {
         metadata_bytes: 64 * 1024,
+        metadata_per_tenant: 64 * 1024,
         private_config_bytes: 16 * 1024,
         ..Limits::DEFAULT
     })

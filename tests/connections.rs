@@ -136,6 +136,7 @@ async fn a_saturated_client_refuses_at_once() {
     let origin = origin().await;
     let limits = Limits {
         connections_per_client: 1,
+        connections_per_tenant: 1,
         ..Limits::DEFAULT
     };
     let (pools, receipt) = pools_for(&origin, limits).await;

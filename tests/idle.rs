@@ -162,6 +162,7 @@ async fn a_thousand_expired_connections_are_reclaimed_in_bounded_scans() {
         connections: 1_024,
         idle_connections: 1_024,
         connections_per_client: 128,
+        connections_per_tenant: 128,
         pending_requests: 1_024,
         running_requests: 1_024,
         requests_per_tenant: 1_024,

@@ -174,6 +174,7 @@ async fn a_refused_lowering_changes_no_limit() {
     // The metadata budget would lower fine; the tenant ceiling cannot.
     let both = Limits {
         metadata_bytes: 64 * 1024,
+        metadata_per_tenant: 64 * 1024,
         running_per_tenant: 2,
         ..limits
     };

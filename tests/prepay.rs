@@ -35,6 +35,7 @@ async fn a_prepayment_is_counted_until_each_part_is_dropped() {
 async fn a_prepayment_over_the_metadata_budget_is_refused_at_once() {
     let limits = Limits {
         metadata_bytes: 4_096,
+        metadata_per_tenant: 4_096,
         private_config_bytes: 1_024,
         ..Limits::DEFAULT
     };

@@ -104,6 +104,7 @@ const LIMITS: Limits = Limits {
     clients_per_provider: 2,
     connections: 6,
     connections_per_client: 3,
+    connections_per_tenant: 2,
     idle_connections: 3,
     pending_requests: 8,
     running_requests: 8,

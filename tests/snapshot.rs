@@ -80,6 +80,7 @@ async fn credential_bytes_are_accounted_as_metadata() {
 async fn a_metadata_budget_too_small_for_the_epoch_refuses_it() {
     let limits = Limits {
         metadata_bytes: 1_024,
+        metadata_per_tenant: 1_024,
         private_config_bytes: 1_024,
         ..Limits::DEFAULT
     };

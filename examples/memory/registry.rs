@@ -115,6 +115,8 @@ impl Registry {
         let limits = Limits {
             connections: per_registry,
             connections_per_client: counts.per_client as u32,
+            // One tenant stands for every caller here.
+            connections_per_tenant: counts.per_client as u32,
             idle_connections: per_registry,
             pending_requests: Limits::CEILING.pending_requests,
             requests_per_tenant: Limits::CEILING.requests_per_tenant,

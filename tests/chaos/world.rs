@@ -23,6 +23,7 @@ pub(crate) const LIMITS: Limits = Limits {
     clients_per_provider: 4,
     connections: 6,
     connections_per_client: 3,
+    connections_per_tenant: 2,
     idle_connections: 3,
     pending_requests: 8,
     running_requests: 6,
@@ -33,6 +34,7 @@ pub(crate) const LIMITS: Limits = Limits {
     provider_workers: 4,
     cleanup_jobs: 2,
     metadata_bytes: 24 * 1024,
+    metadata_per_tenant: 12 * 1024,
     private_config_bytes: 1024,
     queue_age: Duration::from_secs(2),
     idle_age: Duration::from_secs(5),
@@ -311,6 +313,8 @@ impl World {
         let running = pick(LIMITS.running_requests);
         let pending = pick(LIMITS.pending_requests);
         let connections = pick(LIMITS.connections);
+        let per_client = pick(LIMITS.connections_per_client).min(connections);
+        let metadata = LIMITS.metadata_bytes / 2 + pick(LIMITS.metadata_bytes / 2);
         let lowered = Limits {
             running_requests: running,
             running_per_tenant: pick(LIMITS.running_per_tenant).min(running),
@@ -319,11 +323,13 @@ impl World {
             requests_per_tenant: pick(LIMITS.requests_per_tenant).min(pending),
             requests_per_provider: pick(LIMITS.requests_per_provider).min(pending),
             connections,
-            connections_per_client: pick(LIMITS.connections_per_client).min(connections),
+            connections_per_client: per_client,
+            connections_per_tenant: pick(LIMITS.connections_per_tenant).min(per_client),
             idle_connections: pick(LIMITS.idle_connections).min(connections),
             provider_workers: pick(LIMITS.provider_workers),
             cleanup_jobs: pick(LIMITS.cleanup_jobs),
-            metadata_bytes: LIMITS.metadata_bytes / 2 + pick(LIMITS.metadata_bytes / 2),
+            metadata_bytes: metadata,
+            metadata_per_tenant: pick(LIMITS.metadata_per_tenant).min(metadata),
             idle_age: Duration::from_millis(u64::from(pick(5_000))),
             queue_age: Duration::from_millis(u64::from(pick(2_000))),
             ..LIMITS

@@ -20,6 +20,8 @@ pub enum LimitField {
     Connections,
     /// Connections per client (`connections_per_client`).
     ConnectionsPerClient,
+    /// One tenant's share of a client's connections (`connections_per_tenant`).
+    ConnectionsPerTenant,
     /// Idle connections (`idle_connections`).
     IdleConnections,
     /// Pending requests (`pending_requests`).
@@ -40,6 +42,8 @@ pub enum LimitField {
     CleanupJobs,
     /// Accounted registry metadata, in bytes (`metadata_bytes`).
     MetadataBytes,
+    /// One tenant's share of the accounted metadata, in bytes (`metadata_per_tenant`).
+    MetadataPerTenant,
     /// Copied private configuration bytes per epoch (`private_config_bytes`).
     PrivateConfigBytes,
     /// Maximum age of a pending request (`queue_age`).
@@ -54,12 +58,13 @@ pub enum LimitField {
 
 impl LimitField {
     /// Every field, once each, in the declaration order of [`Limits`](super::Limits).
-    pub const ALL: [LimitField; 20] = [
+    pub const ALL: [LimitField; 22] = [
         Self::RetainedConfigurations,
         Self::ConfiguredClients,
         Self::ClientsPerProvider,
         Self::Connections,
         Self::ConnectionsPerClient,
+        Self::ConnectionsPerTenant,
         Self::IdleConnections,
         Self::PendingRequests,
         Self::RunningRequests,
@@ -70,6 +75,7 @@ impl LimitField {
         Self::ProviderWorkers,
         Self::CleanupJobs,
         Self::MetadataBytes,
+        Self::MetadataPerTenant,
         Self::PrivateConfigBytes,
         Self::QueueAge,
         Self::IdleAge,
@@ -85,6 +91,7 @@ impl LimitField {
             Self::ClientsPerProvider => "clients_per_provider",
             Self::Connections => "connections",
             Self::ConnectionsPerClient => "connections_per_client",
+            Self::ConnectionsPerTenant => "connections_per_tenant",
             Self::IdleConnections => "idle_connections",
             Self::PendingRequests => "pending_requests",
             Self::RunningRequests => "running_requests",
@@ -95,6 +102,7 @@ impl LimitField {
             Self::ProviderWorkers => "provider_workers",
             Self::CleanupJobs => "cleanup_jobs",
             Self::MetadataBytes => "metadata_bytes",
+            Self::MetadataPerTenant => "metadata_per_tenant",
             Self::PrivateConfigBytes => "private_config_bytes",
             Self::QueueAge => "queue_age",
             Self::IdleAge => "idle_age",

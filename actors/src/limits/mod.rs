@@ -25,8 +25,12 @@ const MIB: u32 = 1024 * KIB;
 /// Cross-limit relations checked by [`Limits::validate`], in order: `(field, bound_field)`
 /// means `field` must not exceed `bound_field`. Deliberately no `configured_clients` ≤
 /// `connections`: configured clients may outnumber connections.
-const RELATIONS: [(LimitField, LimitField); 9] = [
+const RELATIONS: [(LimitField, LimitField); 11] = [
     (LimitField::ConnectionsPerClient, LimitField::Connections),
+    (
+        LimitField::ConnectionsPerTenant,
+        LimitField::ConnectionsPerClient,
+    ),
     (LimitField::IdleConnections, LimitField::Connections),
     (
         LimitField::ClientsPerProvider,
@@ -36,6 +40,7 @@ const RELATIONS: [(LimitField, LimitField); 9] = [
     (LimitField::RequestsPerProvider, LimitField::PendingRequests),
     (LimitField::RunningPerTenant, LimitField::RunningRequests),
     (LimitField::RunningPerProvider, LimitField::RunningRequests),
+    (LimitField::MetadataPerTenant, LimitField::MetadataBytes),
     (LimitField::PrivateConfigBytes, LimitField::MetadataBytes),
     (LimitField::DialBackoffInitial, LimitField::DialBackoffMax),
 ];
@@ -56,13 +61,18 @@ pub struct Limits {
     pub connections: u32,
     /// Connections per client (default 8, ceiling 256); at most `connections`.
     pub connections_per_client: u32,
+    /// One tenant's share of a client's connections: dialing or held by its
+    /// requests, idle ones belong to no tenant (default 4, ceiling 256); at most
+    /// `connections_per_client`.
+    pub connections_per_tenant: u32,
     /// Idle connections (default 64, ceiling 1,024); at most `connections`.
     pub idle_connections: u32,
     /// Pending requests (default 128, ceiling 1,024).
     pub pending_requests: u32,
     /// Running/retained request owners (default 64, ceiling 1,024).
     pub running_requests: u32,
-    /// Requests per tenant (default 32, ceiling 1,024); at most `pending_requests`.
+    /// Requests per tenant: queued, or on their way to the queue (default 32,
+    /// ceiling 1,024); at most `pending_requests`.
     pub requests_per_tenant: u32,
     /// Requests per logical provider (default 64, ceiling 1,024); at most `pending_requests`.
     pub requests_per_provider: u32,
@@ -76,6 +86,10 @@ pub struct Limits {
     pub cleanup_jobs: u32,
     /// Accounted registry metadata in bytes (default 8 MiB, ceiling 64 MiB).
     pub metadata_bytes: u32,
+    /// One tenant's share of the accounted metadata in bytes: its staged
+    /// inputs and outputs and its requests' overhead (default 2 MiB, ceiling
+    /// 64 MiB); at most `metadata_bytes`.
+    pub metadata_per_tenant: u32,
     /// Copied private configuration bytes per epoch (default 64 KiB, ceiling 1 MiB);
     /// at most `metadata_bytes`.
     pub private_config_bytes: u32,
@@ -102,6 +116,7 @@ impl Limits {
         clients_per_provider: 8,
         connections: 256,
         connections_per_client: 8,
+        connections_per_tenant: 4,
         idle_connections: 64,
         pending_requests: 128,
         running_requests: 64,
@@ -112,6 +127,7 @@ impl Limits {
         provider_workers: 16,
         cleanup_jobs: 8,
         metadata_bytes: 8 * MIB,
+        metadata_per_tenant: 2 * MIB,
         private_config_bytes: 64 * KIB,
         queue_age: Duration::from_secs(5),
         idle_age: Duration::from_secs(30),
@@ -126,6 +142,7 @@ impl Limits {
         clients_per_provider: 128,
         connections: 4096,
         connections_per_client: 256,
+        connections_per_tenant: 256,
         idle_connections: 1024,
         pending_requests: 1024,
         running_requests: 1024,
@@ -136,6 +153,7 @@ impl Limits {
         provider_workers: 128,
         cleanup_jobs: 128,
         metadata_bytes: 64 * MIB,
+        metadata_per_tenant: 64 * MIB,
         private_config_bytes: MIB,
         queue_age: Duration::from_secs(60),
         idle_age: Duration::from_secs(60 * 60),
@@ -152,6 +170,7 @@ impl Limits {
             LimitField::ClientsPerProvider => self.clients_per_provider,
             LimitField::Connections => self.connections,
             LimitField::ConnectionsPerClient => self.connections_per_client,
+            LimitField::ConnectionsPerTenant => self.connections_per_tenant,
             LimitField::IdleConnections => self.idle_connections,
             LimitField::PendingRequests => self.pending_requests,
             LimitField::RunningRequests => self.running_requests,
@@ -162,6 +181,7 @@ impl Limits {
             LimitField::ProviderWorkers => self.provider_workers,
             LimitField::CleanupJobs => self.cleanup_jobs,
             LimitField::MetadataBytes => self.metadata_bytes,
+            LimitField::MetadataPerTenant => self.metadata_per_tenant,
             LimitField::PrivateConfigBytes => self.private_config_bytes,
             LimitField::QueueAge => return millis_rounded_up(self.queue_age),
             LimitField::IdleAge => return millis_rounded_up(self.idle_age),
@@ -177,10 +197,14 @@ impl Limits {
     /// field above [`Limits::CEILING`] ([`LimitsError::AboveCeiling`]), then the first
     /// broken relation ([`LimitsError::Relation`]), fields taken in [`LimitField::ALL`]
     /// order. Relations: `connections_per_client` and `idle_connections` ≤ `connections`;
+    /// `connections_per_tenant` ≤ `connections_per_client`;
     /// `clients_per_provider` ≤ `configured_clients`; `requests_per_tenant` and
     /// `requests_per_provider` ≤ `pending_requests`; `running_per_tenant` and
-    /// `running_per_provider` ≤ `running_requests`; `private_config_bytes` ≤
-    /// `metadata_bytes`; `dial_backoff_initial` ≤ `dial_backoff_max`.
+    /// `running_per_provider` ≤ `running_requests`; `metadata_per_tenant` ≤
+    /// `metadata_bytes`; `private_config_bytes` ≤
+    /// `metadata_bytes`; `dial_backoff_initial` ≤ `dial_backoff_max`. A per-tenant
+    /// share equal to its total is valid (a single-tenant node); the defaults keep
+    /// every share below its total (ARCHITECTURE.md, "Per-tenant shares").
     ///
     /// ```
     /// use provider_pools_actors::limits::{LimitField, Limits, LimitsError};

@@ -10,12 +10,13 @@ use serde::Deserialize;
 use super::{LimitField as F, Limits, LimitsError as E, RELATIONS};
 
 /// The specification's table: (field, default, ceiling); durations in milliseconds.
-const TABLE: [(F, u64, u64); 20] = [
+const TABLE: [(F, u64, u64); 22] = [
     (F::RetainedConfigurations, 32, 256),
     (F::ConfiguredClients, 128, 1_024),
     (F::ClientsPerProvider, 8, 128),
     (F::Connections, 256, 4_096),
     (F::ConnectionsPerClient, 8, 256),
+    (F::ConnectionsPerTenant, 4, 256),
     (F::IdleConnections, 64, 1_024),
     (F::PendingRequests, 128, 1_024),
     (F::RunningRequests, 64, 1_024),
@@ -26,6 +27,7 @@ const TABLE: [(F, u64, u64); 20] = [
     (F::ProviderWorkers, 16, 128),
     (F::CleanupJobs, 8, 128),
     (F::MetadataBytes, 8_388_608, 67_108_864),
+    (F::MetadataPerTenant, 2_097_152, 67_108_864),
     (F::PrivateConfigBytes, 65_536, 1_048_576),
     (F::QueueAge, 5_000, 60_000),
     (F::IdleAge, 30_000, 3_600_000),
@@ -42,6 +44,7 @@ fn set(limits: &mut Limits, field: F, value: u32) {
         F::ClientsPerProvider => limits.clients_per_provider = value,
         F::Connections => limits.connections = value,
         F::ConnectionsPerClient => limits.connections_per_client = value,
+        F::ConnectionsPerTenant => limits.connections_per_tenant = value,
         F::IdleConnections => limits.idle_connections = value,
         F::PendingRequests => limits.pending_requests = value,
         F::RunningRequests => limits.running_requests = value,
@@ -52,6 +55,7 @@ fn set(limits: &mut Limits, field: F, value: u32) {
         F::ProviderWorkers => limits.provider_workers = value,
         F::CleanupJobs => limits.cleanup_jobs = value,
         F::MetadataBytes => limits.metadata_bytes = value,
+        F::MetadataPerTenant => limits.metadata_per_tenant = value,
         F::PrivateConfigBytes => limits.private_config_bytes = value,
         F::QueueAge => limits.queue_age = ms,
         F::IdleAge => limits.idle_age = ms,
@@ -192,15 +196,17 @@ type RelationCase = (&'static [(F, u32)], F, u64, F, u64);
 #[test]
 fn each_broken_relation_is_reported_exactly() {
     #[rustfmt::skip]
-    let cases: [RelationCase; 9] = [
+    let cases: [RelationCase; 11] = [
         (&[(F::Connections, 100), (F::ConnectionsPerClient, 200)], F::ConnectionsPerClient, 200, F::Connections, 100),
+        (&[(F::ConnectionsPerTenant, 9)], F::ConnectionsPerTenant, 9, F::ConnectionsPerClient, 8),
         (&[(F::IdleConnections, 300)], F::IdleConnections, 300, F::Connections, 256),
         (&[(F::ConfiguredClients, 4)], F::ClientsPerProvider, 8, F::ConfiguredClients, 4),
         (&[(F::RequestsPerTenant, 200)], F::RequestsPerTenant, 200, F::PendingRequests, 128),
         (&[(F::RequestsPerProvider, 200)], F::RequestsPerProvider, 200, F::PendingRequests, 128),
         (&[(F::RunningPerTenant, 100)], F::RunningPerTenant, 100, F::RunningRequests, 64),
         (&[(F::RunningPerProvider, 100)], F::RunningPerProvider, 100, F::RunningRequests, 64),
-        (&[(F::MetadataBytes, 32_768)], F::PrivateConfigBytes, 65_536, F::MetadataBytes, 32_768),
+        (&[(F::MetadataPerTenant, 9 * 1_048_576)], F::MetadataPerTenant, 9_437_184, F::MetadataBytes, 8_388_608),
+        (&[(F::MetadataBytes, 32_768), (F::MetadataPerTenant, 32_768)], F::PrivateConfigBytes, 65_536, F::MetadataBytes, 32_768),
         (&[(F::DialBackoffInitial, 20_000), (F::DialBackoffMax, 10_000)], F::DialBackoffInitial, 20_000, F::DialBackoffMax, 10_000),
     ];
     let pairs: Vec<(F, F)> = cases.iter().map(|case| (case.1, case.3)).collect();
