@@ -136,7 +136,7 @@ async fn round_trip(f: &Fixture, route: &Route) {
     );
     let input = f
         .pools
-        .stage_input(Bytes::from_static(b"bench"))
+        .stage_input(&plan, Bytes::from_static(b"bench"))
         .expect("input");
     let ready = f
         .pools

@@ -44,12 +44,13 @@ async fn serve(a: &Adapter, tenant: TenantId, line: String) -> Result<(String, b
     let Adapter(pools, provider, slot, policy) = a;
     let far = Instant::now() + WAIT;
     let plan = ExecutionPlan::seal(tenant, SessionId::new(1), LedgerId::new(1), far, far);
+    let input = pools.stage_input(&plan, Bytes::from(line + "\n"))?;
     let ready = pools.admit(AdmitRequest {
         plan,
         provider: provider.clone(),
         slot: *slot,
         kind: OriginKind::Custom,
-        input: pools.stage_input(Bytes::from(line + "\n"))?,
+        input,
     });
     let ready = ready.await?;
     let call = pools.dispatch(policy, ready.plan(), ready.provider())?;

@@ -97,6 +97,7 @@ async fn request(
     let far = Instant::now() + WAIT;
     let tenant = TenantId::new("tenant")?;
     let plan = ExecutionPlan::seal(tenant, SessionId::new(session), LedgerId::new(1), far, far);
+    let input = pools.stage_input(&plan, Bytes::from(format!("{line}\n")))?;
     let ready = pools
         .admit(AdmitRequest {
             plan,
@@ -105,7 +106,7 @@ async fn request(
                 .slot(OriginSlot::new(0))
                 .ok_or("slot 0 is configured")?,
             kind: OriginKind::Custom,
-            input: pools.stage_input(Bytes::from(format!("{line}\n")))?,
+            input,
         })
         .await?;
     let call = pools.dispatch(policy, ready.plan(), ready.provider())?;

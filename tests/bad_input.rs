@@ -19,7 +19,7 @@ use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, Endpoint, FileClient, LeaseKey, LeaseName, LeaseRequest,
     NodeId,
 };
-use support::{installation, provider, start, with_alpha};
+use support::{installation, plan, provider, start, with_alpha};
 
 #[test]
 fn every_limit_over_its_ceiling_in_a_node_file_is_refused_naming_it() {
@@ -123,12 +123,13 @@ async fn an_oversized_body_is_refused_before_it_is_staged() {
     })
     .await;
     let before = pools.snapshot();
-    let refused = pools.stage_input(Bytes::from(vec![0u8; 128 * 1024]));
+    let refused = pools.stage_input(&plan("t", 1), Bytes::from(vec![0u8; 128 * 1024]));
     assert!(
         matches!(
             refused,
             Err(AdmitError::Capacity {
-                resource: "metadata_bytes",
+                // The tenant's share is checked first, before anything shared.
+                resource: "metadata_per_tenant",
                 ..
             })
         ),
@@ -136,7 +137,7 @@ async fn an_oversized_body_is_refused_before_it_is_staged() {
     );
     assert_eq!(pools.snapshot(), before);
     let staged = pools
-        .stage_input(Bytes::from(vec![0u8; 1024]))
+        .stage_input(&plan("t", 1), Bytes::from(vec![0u8; 1024]))
         .expect("a small body fits");
     drop(staged);
     assert_eq!(

@@ -24,7 +24,7 @@ async fn dropping_a_queued_admit_refunds_its_slot_but_not_held_input() {
     let (pools, receipt, _held) = saturated().await;
     let baseline = pools.snapshot().metadata_bytes;
     let input = pools
-        .stage_input(Bytes::from(vec![7u8; 4_000]))
+        .stage_input(&plan("a", 1), Bytes::from(vec![7u8; 4_000]))
         .expect("input staged");
     assert_eq!(pools.snapshot().metadata_bytes, baseline + 4_000);
 

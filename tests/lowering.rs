@@ -182,7 +182,7 @@ async fn a_refused_lowering_changes_no_limit() {
         pools.lower_limits(both).await,
         Err(LowerError::InUse { .. })
     ));
-    let big = pools.stage_input(Bytes::from(vec![0u8; 100 * 1024]));
+    let big = pools.stage_input(&plan("t", 9), Bytes::from(vec![0u8; 100 * 1024]));
     assert!(big.is_ok(), "the metadata limit was restored");
 }
 

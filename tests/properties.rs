@@ -189,11 +189,13 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
             let Some(receipt) = world.receipts[p].clone() else {
                 return;
             };
-            let Ok(input) = pools.stage_input(provider_pools::Bytes::from_static(b"in")) else {
+            world.sessions += 1;
+            let plan = plan(&format!("t{t}"), world.sessions);
+            let Ok(input) = pools.stage_input(&plan, provider_pools::Bytes::from_static(b"in"))
+            else {
                 return;
             };
-            world.sessions += 1;
-            let mut admit = request(pools, plan(&format!("t{t}"), world.sessions), &receipt, b"");
+            let mut admit = request(pools, plan, &receipt, b"");
             admit.input = input;
             let pools = pools.clone();
             world

@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::budget::Budget;
 use crate::limits::Limits;
 use crate::snapshot::{ConnectionCounts, ControlState, Snapshot};
+use crate::tenants::TenantShares;
 
 /// Counts reported by the actor that owns each resource.
 #[derive(Debug, Default)]
@@ -40,6 +41,8 @@ pub(crate) struct Ledger {
     pub(crate) clients: Arc<Budget>,
     /// Accounted registry metadata bytes, against `metadata_bytes`.
     pub(crate) metadata: Arc<Budget>,
+    /// Each tenant's share of the metadata and of the admission path.
+    pub(crate) tenants: TenantShares,
     /// Every connection, dialing, active or idle, against `connections`.
     pub(crate) connections: Arc<Budget>,
     /// Parked connections, against `idle_connections`.
@@ -66,6 +69,7 @@ impl Ledger {
             retained: Budget::new("retained_configurations", limits.retained_configurations),
             clients: Budget::new("configured_clients", limits.configured_clients),
             metadata: Budget::new("metadata_bytes", limits.metadata_bytes),
+            tenants: TenantShares::new(limits),
             connections: Budget::new("connections", limits.connections),
             idle: Budget::new("idle_connections", limits.idle_connections),
             gauges: Gauges::default(),

@@ -43,6 +43,7 @@ mod mailbox;
 mod pools;
 mod registry;
 mod scheduler;
+mod tenants;
 mod workers;
 
 pub use admission::{

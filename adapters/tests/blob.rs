@@ -81,7 +81,7 @@ impl Fixture {
                 provider: self.receipt.provider.clone(),
                 slot: self.receipt.slots[0],
                 kind: OriginKind::Blob,
-                input: self.pools.stage_input(Bytes::new()).expect("input"),
+                input: self.pools.stage_input(&plan, Bytes::new()).expect("input"),
             })
             .await
             .expect("admitted");

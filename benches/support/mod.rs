@@ -75,7 +75,7 @@ impl Engine {
             far,
             far,
         );
-        let input = self.pools.stage_input(Bytes::new()).expect("input");
+        let input = self.pools.stage_input(&plan, Bytes::new()).expect("input");
         let ready = self
             .pools
             .admit(AdmitRequest {

@@ -131,7 +131,7 @@ impl Limiter {
                 );
                 let input = engine
                     .pools
-                    .stage_input(Bytes::from_static(b"work"))
+                    .stage_input(&plan, Bytes::from_static(b"work"))
                     .map_err(|e| e.code())?;
                 let asked = Instant::now();
                 let ready = engine

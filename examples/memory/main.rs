@@ -124,12 +124,14 @@ async fn run(counts: Counts) -> Result<bool, BoxError> {
         .collect::<Result<Vec<_>, _>>()?;
     let admit_size = {
         let receipt = &registries[0].queued[0];
+        let plan = plan(&tenants[0], u64::MAX);
+        let input = registries[0].pools.stage_input(&plan, Bytes::new())?;
         let unpolled = registries[0].pools.admit(AdmitRequest {
-            plan: plan(&tenants[0], u64::MAX),
+            plan,
             provider: receipt.provider.clone(),
             slot: receipt.slots[0],
             kind: OriginKind::Http,
-            input: registries[0].pools.stage_input(Bytes::new())?,
+            input,
         });
         std::mem::size_of_val(&unpolled)
     };
@@ -154,12 +156,14 @@ async fn run(counts: Counts) -> Result<bool, BoxError> {
     for i in 0..counts.waiters {
         let pools = first.pools.clone();
         let receipt = &first.queued[(i / TENANTS) % PROVIDERS];
+        let plan = plan(&tenants[i % TENANTS], i as u64);
+        let input = pools.stage_input(&plan, Bytes::from_static(b"payload"))?;
         let request = AdmitRequest {
-            plan: plan(&tenants[i % TENANTS], i as u64),
+            plan,
             provider: receipt.provider.clone(),
             slot: receipt.slots[0],
             kind: OriginKind::Http,
-            input: pools.stage_input(Bytes::from_static(b"payload"))?,
+            input,
         };
         // No grant comes while the running limit is full: the task stays
         // queued until it is aborted.

@@ -170,7 +170,7 @@ impl Registry {
                     provider: self.conn.provider.clone(),
                     slot: *slot,
                     kind: OriginKind::Http,
-                    input: self.pools.stage_input(Bytes::new())?,
+                    input: self.pools.stage_input(&plan, Bytes::new())?,
                 })
                 .await?;
             let call = self

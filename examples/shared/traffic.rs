@@ -141,7 +141,7 @@ impl Traffic {
         let plan = self.plan(tenant).map_err(|_| "plan")?;
         let input = self
             .pools
-            .stage_input(Bytes::from_static(b"demo"))
+            .stage_input(&plan, Bytes::from_static(b"demo"))
             .map_err(|e| e.code())?;
         let asked = Instant::now();
         let ready = self

@@ -119,6 +119,7 @@ fn adapter(response: &[u8], max_response: usize, close: bool) {
             deadline,
             deadline,
         );
+        let input = origin.pools.stage_input(&plan, Bytes::new()).expect("input");
         let ready = origin
             .pools
             .admit(AdmitRequest {
@@ -126,7 +127,7 @@ fn adapter(response: &[u8], max_response: usize, close: bool) {
                 provider: origin.receipt.provider.clone(),
                 slot: origin.receipt.slots[0],
                 kind: OriginKind::Http,
-                input: origin.pools.stage_input(Bytes::new()).expect("input"),
+                input,
             })
             .await
             .expect("capacity is free");

@@ -126,11 +126,12 @@ fn sleep(ms: u64) -> tokio::time::Sleep {
 
 async fn lifecycle(ctx: Ctx, receipt: InstallReceipt, script: Script) {
     let Ctx { pools, switch, .. } = &ctx;
-    let Ok(input) = pools.stage_input(Bytes::from(vec![0u8; script.input])) else {
+    let plan = plan(&format!("t{}", script.tenant), script.session);
+    let Ok(input) = pools.stage_input(&plan, Bytes::from(vec![0u8; script.input])) else {
         return;
     };
     let admit = AdmitRequest {
-        plan: plan(&format!("t{}", script.tenant), script.session),
+        plan,
         provider: receipt.provider.clone(),
         slot: receipt.slots[script.slot % receipt.slots.len()],
         kind: OriginKind::Http,

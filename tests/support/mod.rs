@@ -127,14 +127,15 @@ pub(crate) fn request(
     receipt: &provider_pools::InstallReceipt,
     input: &'static [u8],
 ) -> provider_pools::AdmitRequest {
+    let input = pools
+        .stage_input(&plan, provider_pools::Bytes::from_static(input))
+        .expect("input fits the metadata budget");
     provider_pools::AdmitRequest {
         plan,
         provider: receipt.provider.clone(),
         slot: receipt.slots[0],
         kind: OriginKind::Http,
-        input: pools
-            .stage_input(provider_pools::Bytes::from_static(input))
-            .expect("input fits the metadata budget"),
+        input,
     }
 }
 

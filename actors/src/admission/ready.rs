@@ -7,12 +7,13 @@ use tokio::time::Instant;
 
 use crate::admission::running::RunningRequest;
 use crate::admission::{AdmitError, StagedInput};
-use crate::budget::{Budget, Charge};
 use crate::dispatch::ProviderCall;
 use crate::epoch::ClientLease;
 use crate::identity::{Epoch, ProviderId};
+use crate::ledger::Ledger;
 use crate::plan::ExecutionPlan;
 use crate::scheduler::RunningGrant;
+use crate::tenants::SharedCharge;
 
 /// Capacity granted to one request. It becomes a running request only with
 /// a [`ProviderCall`] from a fresh dispatch; dropping it returns the
@@ -23,11 +24,11 @@ pub struct PoolReady {
     pub(crate) lease: ClientLease,
     pub(crate) plan: ExecutionPlan,
     pub(crate) input: StagedInput,
-    pub(crate) charge: Charge,
+    pub(crate) charge: SharedCharge,
     pub(crate) deadline: Instant,
     pub(crate) generation: u64,
     pub(crate) granted: u64,
-    pub(crate) metadata: Arc<Budget>,
+    pub(crate) ledger: Arc<Ledger>,
 }
 
 impl PoolReady {

@@ -9,10 +9,11 @@ use tokio::time::Instant;
 
 use crate::admission::ready::PoolReady;
 use crate::admission::{AdmitError, StagedInput, StagedOutput};
-use crate::budget::{Budget, Charge};
 use crate::epoch::ClientLease;
+use crate::ledger::Ledger;
 use crate::plan::ExecutionPlan;
 use crate::scheduler::RunningGrant;
+use crate::tenants::SharedCharge;
 
 /// A started request. Cheap to clone: every clone — the I/O operation, a
 /// response stream, a staged result — keeps the request's running capacity,
@@ -27,9 +28,9 @@ struct Running {
     lease: ClientLease,
     plan: ExecutionPlan,
     input: StagedInput,
-    _charge: Charge,
+    _charge: SharedCharge,
     deadline: Instant,
-    metadata: Arc<Budget>,
+    ledger: Arc<Ledger>,
 }
 
 impl RunningRequest {
@@ -41,7 +42,7 @@ impl RunningRequest {
             input,
             charge,
             deadline,
-            metadata,
+            ledger,
             generation: _,
             granted: _,
         } = ready;
@@ -52,7 +53,7 @@ impl RunningRequest {
             input,
             _charge: charge,
             deadline,
-            metadata,
+            ledger,
         }))
     }
 
@@ -76,15 +77,21 @@ impl RunningRequest {
         self.0.deadline
     }
 
-    /// Charges `bytes` to the metadata budget and ties them to this request:
-    /// the result keeps the running capacity until it is dropped.
+    /// Charges `bytes` to the tenant's metadata share and to the node's
+    /// metadata budget, and ties them to this request: the result keeps the
+    /// running capacity until it is dropped.
     ///
     /// # Errors
     ///
-    /// [`AdmitError::Capacity`] when the metadata budget has no room.
+    /// [`AdmitError::Capacity`] naming `metadata_per_tenant` when the
+    /// tenant's share has no room (nothing shared was taken), or
+    /// `metadata_bytes` when the node's budget has none.
     pub fn stage_output(&self, bytes: Bytes) -> Result<StagedOutput, AdmitError> {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        let charge = self.0.metadata.try_reserve(len)?;
+        let ledger = &self.0.ledger;
+        let charge = ledger
+            .tenants
+            .charge_metadata(self.0.plan.tenant(), &ledger.metadata, len)?;
         Ok(StagedOutput::new(bytes, charge, self.clone()))
     }
 }

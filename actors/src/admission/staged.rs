@@ -1,5 +1,6 @@
-//! Accounted buffers: request input and result bytes charged to the node's
-//! metadata budget for as long as anyone holds them.
+//! Accounted buffers: request input and result bytes charged to their
+//! tenant's metadata share and the node's metadata budget for as long as
+//! anyone holds them.
 //!
 //! Invariants:
 //! - The charge is taken before the buffer is retained and returned only when
@@ -14,11 +15,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::admission::running::RunningRequest;
-use crate::budget::Charge;
+use crate::tenants::SharedCharge;
 
 struct Staged {
     bytes: Bytes,
-    _charge: Charge,
+    _charge: SharedCharge,
 }
 
 /// Request input, staged and charged before a request is queued.
@@ -28,7 +29,7 @@ struct Staged {
 pub struct StagedInput(Arc<Staged>);
 
 impl StagedInput {
-    pub(crate) fn new(bytes: Bytes, charge: Charge) -> Self {
+    pub(crate) fn new(bytes: Bytes, charge: SharedCharge) -> Self {
         Self(Arc::new(Staged {
             bytes,
             _charge: charge,
@@ -67,7 +68,7 @@ pub struct StagedOutput {
 }
 
 impl StagedOutput {
-    pub(crate) fn new(bytes: Bytes, charge: Charge, owner: RunningRequest) -> Self {
+    pub(crate) fn new(bytes: Bytes, charge: SharedCharge, owner: RunningRequest) -> Self {
         Self {
             staged: Staged {
                 bytes,

@@ -17,19 +17,30 @@ use crate::observe::{spans, AdmitWatch};
 use crate::plan::ExecutionPlan;
 use crate::pools::ProviderPools;
 use crate::scheduler::{self, Answer, QueueTicket};
+use crate::tenants::SharedCharge;
 
 impl ProviderPools {
-    /// Charges `bytes` to the metadata budget as a request's input.
+    /// Charges `bytes` as a request's input to `plan`'s tenant: its metadata
+    /// share first, then the node's metadata budget.
     ///
     /// The charge stays with the returned buffer and every clone of it:
     /// cancelling a request that carried it refunds nothing still held.
     ///
     /// # Errors
     ///
-    /// [`AdmitError::Capacity`] when the metadata budget has no room.
-    pub fn stage_input(&self, bytes: Bytes) -> Result<StagedInput, AdmitError> {
+    /// [`AdmitError::Capacity`] naming `metadata_per_tenant` when the
+    /// tenant's share has no room (nothing shared was taken), or
+    /// `metadata_bytes` when the node's budget has none.
+    pub fn stage_input(
+        &self,
+        plan: &ExecutionPlan,
+        bytes: Bytes,
+    ) -> Result<StagedInput, AdmitError> {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        let charge = self.inner.ledger.metadata.try_reserve(len)?;
+        let ledger = &self.inner.ledger;
+        let charge = ledger
+            .tenants
+            .charge_metadata(plan.tenant(), &ledger.metadata, len)?;
         Ok(StagedInput::new(bytes, charge))
     }
 
@@ -91,7 +102,7 @@ impl ProviderPools {
                             deadline: queued.deadline,
                             generation: self.inner.generation.id(),
                             granted: self.inner.ledger.next_sequence(),
-                            metadata: Arc::clone(&self.inner.ledger.metadata),
+                            ledger: Arc::clone(&self.inner.ledger),
                         }),
                     // Dropping `queued` cancels the waiter.
                     Err(_elapsed) => Err(AdmitError::Timeout),
@@ -122,7 +133,13 @@ impl ProviderPools {
         if now >= deadline {
             return Err(AdmitError::Timeout);
         }
-        let charge = ledger.metadata.try_reserve(REQUEST_OVERHEAD)?;
+        // The tenant's own admissions first: a tenant at its share is
+        // refused here, before it takes a mailbox slot other tenants need.
+        let admitting = ledger.tenants.admit(plan.tenant())?;
+        let charge =
+            ledger
+                .tenants
+                .charge_metadata(plan.tenant(), &ledger.metadata, REQUEST_OVERHEAD)?;
         let lease = self.client(&provider, slot, kind)?;
         span.record("epoch", lease.epoch().get());
 
@@ -146,6 +163,7 @@ impl ProviderPools {
             lease: Some(lease),
             charge: Some(charge),
             deadline,
+            _admitting: admitting,
         })
     }
 
@@ -220,8 +238,11 @@ struct Queued {
     ticket: Option<QueueTicket>,
     answer: oneshot::Receiver<Answer>,
     lease: Option<ClientLease>,
-    charge: Option<Charge>,
+    charge: Option<SharedCharge>,
     deadline: Instant,
+    /// One of the tenant's `requests_per_tenant` admissions, until the
+    /// waiter is answered or dropped.
+    _admitting: Charge,
 }
 
 impl Queued {
@@ -230,7 +251,7 @@ impl Queued {
     fn settle(
         &mut self,
         answer: Result<Answer, oneshot::error::RecvError>,
-    ) -> Result<(crate::scheduler::RunningGrant, ClientLease, Charge), AdmitError> {
+    ) -> Result<(crate::scheduler::RunningGrant, ClientLease, SharedCharge), AdmitError> {
         if let Some(ticket) = self.ticket.take() {
             ticket.disarm();
         }

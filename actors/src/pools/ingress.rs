@@ -39,7 +39,7 @@ impl ProviderPools {
             kind,
             payload,
         } = event;
-        let input = self.stage_input(payload)?;
+        let input = self.stage_input(&plan, payload)?;
         let ready = self
             .admit(AdmitRequest {
                 plan,

@@ -500,10 +500,27 @@ impl State {
                 }
             }
         }
+        let mut shares_lowered = None;
+        if refusal.is_none() {
+            let shares = &self.ledger.tenants;
+            match shares.lower(lowered.metadata_per_tenant, lowered.requests_per_tenant) {
+                Ok(previous) => shares_lowered = Some(previous),
+                Err(in_use) => {
+                    refusal = Some(LowerError::InUse {
+                        field: LimitField::MetadataPerTenant,
+                        used: in_use.used,
+                        requested: lowered.metadata_per_tenant,
+                    })
+                }
+            }
+        }
         if refusal.is_none() {
             refusal = self.lower_scheduler(&lowered).await.err();
         }
         if let Some(refusal) = refusal {
+            if let Some(previous) = shares_lowered {
+                self.ledger.tenants.restore(previous);
+            }
             for (budget, previous) in lowered_so_far {
                 // Restoring a higher limit cannot fail.
                 let _ = budget.set_limit(previous);

@@ -160,12 +160,13 @@ pub(crate) async fn admitted(
     kind: OriginKind,
     input: Bytes,
 ) -> PoolReady {
+    let input = pools.stage_input(&plan, input).expect("input staged");
     let request = AdmitRequest {
         plan,
         provider: receipt.provider.clone(),
         slot: receipt.slots[0],
         kind,
-        input: pools.stage_input(input).expect("input staged"),
+        input,
     };
     bounded("admission", pools.admit(request))
         .await
