@@ -77,8 +77,16 @@ fn origin_failure(e: &io::Error) -> DialError {
     )
 }
 
+/// Opens `key` under `root`. Only the root itself failing is the origin's
+/// failure (an `Err`, which backs the client off); anything the file system
+/// refuses about the key's own path is the request's, a `Refused` handle.
 fn open(root: &str, key: &BlobKey, mode: Mode) -> io::Result<BlobFile> {
     let root = BlobRoot::open(root)?;
+    Ok(open_under(&root, key, mode)
+        .unwrap_or_else(|e| BlobFile::Refused(PathRefusal::Unusable { kind: e.kind() })))
+}
+
+fn open_under(root: &BlobRoot, key: &BlobKey, mode: Mode) -> io::Result<BlobFile> {
     match mode {
         Mode::Read => Ok(match root.existing(key)? {
             Ok(path) => {
@@ -94,6 +102,8 @@ fn open(root: &str, key: &BlobKey, mode: Mode) -> io::Result<BlobFile> {
         Mode::Write => Ok(match root.writable(key)? {
             Ok(dest) => {
                 static PARTS: AtomicU64 = AtomicU64::new(0);
+                // At most `key::TEMP_OVERHEAD` bytes longer than the name,
+                // which `BlobKey::parse` keeps within the file system's limit.
                 let name = format!(
                     ".{}.partial-{}-{}",
                     dest.file_name().and_then(|n| n.to_str()).unwrap_or("blob"),

@@ -5,15 +5,22 @@
 //! - A key is relative: never absolute, never `.` or `..`, never an empty
 //!   segment, never a backslash, NUL or control byte.
 //! - A key is bounded: at most [`MAX_KEY`] bytes, segments at most
-//!   [`MAX_SEGMENT`] bytes.
+//!   [`MAX_SEGMENT`] bytes, the last one at most [`MAX_NAME`] so that a put's
+//!   temporary name fits the file system too; checked before any I/O.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Longest key, in bytes.
 pub const MAX_KEY: usize = 1024;
-/// Longest path segment, in bytes.
+/// Longest path segment, in bytes: the file system's own limit (`NAME_MAX`).
 pub const MAX_SEGMENT: usize = 255;
+/// What a put's temporary name adds to the key's last segment:
+/// `.{name}.partial-{pid}-{n}`, a `u32` process id and a `u64` counter.
+pub(crate) const TEMP_OVERHEAD: usize = ".".len() + ".partial-".len() + 10 + "-".len() + 20;
+/// Longest last segment (the object's own name), in bytes: its temporary
+/// name during a put must still fit [`MAX_SEGMENT`].
+pub const MAX_NAME: usize = MAX_SEGMENT - TEMP_OVERHEAD;
 
 /// Why a key was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,6 +43,13 @@ pub enum KeyError {
     /// A segment is longer than [`MAX_SEGMENT`].
     #[error("blob key segment is {len} bytes, more than {MAX_SEGMENT}")]
     SegmentLength {
+        /// Its length.
+        len: usize,
+    },
+    /// The last segment is longer than [`MAX_NAME`]: a put's temporary name
+    /// would not fit the file system's segment limit.
+    #[error("blob key's last segment is {len} bytes, more than {MAX_NAME}")]
+    NameLength {
         /// Its length.
         len: usize,
     },
@@ -90,6 +104,10 @@ impl BlobKey {
             if segment.len() > MAX_SEGMENT {
                 return Err(KeyError::SegmentLength { len: segment.len() });
             }
+        }
+        let name = key.rsplit('/').next().unwrap_or(key);
+        if name.len() > MAX_NAME {
+            return Err(KeyError::NameLength { len: name.len() });
         }
         Ok(Self(key.to_owned()))
     }
@@ -156,5 +174,20 @@ mod tests {
             })
         );
         assert!(BlobKey::parse(&"a/".repeat(MAX_KEY / 2 + 1)).is_err());
+    }
+
+    #[test]
+    fn the_last_segment_leaves_room_for_the_temporary_name() {
+        let name = "n".repeat(MAX_NAME);
+        assert!(BlobKey::parse(&name).is_ok());
+        // The longest temporary name a put can form still fits NAME_MAX.
+        let temp = format!(".{name}.partial-{}-{}", u32::MAX, u64::MAX);
+        assert_eq!(temp.len(), MAX_SEGMENT);
+        let over = "n".repeat(MAX_NAME + 1);
+        let err = Err(KeyError::NameLength { len: MAX_NAME + 1 });
+        assert_eq!(BlobKey::parse(&over), err);
+        // A directory segment may use the whole limit.
+        let dir = format!("{}/x", "d".repeat(MAX_SEGMENT));
+        assert!(BlobKey::parse(&dir).is_ok());
     }
 }

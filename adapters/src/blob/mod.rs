@@ -20,7 +20,7 @@ mod key;
 mod ops;
 mod root;
 
-pub use key::{BlobKey, KeyError, MAX_KEY, MAX_SEGMENT};
+pub use key::{BlobKey, KeyError, MAX_KEY, MAX_NAME, MAX_SEGMENT};
 pub use ops::{delete, get, head, list, put, BlobReader};
 pub use root::PathRefusal;
 
@@ -110,6 +110,7 @@ impl BlobError {
             Self::Refused(PathRefusal::Missing) => "not_found",
             Self::Refused(PathRefusal::Escapes) => "escapes_root",
             Self::Refused(PathRefusal::NotAFile) => "not_a_file",
+            Self::Refused(PathRefusal::Unusable { .. }) => "path_unusable",
             Self::TooLarge { .. } => "too_large",
             Self::TooMany { .. } => "too_many",
             Self::NotBlob => "not_blob",

@@ -26,6 +26,14 @@ pub enum PathRefusal {
     /// The key names a directory or another non-file.
     #[error("blob key does not name a regular file")]
     NotAFile,
+    /// The file system refused the key's path (for example a segment that
+    /// names a file where a directory is needed): the request's own error,
+    /// never the origin's.
+    #[error("blob key's path is unusable: {kind}")]
+    Unusable {
+        /// The file system's error, by kind only (paths are not echoed).
+        kind: io::ErrorKind,
+    },
 }
 
 /// The canonical root directory of one blob origin.
