@@ -5,6 +5,7 @@
 //! Routes: `/ok` ("hello"), `/close` (`Connection: close`), `/big` (64 KiB,
 //! announced), `/big-chunked` (64 KiB in 4 KiB chunks, not announced),
 //! `/chunks` (three chunks), `/hang` (one chunk, then never ends),
+//! `/huge` (8 MiB in 64 KiB chunks, not announced),
 //! `/status/404`, `/status/503`.
 
 use std::collections::VecDeque;
@@ -116,6 +117,10 @@ fn answer(log: &Mutex<Vec<Seen>>, req: Request<hyper::body::Incoming>) -> Respon
             Chunks::open([chunk("one,"), chunk("two,"), chunk("three")], false),
         ),
         "/hang" => (StatusCode::OK, Chunks::open([chunk("first")], true)),
+        "/huge" => (
+            StatusCode::OK,
+            Chunks::open((0..128).map(|_| Bytes::from(vec![b'h'; 65536])), false),
+        ),
         "/status/404" => (StatusCode::NOT_FOUND, Chunks::exact(chunk("not found"))),
         "/status/503" => (
             StatusCode::SERVICE_UNAVAILABLE,
