@@ -8,6 +8,8 @@
 //!
 //! - metadata bytes (staged input, staged output, each request's overhead)
 //!   against `metadata_per_tenant`;
+//! - provider workers running jobs for its requests against
+//!   `workers_per_tenant`, held until the job is joined;
 //! - admissions on their way to the scheduler or queued there against
 //!   `requests_per_tenant` — checked before the scheduler's mailbox slot is
 //!   taken, so a flood the fair queue would refuse anyway takes no slot from
@@ -46,6 +48,7 @@ pub(crate) struct SharedCharge {
 pub(crate) struct TenantShares {
     metadata_share: AtomicU32,
     requests_share: AtomicU32,
+    workers_share: AtomicU32,
     table: Mutex<Table>,
 }
 
@@ -60,6 +63,7 @@ struct Table {
 struct Accounts {
     metadata: Weak<Budget>,
     requests: Weak<Budget>,
+    workers: Weak<Budget>,
 }
 
 /// Which per-tenant budget.
@@ -67,6 +71,7 @@ struct Accounts {
 enum Share {
     Metadata,
     Requests,
+    Workers,
 }
 
 const PRUNE_FLOOR: usize = 64;
@@ -74,8 +79,9 @@ const PRUNE_FLOOR: usize = 64;
 impl TenantShares {
     pub(crate) fn new(limits: &Limits) -> Self {
         Self {
-            metadata_share: AtomicU32::new(limits.metadata_per_tenant),
+            metadata_share: AtomicU32::new(limits.metadata_share()),
             requests_share: AtomicU32::new(limits.requests_per_tenant),
+            workers_share: AtomicU32::new(limits.workers_share()),
             table: Mutex::new(Table {
                 tenants: HashMap::new(),
                 prune_at: PRUNE_FLOOR,
@@ -102,7 +108,12 @@ impl TenantShares {
         self.budget(tenant, Share::Requests).try_reserve(1)
     }
 
-    /// Lowers both shares for every live tenant and for tenants to come.
+    /// Takes one of `tenant`'s worker slots, for a job run for its request.
+    pub(crate) fn worker(&self, tenant: &TenantId) -> Result<Charge, Exhausted> {
+        self.budget(tenant, Share::Workers).try_reserve(1)
+    }
+
+    /// Lowers the shares for every live tenant and for tenants to come.
     ///
     /// All or nothing for the metadata share: a tenant holding more than the
     /// new share refuses it and nothing changes. The admissions share is a
@@ -110,7 +121,15 @@ impl TenantShares {
     /// `requests_per_tenant` itself and refuses lowering it below its use):
     /// a tenant with more admissions in flight keeps its old limit until they
     /// settle.
-    pub(crate) fn lower(&self, metadata: u32, requests: u32) -> Result<Lowered, InUse> {
+    /// The workers share, like the admissions one, is an early refusal in
+    /// front of the worker pool: a tenant running more jobs keeps its old
+    /// limit until they are joined.
+    pub(crate) fn lower(&self, shares: Lowered) -> Result<Lowered, InUse> {
+        let Lowered {
+            metadata,
+            requests,
+            workers,
+        } = shares;
         let table = self.lock();
         let live: Vec<(Arc<Budget>, u32)> = table
             .tenants
@@ -129,16 +148,18 @@ impl TenantShares {
                 return Err(in_use);
             }
         }
-        for budget in table
-            .tenants
-            .values()
-            .filter_map(|accounts| accounts.requests.upgrade())
-        {
-            let _ = budget.set_limit(requests);
+        for accounts in table.tenants.values() {
+            if let Some(budget) = accounts.requests.upgrade() {
+                let _ = budget.set_limit(requests);
+            }
+            if let Some(budget) = accounts.workers.upgrade() {
+                let _ = budget.set_limit(workers);
+            }
         }
         let previous = Lowered {
             metadata: self.metadata_share.swap(metadata, Ordering::AcqRel),
             requests: self.requests_share.swap(requests, Ordering::AcqRel),
+            workers: self.workers_share.swap(workers, Ordering::AcqRel),
         };
         Ok(previous)
     }
@@ -146,7 +167,7 @@ impl TenantShares {
     /// Puts back the shares a later step of a refused lowering had changed.
     pub(crate) fn restore(&self, previous: Lowered) {
         // Raising back to the startup side cannot fail.
-        let _ = self.lower(previous.metadata, previous.requests);
+        let _ = self.lower(previous);
     }
 
     /// `tenant`'s budget for `share`, created at the share in force.
@@ -158,6 +179,7 @@ impl TenantShares {
         let (name, limit) = match share {
             Share::Metadata => ("metadata_per_tenant", &self.metadata_share),
             Share::Requests => ("requests_per_tenant", &self.requests_share),
+            Share::Workers => ("workers_per_tenant", &self.workers_share),
         };
         let budget = Budget::new(name, limit.load(Ordering::Acquire));
         if table.tenants.len() >= table.prune_at {
@@ -183,11 +205,23 @@ impl TenantShares {
     }
 }
 
-/// The shares in force before a lowering, to restore it.
+/// A set of shares: the new ones of a lowering, or those in force before
+/// it, to restore them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Lowered {
-    metadata: u32,
-    requests: u32,
+    pub(crate) metadata: u32,
+    pub(crate) requests: u32,
+    pub(crate) workers: u32,
+}
+
+impl Lowered {
+    pub(crate) fn of(limits: &Limits) -> Self {
+        Self {
+            metadata: limits.metadata_share(),
+            requests: limits.requests_per_tenant,
+            workers: limits.workers_share(),
+        }
+    }
 }
 
 impl Accounts {
@@ -195,6 +229,7 @@ impl Accounts {
         match share {
             Share::Metadata => self.metadata.upgrade(),
             Share::Requests => self.requests.upgrade(),
+            Share::Workers => self.workers.upgrade(),
         }
     }
 
@@ -202,11 +237,14 @@ impl Accounts {
         match share {
             Share::Metadata => self.metadata = Arc::downgrade(budget),
             Share::Requests => self.requests = Arc::downgrade(budget),
+            Share::Workers => self.workers = Arc::downgrade(budget),
         }
     }
 
     fn is_live(&self) -> bool {
-        self.metadata.strong_count() > 0 || self.requests.strong_count() > 0
+        self.metadata.strong_count() > 0
+            || self.requests.strong_count() > 0
+            || self.workers.strong_count() > 0
     }
 }
 
@@ -215,6 +253,7 @@ impl fmt::Debug for TenantShares {
         f.debug_struct("TenantShares")
             .field("metadata_share", &self.metadata_share)
             .field("requests_share", &self.requests_share)
+            .field("workers_share", &self.workers_share)
             .finish_non_exhaustive()
     }
 }

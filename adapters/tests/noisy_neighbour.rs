@@ -137,9 +137,7 @@ async fn poll_then_drop<F: Future>(future: F, polls: usize) {
 async fn futures_poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> bool {
     let mut future = Some(future);
     std::future::poll_fn(|cx| {
-        let ready = future
-            .take()
-            .is_some_and(|f| f.poll(cx).is_ready());
+        let ready = future.take().is_some_and(|f| f.poll(cx).is_ready());
         std::task::Poll::Ready(ready)
     })
     .await
@@ -210,7 +208,10 @@ fn metadata_hog(hood: &Arc<Neighbourhood>, stop: &Stop) -> Attackers {
         let mut held = Vec::new();
         let plan = plan("attacker", 3_000_000);
         loop {
-            match hood.pools.stage_input(&plan, Bytes::from(vec![0u8; 1024 * 1024 - 1])) {
+            match hood
+                .pools
+                .stage_input(&plan, Bytes::from(vec![0u8; 1024 * 1024 - 1]))
+            {
                 Ok(input) => held.push(input),
                 Err(AdmitError::Capacity { resource, .. }) => {
                     assert_eq!(resource, "metadata_per_tenant", "refused at its own share");
@@ -248,7 +249,8 @@ fn looping_calls(
                         tokio::task::yield_now().await;
                         continue;
                     };
-                    let _ = http::call(&hood.pools, &running, &hood.dialer, get(path), limits).await;
+                    let _ =
+                        http::call(&hood.pools, &running, &hood.dialer, get(path), limits).await;
                 }
             })
         })
@@ -279,7 +281,9 @@ async fn a_guests_bad_blob_keys_never_back_off_the_shared_blob_client() {
     let name = "n".repeat(blob::MAX_NAME + 1);
     assert_eq!(
         BlobKey::parse(&name).err(),
-        Some(KeyError::NameLength { len: blob::MAX_NAME + 1 })
+        Some(KeyError::NameLength {
+            len: blob::MAX_NAME + 1
+        })
     );
     let (hood, stop) = neighbourhood().await;
     let attackers = bad_blob_keys(&hood, &stop);
@@ -356,8 +360,20 @@ async fn every_attack_at_once_leaves_the_victim_served() {
     attackers.extend(unread_streams(&hood, &stop));
     attackers.extend(pending_flood(&hood, &stop));
     attackers.extend(metadata_hog(&hood, &stop));
-    attackers.extend(looping_calls(&hood, &stop, "/hang", 8, BodyLimits::default()));
+    attackers.extend(looping_calls(
+        &hood,
+        &stop,
+        "/hang",
+        8,
+        BodyLimits::default(),
+    ));
     attackers.extend(looping_calls(&hood, &stop, "/huge", 2, huge_limits()));
-    attackers.extend(looping_calls(&hood, &stop, "/close", 2, BodyLimits::default()));
+    attackers.extend(looping_calls(
+        &hood,
+        &stop,
+        "/close",
+        2,
+        BodyLimits::default(),
+    ));
     victim_beside("all at once", hood, stop, attackers).await;
 }

@@ -38,6 +38,8 @@ pub enum LimitField {
     RunningPerProvider,
     /// Provider workers (`provider_workers`).
     ProviderWorkers,
+    /// One tenant's share of the provider workers (`workers_per_tenant`).
+    WorkersPerTenant,
     /// Cleanup jobs (`cleanup_jobs`).
     CleanupJobs,
     /// Accounted registry metadata, in bytes (`metadata_bytes`).
@@ -58,7 +60,7 @@ pub enum LimitField {
 
 impl LimitField {
     /// Every field, once each, in the declaration order of [`Limits`](super::Limits).
-    pub const ALL: [LimitField; 22] = [
+    pub const ALL: [LimitField; 23] = [
         Self::RetainedConfigurations,
         Self::ConfiguredClients,
         Self::ClientsPerProvider,
@@ -73,6 +75,7 @@ impl LimitField {
         Self::RunningPerTenant,
         Self::RunningPerProvider,
         Self::ProviderWorkers,
+        Self::WorkersPerTenant,
         Self::CleanupJobs,
         Self::MetadataBytes,
         Self::MetadataPerTenant,
@@ -100,6 +103,7 @@ impl LimitField {
             Self::RunningPerTenant => "running_per_tenant",
             Self::RunningPerProvider => "running_per_provider",
             Self::ProviderWorkers => "provider_workers",
+            Self::WorkersPerTenant => "workers_per_tenant",
             Self::CleanupJobs => "cleanup_jobs",
             Self::MetadataBytes => "metadata_bytes",
             Self::MetadataPerTenant => "metadata_per_tenant",

@@ -25,12 +25,8 @@ const MIB: u32 = 1024 * KIB;
 /// Cross-limit relations checked by [`Limits::validate`], in order: `(field, bound_field)`
 /// means `field` must not exceed `bound_field`. Deliberately no `configured_clients` ≤
 /// `connections`: configured clients may outnumber connections.
-const RELATIONS: [(LimitField, LimitField); 11] = [
+const RELATIONS: [(LimitField, LimitField); 9] = [
     (LimitField::ConnectionsPerClient, LimitField::Connections),
-    (
-        LimitField::ConnectionsPerTenant,
-        LimitField::ConnectionsPerClient,
-    ),
     (LimitField::IdleConnections, LimitField::Connections),
     (
         LimitField::ClientsPerProvider,
@@ -40,7 +36,6 @@ const RELATIONS: [(LimitField, LimitField); 11] = [
     (LimitField::RequestsPerProvider, LimitField::PendingRequests),
     (LimitField::RunningPerTenant, LimitField::RunningRequests),
     (LimitField::RunningPerProvider, LimitField::RunningRequests),
-    (LimitField::MetadataPerTenant, LimitField::MetadataBytes),
     (LimitField::PrivateConfigBytes, LimitField::MetadataBytes),
     (LimitField::DialBackoffInitial, LimitField::DialBackoffMax),
 ];
@@ -82,13 +77,17 @@ pub struct Limits {
     pub running_per_provider: u32,
     /// Provider workers (default 16, ceiling 128).
     pub provider_workers: u32,
+    /// One tenant's share of the provider workers: jobs run for its requests
+    /// (`ProviderPools::spawn_blocking_for`), until joined (default 8,
+    /// ceiling 128); capped at `provider_workers`.
+    pub workers_per_tenant: u32,
     /// Cleanup jobs (default 8, ceiling 128).
     pub cleanup_jobs: u32,
     /// Accounted registry metadata in bytes (default 8 MiB, ceiling 64 MiB).
     pub metadata_bytes: u32,
     /// One tenant's share of the accounted metadata in bytes: its staged
     /// inputs and outputs and its requests' overhead (default 2 MiB, ceiling
-    /// 64 MiB); at most `metadata_bytes`.
+    /// 64 MiB); capped at `metadata_bytes`.
     pub metadata_per_tenant: u32,
     /// Copied private configuration bytes per epoch (default 64 KiB, ceiling 1 MiB);
     /// at most `metadata_bytes`.
@@ -125,6 +124,7 @@ impl Limits {
         running_per_tenant: 16,
         running_per_provider: 32,
         provider_workers: 16,
+        workers_per_tenant: 8,
         cleanup_jobs: 8,
         metadata_bytes: 8 * MIB,
         metadata_per_tenant: 2 * MIB,
@@ -151,6 +151,7 @@ impl Limits {
         running_per_tenant: 1024,
         running_per_provider: 1024,
         provider_workers: 128,
+        workers_per_tenant: 128,
         cleanup_jobs: 128,
         metadata_bytes: 64 * MIB,
         metadata_per_tenant: 64 * MIB,
@@ -179,6 +180,7 @@ impl Limits {
             LimitField::RunningPerTenant => self.running_per_tenant,
             LimitField::RunningPerProvider => self.running_per_provider,
             LimitField::ProviderWorkers => self.provider_workers,
+            LimitField::WorkersPerTenant => self.workers_per_tenant,
             LimitField::CleanupJobs => self.cleanup_jobs,
             LimitField::MetadataBytes => self.metadata_bytes,
             LimitField::MetadataPerTenant => self.metadata_per_tenant,
@@ -197,14 +199,15 @@ impl Limits {
     /// field above [`Limits::CEILING`] ([`LimitsError::AboveCeiling`]), then the first
     /// broken relation ([`LimitsError::Relation`]), fields taken in [`LimitField::ALL`]
     /// order. Relations: `connections_per_client` and `idle_connections` ≤ `connections`;
-    /// `connections_per_tenant` ≤ `connections_per_client`;
     /// `clients_per_provider` ≤ `configured_clients`; `requests_per_tenant` and
     /// `requests_per_provider` ≤ `pending_requests`; `running_per_tenant` and
-    /// `running_per_provider` ≤ `running_requests`; `metadata_per_tenant` ≤
-    /// `metadata_bytes`; `private_config_bytes` ≤
-    /// `metadata_bytes`; `dial_backoff_initial` ≤ `dial_backoff_max`. A per-tenant
-    /// share equal to its total is valid (a single-tenant node); the defaults keep
-    /// every share below its total (ARCHITECTURE.md, "Per-tenant shares").
+    /// `running_per_provider` ≤ `running_requests`; `private_config_bytes` ≤
+    /// `metadata_bytes`; `dial_backoff_initial` ≤ `dial_backoff_max`. The
+    /// per-tenant shares `connections_per_tenant`, `workers_per_tenant` and
+    /// `metadata_per_tenant` have no relation: a share above its total is
+    /// capped at it ([`Limits::connections_share`] and its siblings); the
+    /// defaults keep every share below its total (ARCHITECTURE.md,
+    /// "Per-tenant shares").
     ///
     /// ```
     /// use provider_pools_actors::limits::{LimitField, Limits, LimitsError};
@@ -284,6 +287,24 @@ impl Limits {
         Ok(())
     }
 
+    /// A tenant's share of a client's connections in force:
+    /// `connections_per_tenant`, capped at `connections_per_client`.
+    pub const fn connections_share(&self) -> u32 {
+        min(self.connections_per_tenant, self.connections_per_client)
+    }
+
+    /// A tenant's share of the provider workers in force:
+    /// `workers_per_tenant`, capped at `provider_workers`.
+    pub const fn workers_share(&self) -> u32 {
+        min(self.workers_per_tenant, self.provider_workers)
+    }
+
+    /// A tenant's share of the accounted metadata in force:
+    /// `metadata_per_tenant`, capped at `metadata_bytes`.
+    pub const fn metadata_share(&self) -> u32 {
+        min(self.metadata_per_tenant, self.metadata_bytes)
+    }
+
     /// The dial backoff parameters of these limits.
     pub fn dial_backoff(&self) -> DialBackoff {
         DialBackoff {
@@ -296,6 +317,14 @@ impl Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self::DEFAULT
+    }
+}
+
+const fn min(a: u32, b: u32) -> u32 {
+    if a < b {
+        a
+    } else {
+        b
     }
 }
 

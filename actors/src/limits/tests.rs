@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::{LimitField as F, Limits, LimitsError as E, RELATIONS};
 
 /// The specification's table: (field, default, ceiling); durations in milliseconds.
-const TABLE: [(F, u64, u64); 22] = [
+const TABLE: [(F, u64, u64); 23] = [
     (F::RetainedConfigurations, 32, 256),
     (F::ConfiguredClients, 128, 1_024),
     (F::ClientsPerProvider, 8, 128),
@@ -25,6 +25,7 @@ const TABLE: [(F, u64, u64); 22] = [
     (F::RunningPerTenant, 16, 1_024),
     (F::RunningPerProvider, 32, 1_024),
     (F::ProviderWorkers, 16, 128),
+    (F::WorkersPerTenant, 8, 128),
     (F::CleanupJobs, 8, 128),
     (F::MetadataBytes, 8_388_608, 67_108_864),
     (F::MetadataPerTenant, 2_097_152, 67_108_864),
@@ -53,6 +54,7 @@ fn set(limits: &mut Limits, field: F, value: u32) {
         F::RunningPerTenant => limits.running_per_tenant = value,
         F::RunningPerProvider => limits.running_per_provider = value,
         F::ProviderWorkers => limits.provider_workers = value,
+        F::WorkersPerTenant => limits.workers_per_tenant = value,
         F::CleanupJobs => limits.cleanup_jobs = value,
         F::MetadataBytes => limits.metadata_bytes = value,
         F::MetadataPerTenant => limits.metadata_per_tenant = value,
@@ -196,17 +198,15 @@ type RelationCase = (&'static [(F, u32)], F, u64, F, u64);
 #[test]
 fn each_broken_relation_is_reported_exactly() {
     #[rustfmt::skip]
-    let cases: [RelationCase; 11] = [
+    let cases: [RelationCase; 9] = [
         (&[(F::Connections, 100), (F::ConnectionsPerClient, 200)], F::ConnectionsPerClient, 200, F::Connections, 100),
-        (&[(F::ConnectionsPerTenant, 9)], F::ConnectionsPerTenant, 9, F::ConnectionsPerClient, 8),
         (&[(F::IdleConnections, 300)], F::IdleConnections, 300, F::Connections, 256),
         (&[(F::ConfiguredClients, 4)], F::ClientsPerProvider, 8, F::ConfiguredClients, 4),
         (&[(F::RequestsPerTenant, 200)], F::RequestsPerTenant, 200, F::PendingRequests, 128),
         (&[(F::RequestsPerProvider, 200)], F::RequestsPerProvider, 200, F::PendingRequests, 128),
         (&[(F::RunningPerTenant, 100)], F::RunningPerTenant, 100, F::RunningRequests, 64),
         (&[(F::RunningPerProvider, 100)], F::RunningPerProvider, 100, F::RunningRequests, 64),
-        (&[(F::MetadataPerTenant, 9 * 1_048_576)], F::MetadataPerTenant, 9_437_184, F::MetadataBytes, 8_388_608),
-        (&[(F::MetadataBytes, 32_768), (F::MetadataPerTenant, 32_768)], F::PrivateConfigBytes, 65_536, F::MetadataBytes, 32_768),
+        (&[(F::MetadataBytes, 32_768)], F::PrivateConfigBytes, 65_536, F::MetadataBytes, 32_768),
         (&[(F::DialBackoffInitial, 20_000), (F::DialBackoffMax, 10_000)], F::DialBackoffInitial, 20_000, F::DialBackoffMax, 10_000),
     ];
     let pairs: Vec<(F, F)> = cases.iter().map(|case| (case.1, case.3)).collect();
@@ -309,4 +309,36 @@ fn error_messages_name_field_value_and_bound() {
     let message = "limit dial_backoff_initial = 20000 ms must not exceed \
                    dial_backoff_max = 10000 ms";
     assert_eq!(err.to_string(), message);
+}
+
+#[test]
+fn a_share_above_its_total_is_capped_at_it() {
+    let defaults = Limits::DEFAULT;
+    assert_eq!(
+        (
+            defaults.connections_share(),
+            defaults.workers_share(),
+            defaults.metadata_share()
+        ),
+        (4, 8, 2 * 1_048_576),
+        "the defaults keep every share below its total"
+    );
+    let small = default_with(&[
+        (F::ConnectionsPerClient, 2),
+        (F::ProviderWorkers, 1),
+        (F::MetadataBytes, 1_048_576),
+    ]);
+    assert_eq!(
+        small.validate(),
+        Ok(()),
+        "no relation refuses a large share"
+    );
+    assert_eq!(
+        (
+            small.connections_share(),
+            small.workers_share(),
+            small.metadata_share()
+        ),
+        (2, 1, 1_048_576)
+    );
 }

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use crate::admission::RunningRequest;
 use crate::cleanup::{Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket};
 use crate::connection::PooledConnection;
 use crate::pools::ProviderPools;
@@ -54,6 +55,36 @@ impl ProviderPools {
             return Err(JobError::Closed);
         }
         self.inner.workers.spawn_blocking(job).await
+    }
+
+    /// Runs blocking work for `running`'s request (a file-system call, say)
+    /// on one of the same worker slots, charged first to the request's
+    /// tenant's `workers_per_tenant` share, so one tenant's slow jobs never
+    /// hold every worker.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`ProviderPools::spawn`]: blocking work is never aborted, and the
+    /// tenant's share stays charged until the job is joined.
+    ///
+    /// # Errors
+    ///
+    /// [`JobError::Capacity`] naming `workers_per_tenant` when the tenant's
+    /// share is taken (nothing shared was), and as [`ProviderPools::spawn`].
+    pub async fn spawn_blocking_for<F, T>(
+        &self,
+        running: &RunningRequest,
+        job: F,
+    ) -> Result<JobHandle<T>, JobError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        if !self.is_open() {
+            return Err(JobError::Closed);
+        }
+        let share = self.inner.ledger.tenants.worker(running.plan().tenant())?;
+        self.inner.workers.spawn_blocking_shared(job, share).await
     }
 
     /// Runs explicit trusted operator work (for example a protected secret

@@ -503,7 +503,7 @@ impl State {
         let mut shares_lowered = None;
         if refusal.is_none() {
             let shares = &self.ledger.tenants;
-            match shares.lower(lowered.metadata_per_tenant, lowered.requests_per_tenant) {
+            match shares.lower(crate::tenants::Lowered::of(&lowered)) {
                 Ok(previous) => shares_lowered = Some(previous),
                 Err(in_use) => {
                     refusal = Some(LowerError::InUse {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::TenantShares;
+use super::{Lowered, TenantShares};
 use crate::budget::{Budget, Exhausted};
 use crate::identity::TenantId;
 use crate::limits::Limits;
@@ -107,12 +107,22 @@ fn lowering_refuses_below_a_tenants_use_and_changes_nothing() {
     let _other = shares
         .charge_metadata(&tenant("b"), &shared, 10)
         .expect("share");
-    let refused = shares.lower(50, 4).err().map(|e| (e.used, e.requested));
+    let lowered = |metadata, requests| Lowered {
+        metadata,
+        requests,
+        workers: 8,
+    };
+    let refused = shares
+        .lower(lowered(50, 4))
+        .err()
+        .map(|e| (e.used, e.requested));
     assert_eq!(refused, Some((80, 50)));
     // Nothing changed: b may still reach the old share.
     assert!(shares.charge_metadata(&tenant("b"), &shared, 90).is_ok());
     drop(held);
-    let previous = shares.lower(50, 1).expect("no tenant above 50 now");
+    let previous = shares
+        .lower(lowered(50, 1))
+        .expect("no tenant above 50 now");
     let new_tenant = shares.charge_metadata(&tenant("c"), &shared, 60);
     assert_eq!(new_tenant.err().map(|e| e.limit), Some(50));
     let c = tenant("c");
@@ -135,4 +145,21 @@ fn charges_keep_their_budget_alive_across_clones_of_the_table() {
         "same budget, still full"
     );
     drop(held);
+}
+
+#[test]
+fn worker_slots_are_counted_per_tenant_up_to_the_share() {
+    let shares = TenantShares::new(&Limits {
+        workers_per_tenant: 1,
+        ..Limits::DEFAULT
+    });
+    let held = shares.worker(&tenant("a")).expect("one");
+    let refused = shares
+        .worker(&tenant("a"))
+        .err()
+        .map(|e| (e.resource, e.limit));
+    assert_eq!(refused, Some(("workers_per_tenant", 1)));
+    assert!(shares.worker(&tenant("b")).is_ok(), "b has its own share");
+    drop(held);
+    assert!(shares.worker(&tenant("a")).is_ok());
 }

@@ -51,7 +51,12 @@ impl Actor for WorkerPoolActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match msg.open() {
-            Msg::Spawn { kind, work, reply } => state.spawn(kind, work, reply),
+            Msg::Spawn {
+                kind,
+                work,
+                share,
+                reply,
+            } => state.spawn(kind, work, share, reply),
             Msg::Finished { id } => state.finished(id).await,
             Msg::WhenIdle { reply } => state.when_idle(reply),
             Msg::Counts { reply } => {

@@ -91,6 +91,9 @@ pub(crate) enum Msg {
     Spawn {
         kind: JobKind,
         work: Work,
+        /// The tenant's worker share, when the job runs for a request; held
+        /// with the job's other charges until it is joined.
+        share: Option<crate::budget::Charge>,
         reply: oneshot::Sender<Result<u64, JobError>>,
     },
     /// Job `id`'s task ended (sent by its drop guard on its reserved slot):

@@ -105,7 +105,7 @@ impl WorkerPool {
             let output = make().await;
             result.send(output);
         }));
-        self.submit(JobKind::Async, work, answer).await
+        self.submit(JobKind::Async, work, None, answer).await
     }
 
     /// Runs the blocking closure `job` on the runtime's blocking threads.
@@ -123,7 +123,29 @@ impl WorkerPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.blocking(JobKind::Blocking, job).await
+        self.blocking(JobKind::Blocking, job, None).await
+    }
+
+    /// As [`WorkerPool::spawn_blocking`], holding `share` (a tenant's worker
+    /// share) with the job's charges until it is joined.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`WorkerPool::spawn`]; a refused job returns `share` at once.
+    ///
+    /// # Errors
+    ///
+    /// As [`WorkerPool::spawn`].
+    pub(crate) async fn spawn_blocking_shared<F, T>(
+        &self,
+        job: F,
+        share: crate::budget::Charge,
+    ) -> Result<JobHandle<T>, JobError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.blocking(JobKind::Blocking, job, Some(share)).await
     }
 
     /// Runs trusted operator work (a secret reload, say) on the same worker
@@ -143,23 +165,29 @@ impl WorkerPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.blocking(JobKind::Control, job).await
+        self.blocking(JobKind::Control, job, None).await
     }
 
-    async fn blocking<F, T>(&self, kind: JobKind, job: F) -> Result<JobHandle<T>, JobError>
+    async fn blocking<F, T>(
+        &self,
+        kind: JobKind,
+        job: F,
+        share: Option<crate::budget::Charge>,
+    ) -> Result<JobHandle<T>, JobError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         let (result, answer) = ResultSlot::new();
         let work = Work::Blocking(Box::new(move || result.send(job())));
-        self.submit(kind, work, answer).await
+        self.submit(kind, work, share, answer).await
     }
 
     async fn submit<T>(
         &self,
         kind: JobKind,
         work: Work,
+        share: Option<crate::budget::Charge>,
         answer: oneshot::Receiver<Result<T, JobError>>,
     ) -> Result<JobHandle<T>, JobError> {
         if self.is_closed() {
@@ -167,7 +195,12 @@ impl WorkerPool {
         }
         let (reply, accepted) = oneshot::channel();
         self.mailbox
-            .try_send(Msg::Spawn { kind, work, reply })
+            .try_send(Msg::Spawn {
+                kind,
+                work,
+                share,
+                reply,
+            })
             .map_err(|e| match e {
                 MailboxError::Busy(_) | MailboxError::Timeout(_) => JobError::Busy,
                 MailboxError::Closed => JobError::Closed,

@@ -16,6 +16,7 @@ pub(crate) struct Held {
     kind: JobKind,
     _worker: Charge,
     _metadata: Charge,
+    _share: Option<Charge>,
 }
 
 pub(crate) struct State {
@@ -49,9 +50,10 @@ impl State {
         &mut self,
         kind: JobKind,
         work: Work,
+        share: Option<Charge>,
         reply: oneshot::Sender<Result<u64, JobError>>,
     ) {
-        let accepted = self.accept(kind, work);
+        let accepted = self.accept(kind, work, share);
         // The gauge counts the job before its caller hears it was accepted.
         self.report();
         let _ = reply.send(accepted);
@@ -59,16 +61,26 @@ impl State {
 
     /// Accepts `work`, or refuses it; refused work is dropped unrun here,
     /// with any destructor panic of what it captured contained.
-    fn accept(&mut self, kind: JobKind, work: Work) -> Result<u64, JobError> {
+    fn accept(
+        &mut self,
+        kind: JobKind,
+        work: Work,
+        share: Option<Charge>,
+    ) -> Result<u64, JobError> {
         let mut work = Some(work);
-        let accepted = self.try_accept(kind, &mut work);
+        let accepted = self.try_accept(kind, &mut work, share);
         if let Some(refused) = work {
             crate::contain::drop_contained(refused, "a refused job");
         }
         accepted
     }
 
-    fn try_accept(&mut self, kind: JobKind, work: &mut Option<Work>) -> Result<u64, JobError> {
+    fn try_accept(
+        &mut self,
+        kind: JobKind,
+        work: &mut Option<Work>,
+        share: Option<Charge>,
+    ) -> Result<u64, JobError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(JobError::Closed);
         }
@@ -94,6 +106,7 @@ impl State {
             kind,
             _worker: worker,
             _metadata: metadata,
+            _share: share,
         };
         self.tasks.insert(id, join, held);
         tracing::trace!(job = id, ?kind, "job accepted");

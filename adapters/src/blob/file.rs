@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use provider_pools_actors::{
-    DialError, DialErrorKind, DialTarget, Dialer, JobError, ProviderPools,
+    DialError, DialErrorKind, DialTarget, Dialer, JobError, ProviderPools, RunningRequest,
 };
 
 use crate::blob::root::{BlobRoot, PathRefusal};
@@ -26,6 +26,8 @@ pub(crate) enum Mode {
 /// Opens one file under the slot's root, on a worker slot.
 pub(crate) struct BlobOpener {
     pub(crate) pools: ProviderPools,
+    /// The request the open runs for: its tenant's worker share pays.
+    pub(crate) running: RunningRequest,
     pub(crate) key: BlobKey,
     pub(crate) mode: Mode,
 }
@@ -133,7 +135,7 @@ impl Dialer for BlobOpener {
         let (root, key, mode) = (target.target.to_owned(), self.key.clone(), self.mode);
         let job = self
             .pools
-            .spawn_blocking(move || open(&root, &key, mode))
+            .spawn_blocking_for(&self.running, move || open(&root, &key, mode))
             .await
             .map_err(|e| {
                 // No worker slot: our own limit, not the root's failure.

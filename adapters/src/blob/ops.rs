@@ -13,13 +13,21 @@ use crate::blob::file::{BlobFile, BlobOpener, Mode};
 use crate::blob::root::{BlobRoot, PathRefusal};
 use crate::blob::{BlobError, BlobKey, BlobLimits, BlobMeta};
 
-/// Runs blocking file-system work on a worker slot and waits for it.
-async fn on_worker<T, F>(pools: &ProviderPools, work: F) -> Result<T, BlobError>
+/// Runs blocking file-system work for `running` on a worker slot (charged to
+/// its tenant's worker share first) and waits for it.
+async fn on_worker<T, F>(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    work: F,
+) -> Result<T, BlobError>
 where
     F: FnOnce() -> Result<T, BlobError> + Send + 'static,
     T: Send + 'static,
 {
-    let job = pools.spawn_blocking(work).await.map_err(BlobError::Job)?;
+    let job = pools
+        .spawn_blocking_for(running, work)
+        .await
+        .map_err(BlobError::Job)?;
     job.join().await.map_err(BlobError::Job)?
 }
 
@@ -47,7 +55,7 @@ pub async fn head(
     key: &BlobKey,
 ) -> Result<BlobMeta, BlobError> {
     let (root, key) = (root_of(running)?, key.clone());
-    on_worker(pools, move || {
+    on_worker(pools, running, move || {
         let root = BlobRoot::open(&root).map_err(BlobError::io)?;
         let path = root.existing(&key).map_err(BlobError::io)??;
         let len = fs::metadata(path).map_err(BlobError::io)?.len();
@@ -71,7 +79,7 @@ pub async fn delete(
     key: &BlobKey,
 ) -> Result<(), BlobError> {
     let (root, key) = (root_of(running)?, key.clone());
-    on_worker(pools, move || {
+    on_worker(pools, running, move || {
         let root = BlobRoot::open(&root).map_err(BlobError::io)?;
         let path = root.existing(&key).map_err(BlobError::io)??;
         fs::remove_file(path).map_err(BlobError::io)
@@ -96,7 +104,7 @@ pub async fn list(
     limits: BlobLimits,
 ) -> Result<Vec<String>, BlobError> {
     let (root, prefix) = (root_of(running)?, prefix.cloned());
-    on_worker(pools, move || {
+    on_worker(pools, running, move || {
         let root = BlobRoot::open(&root).map_err(BlobError::io)?;
         let dir = root.directory(prefix.as_ref()).map_err(BlobError::io)??;
         let mut keys = Vec::new();
@@ -155,6 +163,7 @@ pub async fn put(
     root_of(running)?;
     let opener = BlobOpener {
         pools: pools.clone(),
+        running: running.clone(),
         key: key.clone(),
         mode: Mode::Write,
     };
@@ -173,7 +182,7 @@ pub async fn put(
         BlobFile::Reading { .. } => return Err(BlobError::NotBlob),
     };
     let file = file.ok_or(BlobError::Closed)?;
-    let file = on_worker(pools, move || {
+    let file = on_worker(pools, running, move || {
         let mut file = file;
         file.write_all(&body).map_err(BlobError::io)?;
         file.sync_all().map_err(BlobError::io)?;
@@ -215,6 +224,7 @@ pub async fn get(
     root_of(running)?;
     let opener = BlobOpener {
         pools: pools.clone(),
+        running: running.clone(),
         key: key.clone(),
         mode: Mode::Read,
     };
@@ -288,7 +298,7 @@ impl BlobReader {
         let want = self
             .chunk
             .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
-        let read = on_worker(&self.pools, move || {
+        let read = on_worker(&self.pools, &self.running, move || {
             let mut buf = vec![0; want];
             let n = file.read(&mut buf).map_err(BlobError::io)?;
             buf.truncate(n);

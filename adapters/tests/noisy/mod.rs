@@ -64,14 +64,9 @@ impl Neighbourhood {
         let root = dir.path().join("root");
         std::fs::create_dir(&root).expect("blob root");
         std::fs::write(root.join("file.txt"), b"a file").expect("file.txt");
-        let config = support::provider_config(
-            "files",
-            OriginKind::Blob,
-            &root.display().to_string(),
-            &[],
-        );
-        let files =
-            support::install_provider(&pools, "files", "file:local", config, b"", 0).await;
+        let config =
+            support::provider_config("files", OriginKind::Blob, &root.display().to_string(), &[]);
+        let files = support::install_provider(&pools, "files", "file:local", config, b"", 0).await;
         let dialer = HttpDialer::new(pools.clone());
         Self {
             pools,
@@ -133,12 +128,19 @@ impl Neighbourhood {
                 other => Err(format!("get answered {other:?}")),
             };
         }
-        let key = BlobKey::parse(&format!("victim/{submitter}-{round}")).map_err(|e| e.to_string())?;
+        let key =
+            BlobKey::parse(&format!("victim/{submitter}-{round}")).map_err(|e| e.to_string())?;
         let body = Bytes::from(format!("round {round}"));
         let running = self.start(&self.files, OriginKind::Blob, plan).await?;
-        blob::put(&self.pools, &running, &key, body.clone(), BlobLimits::default())
-            .await
-            .map_err(|e| format!("put: {e}"))?;
+        blob::put(
+            &self.pools,
+            &running,
+            &key,
+            body.clone(),
+            BlobLimits::default(),
+        )
+        .await
+        .map_err(|e| format!("put: {e}"))?;
         let mut reader = blob::get(&self.pools, &running, &key, BlobLimits::default())
             .await
             .map_err(|e| format!("get blob: {e}"))?;
@@ -165,7 +167,9 @@ impl Neighbourhood {
                         Ok(()) => {
                             outcome.ok += 1;
                             let micros = asked.elapsed().as_micros();
-                            outcome.micros.push(u64::try_from(micros).unwrap_or(u64::MAX));
+                            outcome
+                                .micros
+                                .push(u64::try_from(micros).unwrap_or(u64::MAX));
                         }
                         Err(e) => outcome.failures.push(format!("round {round}: {e}")),
                     }
