@@ -265,3 +265,52 @@ async fn a_held_chunk_keeps_its_charge_and_the_request_after_the_stream_is_gone(
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_stream_past_its_deadline_is_closed_by_its_driver_and_keeps_its_charges() {
+    let mut origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(200);
+    let plan = support::plan_until("t", 1, deadline);
+    let request = support::running_plan(
+        &pools,
+        &receipt,
+        plan,
+        provider_pools_actors::OriginKind::Http,
+        provider_pools_actors::Bytes::new(),
+    )
+    .await;
+    let mut stream = call_streaming(
+        &pools,
+        &request,
+        &dialer,
+        get("/hang"),
+        BodyLimits::default(),
+    )
+    .await
+    .expect("200");
+    drop(request);
+    // Nobody reads: the driver alone closes the socket at the deadline, and
+    // the origin reads EOF.
+    origin.client_closed().await;
+    // The stream still owns its connection charge and its running owner.
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.running_requests, snapshot.connections.active),
+        (1, 1),
+        "{snapshot:?}"
+    );
+    for _ in 0..2 {
+        let read = bounded("a refused read", stream.next_chunk()).await;
+        assert!(matches!(read, Some(Err(HttpError::Timeout))), "{read:?}");
+    }
+    assert_eq!(pools.snapshot().running_requests, 1, "still owned");
+    drop(stream);
+    eventually("the stream's charges returned once it was dropped", || {
+        let snapshot = pools.snapshot();
+        snapshot.running_requests == 0 && snapshot.connections == ConnectionCounts::default()
+    })
+    .await;
+}

@@ -13,6 +13,9 @@
 //! - An [`HttpConnection`] owns the request sender and the driver's handle;
 //!   dropping it drops the sender, which ends the driver and closes the
 //!   socket (the origin reads EOF).
+//! - A connection in use carries its request's deadline; the driver closes
+//!   the socket when it passes, whether or not anyone still reads (an
+//!   unread stream held past its deadline keeps no socket open).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +29,8 @@ use provider_pools_actors::{
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
 
 use crate::http::origin::ApprovedOrigin;
 use crate::http::tls;
@@ -75,12 +79,21 @@ impl fmt::Debug for HttpDialer {
 /// finish and close the socket.
 pub struct HttpConnection {
     sender: SendRequest<Full<Bytes>>,
+    /// The deadline of the request using the connection, for its driver.
+    expiry: watch::Sender<Option<Instant>>,
     _driver: JobHandle<()>,
 }
 
 impl HttpConnection {
     pub(crate) fn sender(&mut self) -> &mut SendRequest<Full<Bytes>> {
         &mut self.sender
+    }
+
+    /// Tells the driver the deadline of the request now using the
+    /// connection (`None` while it is idle): past it, the driver closes the
+    /// socket.
+    pub(crate) fn expire_at(&self, deadline: Option<Instant>) {
+        self.expiry.send_replace(deadline);
     }
 
     /// True once the connection can carry no more requests.
@@ -124,18 +137,23 @@ impl Dialer for HttpDialer {
             None
         };
         let (hand_over, driver) = oneshot::channel::<Driver>();
-        let job = self.pools.spawn(move || drive(driver)).await.map_err(|e| {
-            // No worker slot for the driver: our own limit, not the origin's
-            // failure, so the client is not put into backoff.
-            let kind = match e {
-                JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
-                _ => DialErrorKind::Other,
-            };
-            DialError::new(
-                kind,
-                format!("no provider job for the connection driver: {e}"),
-            )
-        })?;
+        let (expiry, expiring) = watch::channel(None);
+        let job = self
+            .pools
+            .spawn(move || drive(driver, expiring))
+            .await
+            .map_err(|e| {
+                // No worker slot for the driver: our own limit, not the origin's
+                // failure, so the client is not put into backoff.
+                let kind = match e {
+                    JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
+                    _ => DialErrorKind::Other,
+                };
+                DialError::new(
+                    kind,
+                    format!("no provider job for the connection driver: {e}"),
+                )
+            })?;
         let stream = TcpStream::connect(origin.connect_address())
             .await
             .map_err(connect_error)?;
@@ -156,18 +174,43 @@ impl Dialer for HttpDialer {
         })?;
         Ok(HttpConnection {
             sender,
+            expiry,
             _driver: job,
         })
     }
 }
 
 /// The driver job: runs the connection once it is handed over; ends at
-/// once when the dial gave up.
-async fn drive(driver: oneshot::Receiver<Driver>) {
-    if let Ok(connection) = driver.await {
-        // The connection ends when its sender is dropped or the origin
-        // closes; either way the socket is closed when this returns.
-        let _ = connection.await;
+/// once when the dial gave up, and closes the socket when the deadline of
+/// the request using it passes.
+async fn drive(driver: oneshot::Receiver<Driver>, mut expiry: watch::Receiver<Option<Instant>>) {
+    let Ok(connection) = driver.await else {
+        return;
+    };
+    // The connection ends when its sender is dropped or the origin closes;
+    // either way the socket is closed when this returns.
+    let mut connection = std::pin::pin!(connection);
+    loop {
+        let deadline = *expiry.borrow_and_update();
+        tokio::select! {
+            _ = &mut connection => return,
+            changed = expiry.changed() => {
+                if changed.is_err() {
+                    // The connection was dropped: its sender too.
+                    let _ = connection.await;
+                    return;
+                }
+            }
+            () = expired(deadline) => return,
+        }
+    }
+}
+
+/// Resolves at `deadline`; never without one.
+async fn expired(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -117,6 +117,7 @@ pub(crate) async fn send(
     let request = build(running, request)?;
     let request_close = asks_close(request.headers());
     let mut conn = checkout(pools, running, dialer).await?;
+    conn.get().expire_at(Some(running.deadline()));
     let sender = conn.get_mut().sender();
     sender.ready().await.map_err(|source| HttpError::Protocol {
         phase: "sending the request",
@@ -247,6 +248,7 @@ pub(crate) async fn park_if_reusable(
         }
     };
     if ready && sender.is_ready() {
+        conn.get().expire_at(None);
         conn.park();
     }
 }

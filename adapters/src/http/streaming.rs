@@ -10,6 +10,11 @@
 //!   the connection ready again, parks the connection; dropping the stream
 //!   earlier destroys it (the origin reads EOF).
 //! - Chunks handed out are the consumer's: they are not charged here.
+//! - Past the request's deadline the connection's driver closes the socket
+//!   even if nobody reads, and the stream refuses every further read with
+//!   `Timeout`; its connection charges and running owner stay with it until
+//!   it is dropped (the specification's ownership rule), so a host should
+//!   drop expired activations' streams.
 
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
@@ -36,6 +41,8 @@ pub struct ResponseStream {
     received: usize,
     max: usize,
     deadline: Instant,
+    /// The deadline passed: every read is refused.
+    expired: bool,
 }
 
 impl std::fmt::Debug for ResponseStream {
@@ -84,6 +91,7 @@ pub async fn call_streaming(
         received: 0,
         max: limits.max_response,
         deadline: running.deadline(),
+        expired: false,
     })
 }
 
@@ -115,15 +123,20 @@ impl ResponseStream {
     ///
     /// # Errors
     ///
-    /// [`HttpError::ResponseTooLarge`], [`HttpError::Protocol`] and
-    /// [`HttpError::Timeout`] (the request's deadline); each destroys the
-    /// connection and releases the running owner.
+    /// [`HttpError::ResponseTooLarge`] and [`HttpError::Protocol`] destroy
+    /// the connection and release the running owner. [`HttpError::Timeout`]
+    /// (the request's deadline passed; its driver has closed the socket) is
+    /// answered to this and every later read, while the stream keeps its
+    /// connection charges and running owner until it is dropped.
     pub async fn next_chunk(&mut self) -> Option<Result<StagedOutput, HttpError>> {
         self.running.as_ref()?;
+        if self.expired || Instant::now() >= self.deadline {
+            return Some(Err(self.expire()));
+        }
         loop {
             let body = self.body.as_mut()?;
             let frame = match tokio::time::timeout_at(self.deadline, body.frame()).await {
-                Err(_) => return Some(Err(self.fail(HttpError::Timeout))),
+                Err(_) => return Some(Err(self.expire())),
                 Ok(None) => {
                     self.finish().await;
                     return None;
@@ -151,6 +164,14 @@ impl ResponseStream {
                 return Some(running.stage_output(data).map_err(HttpError::Staging));
             }
         }
+    }
+
+    /// The deadline passed: no more reads, but what the stream owns stays
+    /// with it until it is dropped.
+    fn expire(&mut self) -> HttpError {
+        self.expired = true;
+        self.body = None;
+        HttpError::Timeout
     }
 
     /// Ends the stream: drops the body (so the driver stops waiting for
