@@ -79,7 +79,10 @@ async fn a_reconnect_storm_dials_once_per_backoff_window() {
     let (pools, receipt) = refusing_pools(limits).await;
     let mut requests = Vec::with_capacity(REQUESTS);
     for session in 0..REQUESTS {
-        requests.push(running(&pools, &receipt, "t", session as u64).await);
+        // One tenant each: a tenant's callers on one client count against
+        // its connection share, and this storm is about the client.
+        let tenant = format!("t{session}");
+        requests.push(running(&pools, &receipt, &tenant, session as u64).await);
     }
     let dialer = Arc::new(TcpDialer::default());
 

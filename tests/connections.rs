@@ -136,17 +136,17 @@ async fn a_saturated_client_refuses_at_once() {
     let origin = origin().await;
     let limits = Limits {
         connections_per_client: 1,
-        connections_per_tenant: 1,
         ..Limits::DEFAULT
     };
     let (pools, receipt) = pools_for(&origin, limits).await;
     let dialer = TcpDialer::default();
-    let first = running(&pools, &receipt, "t", 1).await;
+    let first = running(&pools, &receipt, "a", 1).await;
     let _held = pools
         .reserve_connection(&first, &dialer)
         .await
         .expect("dialed");
-    let second = running(&pools, &receipt, "t", 2).await;
+    // Another tenant: within its own share, the client itself is full.
+    let second = running(&pools, &receipt, "b", 2).await;
     assert_eq!(
         pools.reserve_connection(&second, &dialer).await.err(),
         Some(ConnectError::Capacity {
@@ -205,4 +205,45 @@ async fn a_retired_registry_opens_no_connection() {
             .err(),
         Some(ConnectError::Closed)
     );
+}
+
+#[tokio::test]
+async fn a_tenant_at_its_share_of_a_client_is_refused_before_anything_shared() {
+    let origin = origin().await;
+    let (pools, receipt) = pools_for(&origin, Limits::DEFAULT).await;
+    let dialer = TcpDialer::default();
+    let share = Limits::DEFAULT.connections_per_tenant;
+    let mut held = Vec::new();
+    for session in 0..share {
+        let request = running(&pools, &receipt, "hog", u64::from(session)).await;
+        let conn = pools
+            .reserve_connection(&request, &dialer)
+            .await
+            .expect("within the share");
+        held.push(conn);
+    }
+    // One more for the hog is its own refusal; the client still has room.
+    let before = pools.snapshot();
+    let more = running(&pools, &receipt, "hog", 100).await;
+    assert_eq!(
+        pools.reserve_connection(&more, &dialer).await.err(),
+        Some(ConnectError::Capacity {
+            resource: "connections_per_tenant",
+            used: share,
+            limit: share,
+        })
+    );
+    assert_eq!(
+        pools.snapshot().connections,
+        before.connections,
+        "nothing shared taken"
+    );
+    let other = running(&pools, &receipt, "other", 101).await;
+    let theirs = pools.reserve_connection(&other, &dialer).await;
+    assert!(theirs.is_ok(), "another tenant dials: {theirs:?}");
+    // A parked connection is no tenant's: the hog may take it again only
+    // within its share, which parking freed.
+    held.pop().expect("one held").park();
+    let again = pools.reserve_connection(&more, &dialer).await;
+    assert!(again.as_ref().is_ok_and(|c| c.is_reused()), "{again:?}");
 }

@@ -80,6 +80,7 @@ impl DialPermit {
     pub(crate) fn finish<T: Send + 'static>(
         mut self,
         dialed: Result<T, DialError>,
+        tenant: crate::budget::Charge,
         owner: RunningRequest,
     ) -> Result<PooledConnection<T>, ConnectError> {
         self.report(match &dialed {
@@ -91,6 +92,7 @@ impl DialPermit {
         Ok(PooledConnection::new(
             conn,
             charges,
+            tenant,
             Arc::clone(&self.epoch),
             self.client,
             false,

@@ -1,8 +1,10 @@
 //! [`PooledConnection`]: one real connection, its charges and its owner.
 //!
-//! Field order is drop order: the resource first, then the charges it held,
+//! Field order is drop order: the resource first, then the charges it held
+//! (the node's and the client's, then its tenant's share of the client),
 //! then the gauges, then the activation. Nothing is refunded before the
-//! resource is gone.
+//! resource is gone. An idle connection belongs to no tenant: parking
+//! returns the tenant's share, a checkout takes it again.
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -71,6 +73,8 @@ pub struct PooledConnection<T: Send + 'static> {
     /// and a checkout moves it back, with no allocation.
     conn: Box<T>,
     charges: ConnCharges,
+    /// One of the request's tenant's `connections_per_tenant` on this client.
+    tenant: Charge,
     gauge: ActiveGauge,
     client: usize,
     reused: bool,
@@ -81,6 +85,7 @@ impl<T: Send + 'static> PooledConnection<T> {
     pub(crate) fn new(
         conn: Box<T>,
         charges: ConnCharges,
+        tenant: Charge,
         epoch: Arc<PublishedEpoch>,
         client: usize,
         reused: bool,
@@ -89,6 +94,7 @@ impl<T: Send + 'static> PooledConnection<T> {
         Self {
             conn,
             charges,
+            tenant,
             gauge: ActiveGauge::new(epoch),
             client,
             reused,
@@ -118,13 +124,15 @@ impl<T: Send + 'static> PooledConnection<T> {
         let Self {
             conn,
             charges,
+            tenant,
             gauge,
             client: _,
             reused: _,
             _owner,
         } = self;
-        // Tuple fields drop in order: charges, then the gauge, then the owner.
-        (*conn, Box::new((charges, gauge, _owner)))
+        // Tuple fields drop in order: charges, the tenant's share, then the
+        // gauge, then the owner.
+        (*conn, Box::new((charges, tenant, gauge, _owner)))
     }
 
     /// Returns the connection to its client's idle pool.
@@ -138,6 +146,7 @@ impl<T: Send + 'static> PooledConnection<T> {
         let Self {
             conn,
             charges,
+            tenant,
             gauge,
             client,
             reused: _,
@@ -154,6 +163,8 @@ impl<T: Send + 'static> PooledConnection<T> {
         };
         // Destroyed there (the resource before its charges) if refused.
         idle::park(&epoch, client, entry);
+        // Idle, it is no tenant's any more.
+        drop(tenant);
         drop(_owner);
     }
 }

@@ -27,6 +27,7 @@ use crate::identity::{Authority, Epoch, InstanceId, OriginKind, OriginSlot, Prov
 use crate::ledger::Ledger;
 use crate::mailbox::{Mailbox, ReleaseSlot};
 use crate::registry::Msg as RegistryMsg;
+use crate::tenants::ShareTable;
 
 /// The identity of one configured client: a private, monotonic instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -63,6 +64,9 @@ struct ConfiguredClient {
     id: ClientId,
     /// This client's connections, against `connections_per_client`.
     connections: Arc<Budget>,
+    /// Each tenant's connections of this client (dialing or checked out),
+    /// against `connections_per_tenant`.
+    tenants: ShareTable,
     /// What an adapter built for this client, kept for the epoch's life.
     adapter: AdapterState,
     /// This client's parked connections.
@@ -100,6 +104,8 @@ pub(crate) struct EpochParts {
     pub(crate) credential: Credential,
     pub(crate) drain_notice: ReleaseSlot<RegistryMsg>,
     pub(crate) connections_per_client: u32,
+    /// A tenant's share of each client's connections.
+    pub(crate) connections_share: u32,
     pub(crate) ledger: Arc<Ledger>,
 }
 
@@ -114,6 +120,7 @@ impl PublishedEpoch {
             credential,
             drain_notice,
             connections_per_client,
+            connections_share,
             ledger,
         } = parts;
         let mut clients: Vec<ConfiguredClient> = config
@@ -124,6 +131,7 @@ impl PublishedEpoch {
                 kind: origin.kind,
                 id: ClientId(InstanceId::next().get()),
                 connections: Budget::new("connections_per_client", connections_per_client),
+                tenants: ShareTable::new("connections_per_tenant", connections_share),
                 adapter: AdapterState::default(),
                 idle: IdleStash::default(),
             })
@@ -241,6 +249,16 @@ impl PublishedEpoch {
     /// The connection budget of client `index`.
     pub(crate) fn client_connections(&self, index: usize) -> Option<&Arc<Budget>> {
         self.clients.get(index).map(|c| &c.connections)
+    }
+
+    /// Each tenant's share of client `index`'s connections.
+    pub(crate) fn client_tenants(&self, index: usize) -> Option<&ShareTable> {
+        self.clients.get(index).map(|c| &c.tenants)
+    }
+
+    /// Every client's per-tenant connection shares.
+    pub(crate) fn all_client_tenants(&self) -> impl Iterator<Item = &ShareTable> {
+        self.clients.iter().map(|c| &c.tenants)
     }
 
     /// Every client's connection budget.

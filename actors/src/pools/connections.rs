@@ -53,13 +53,19 @@ impl ProviderPools {
             return Err(ConnectError::Closed);
         }
         let (epoch, client) = running.client().epoch_entry();
+        // The tenant's share of this client first, before anything shared
+        // (an idle connection, the node's and the client's charges).
+        let tenant = epoch
+            .client_tenants(client)
+            .ok_or(ConnectError::Closed)?
+            .charge(running.plan().tenant(), 1)?;
         let type_id = TypeId::of::<D::Conn>();
         let idle_age = self.inner.ledger.idle_age();
         if let Some(entry) = epoch
             .idle(client)
             .and_then(|stash| stash.take(type_id, idle_age))
         {
-            return reused(entry, epoch, client, running);
+            return reused(entry, tenant, epoch, client, running);
         }
         let mailbox = epoch.actor().ok_or(ConnectError::Closed)?;
         let (reply, answer) = oneshot::channel();
@@ -77,7 +83,7 @@ impl ProviderPools {
             .map_err(|_| ConnectError::Timeout)?
             .map_err(|_| ConnectError::Closed)?;
         match answer {
-            Checkout::Idle(entry) => reused(entry, epoch, client, running),
+            Checkout::Idle(entry) => reused(entry, tenant, epoch, client, running),
             Checkout::Dial(mut permit) => {
                 let lease = running.client();
                 let span = tracing::debug_span!(
@@ -100,7 +106,7 @@ impl ProviderPools {
                     .await
                     .map_err(|_| ConnectError::Timeout);
                 match dialed {
-                    Ok(dialed) => permit.finish(dialed, running.clone()),
+                    Ok(dialed) => permit.finish(dialed, tenant, running.clone()),
                     // Dropping the permit reports a cancelled dial.
                     Err(timeout) => Err(timeout),
                 }
@@ -114,6 +120,7 @@ impl ProviderPools {
 /// connection charges stay with it.
 fn reused<T: Send + 'static>(
     entry: IdleConn,
+    tenant: crate::budget::Charge,
     epoch: &Arc<PublishedEpoch>,
     client: usize,
     running: &RunningRequest,
@@ -129,6 +136,7 @@ fn reused<T: Send + 'static>(
         Ok(conn) => Ok(PooledConnection::new(
             conn,
             charges,
+            tenant,
             Arc::clone(epoch),
             client,
             true,

@@ -189,6 +189,7 @@ impl State {
             credential,
             drain_notice,
             connections_per_client: self.limits.connections_per_client,
+            connections_share: self.limits.connections_share(),
             ledger: Arc::clone(&self.ledger),
         });
         let handle = EpochHandle::spawn(
@@ -501,6 +502,28 @@ impl State {
             }
         }
         let mut shares_lowered = None;
+        let client_shares: Vec<&crate::tenants::ShareTable> = self
+            .epochs
+            .values()
+            .flat_map(|record| record.published.all_client_tenants())
+            .collect();
+        let mut client_shares_lowered = Vec::new();
+        if refusal.is_none() {
+            let share = lowered.connections_share();
+            for table in &client_shares {
+                match table.set_share(share, true) {
+                    Ok(previous) => client_shares_lowered.push((*table, previous)),
+                    Err(in_use) => {
+                        refusal = Some(LowerError::InUse {
+                            field: LimitField::ConnectionsPerTenant,
+                            used: in_use.used,
+                            requested: share,
+                        });
+                        break;
+                    }
+                }
+            }
+        }
         if refusal.is_none() {
             let shares = &self.ledger.tenants;
             match shares.lower(crate::tenants::Lowered::of(&lowered)) {
@@ -520,6 +543,9 @@ impl State {
         if let Some(refusal) = refusal {
             if let Some(previous) = shares_lowered {
                 self.ledger.tenants.restore(previous);
+            }
+            for (table, previous) in client_shares_lowered {
+                let _ = table.set_share(previous, false);
             }
             for (budget, previous) in lowered_so_far {
                 // Restoring a higher limit cannot fail.

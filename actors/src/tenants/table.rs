@@ -1,0 +1,117 @@
+//! [`ShareTable`]: one per-tenant budget per tenant that holds something,
+//! all with the same limit (the share).
+//!
+//! Invariants:
+//! - A tenant's budget lives exactly as long as a charge on it: the table
+//!   keeps only weak references, so a budget found dead has no charge left
+//!   and its replacement starting at zero is exact.
+//! - Dead entries are pruned as the table grows, so its size follows the
+//!   tenants holding something, not every tenant ever seen.
+//! - The lock is held for a lookup or a lowering only, never across a drop
+//!   of a charge or an await.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use crate::budget::{Budget, Charge, Exhausted, InUse};
+use crate::identity::TenantId;
+
+const PRUNE_FLOOR: usize = 64;
+
+/// Per-tenant budgets named `name`, each limited to the share in force.
+pub(crate) struct ShareTable {
+    name: &'static str,
+    share: AtomicU32,
+    table: Mutex<Table>,
+}
+
+struct Table {
+    tenants: HashMap<TenantId, Weak<Budget>>,
+    /// Dead entries are pruned when the table reaches this size.
+    prune_at: usize,
+}
+
+impl ShareTable {
+    pub(crate) fn new(name: &'static str, share: u32) -> Self {
+        Self {
+            name,
+            share: AtomicU32::new(share),
+            table: Mutex::new(Table {
+                tenants: HashMap::new(),
+                prune_at: PRUNE_FLOOR,
+            }),
+        }
+    }
+
+    /// Charges `amount` to `tenant`'s budget.
+    pub(crate) fn charge(&self, tenant: &TenantId, amount: u32) -> Result<Charge, Exhausted> {
+        self.budget(tenant).try_reserve(amount)
+    }
+
+    /// Sets the share for every live tenant and for tenants to come; returns
+    /// the share it replaces.
+    ///
+    /// With `strict`, all or nothing: a tenant above `share` refuses it and
+    /// nothing changes. Without, a tenant above it keeps its old limit until
+    /// its use falls (for shares that only refuse early in front of an owner
+    /// enforcing its own bound).
+    pub(crate) fn set_share(&self, share: u32, strict: bool) -> Result<u32, InUse> {
+        let table = self.lock();
+        let live: Vec<(Arc<Budget>, u32)> = table
+            .tenants
+            .values()
+            .filter_map(Weak::upgrade)
+            .map(|budget| {
+                let previous = budget.limit();
+                (budget, previous)
+            })
+            .collect();
+        for (at, (budget, _)) in live.iter().enumerate() {
+            if let (Err(in_use), true) = (budget.set_limit(share), strict) {
+                for (budget, previous) in &live[..at] {
+                    let _ = budget.set_limit(*previous);
+                }
+                return Err(in_use);
+            }
+        }
+        Ok(self.share.swap(share, Ordering::AcqRel))
+    }
+
+    /// `tenant`'s budget, created at the share in force.
+    fn budget(&self, tenant: &TenantId) -> Arc<Budget> {
+        let mut table = self.lock();
+        if let Some(budget) = table.tenants.get(tenant).and_then(Weak::upgrade) {
+            return budget;
+        }
+        let budget = Budget::new(self.name, self.share.load(Ordering::Acquire));
+        if table.tenants.len() >= table.prune_at {
+            table.tenants.retain(|_, budget| budget.strong_count() > 0);
+            table.prune_at = (table.tenants.len() * 2).max(PRUNE_FLOOR);
+        }
+        table
+            .tenants
+            .insert(tenant.clone(), Arc::downgrade(&budget));
+        budget
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        // Nothing panics under the lock; a poisoned table is still consistent.
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> usize {
+        self.lock().tenants.len()
+    }
+}
+
+impl fmt::Debug for ShareTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShareTable")
+            .field("name", &self.name)
+            .field("share", &self.share.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
