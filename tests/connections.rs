@@ -208,42 +208,67 @@ async fn a_retired_registry_opens_no_connection() {
 }
 
 #[tokio::test]
-async fn a_tenant_at_its_share_of_a_client_is_refused_before_anything_shared() {
+async fn a_tenant_at_its_share_of_a_client_waits_for_its_own_connections_only() {
     let origin = origin().await;
     let (pools, receipt) = pools_for(&origin, Limits::DEFAULT).await;
-    let dialer = TcpDialer::default();
+    let dialer = std::sync::Arc::new(TcpDialer::default());
     let share = Limits::DEFAULT.connections_per_tenant;
     let mut held = Vec::new();
     for session in 0..share {
         let request = running(&pools, &receipt, "hog", u64::from(session)).await;
         let conn = pools
-            .reserve_connection(&request, &dialer)
+            .reserve_connection(&request, &*dialer)
             .await
             .expect("within the share");
         held.push(conn);
     }
-    // One more for the hog is its own refusal; the client still has room.
     let before = pools.snapshot();
-    let more = running(&pools, &receipt, "hog", 100).await;
+    // One more for the hog waits for one of its own, and times out at its
+    // deadline having taken nothing shared.
+    let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
+    let ready = support::admitted(
+        &pools,
+        support::request(
+            &pools,
+            support::plan_until("hog", 100, soon, soon),
+            &receipt,
+            b"",
+        ),
+    )
+    .await;
+    let call = pools
+        .dispatch(&support::allow_all(), ready.plan(), ready.provider())
+        .expect("dispatch");
+    let late = ready.start(call).expect("start");
     assert_eq!(
-        pools.reserve_connection(&more, &dialer).await.err(),
-        Some(ConnectError::Capacity {
-            resource: "connections_per_tenant",
-            used: share,
-            limit: share,
-        })
+        pools.reserve_connection(&late, &*dialer).await.err(),
+        Some(ConnectError::Timeout)
     );
     assert_eq!(
         pools.snapshot().connections,
         before.connections,
         "nothing shared taken"
     );
+    // Another tenant dials at once: the client still has room.
     let other = running(&pools, &receipt, "other", 101).await;
-    let theirs = pools.reserve_connection(&other, &dialer).await;
-    assert!(theirs.is_ok(), "another tenant dials: {theirs:?}");
-    // A parked connection is no tenant's: the hog may take it again only
-    // within its share, which parking freed.
+    let theirs = bounded(
+        "another tenant's dial",
+        pools.reserve_connection(&other, &*dialer),
+    )
+    .await;
+    assert!(theirs.is_ok(), "{theirs:?}");
+    // A waiting hog request gets the connection the hog parks next: idle,
+    // it was no tenant's, and parking freed the hog's share.
+    let waiter = running(&pools, &receipt, "hog", 102).await;
+    let (pools2, dialer2) = (pools.clone(), std::sync::Arc::clone(&dialer));
+    let waiting = support::task(async move {
+        let conn = pools2.reserve_connection(&waiter, &*dialer2).await;
+        conn.map(|c| c.is_reused())
+    });
+    tokio::task::yield_now().await;
     held.pop().expect("one held").park();
-    let again = pools.reserve_connection(&more, &dialer).await;
-    assert!(again.as_ref().is_ok_and(|c| c.is_reused()), "{again:?}");
+    let reused = bounded("the waiter to get the parked connection", waiting)
+        .await
+        .expect("waiter task");
+    assert_eq!(reused, Ok(true));
 }

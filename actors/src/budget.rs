@@ -24,6 +24,8 @@ use std::sync::Arc;
 pub struct Budget {
     name: &'static str,
     word: AtomicU64,
+    /// Woken on every release, for budgets a caller may wait on.
+    freed: Option<tokio::sync::Notify>,
 }
 
 /// The budget had no room for a reservation.
@@ -68,7 +70,54 @@ impl Budget {
         Arc::new(Self {
             name,
             word: AtomicU64::new(pack(limit, 0)),
+            freed: None,
         })
+    }
+
+    /// Creates an empty budget that callers may also wait on
+    /// ([`Budget::reserve_within`]): every release wakes one waiter.
+    pub(crate) fn waitable(name: &'static str, limit: u32) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            word: AtomicU64::new(pack(limit, 0)),
+            freed: Some(tokio::sync::Notify::new()),
+        })
+    }
+
+    /// Reserves `amount`, waiting for releases until `deadline` (at once for
+    /// a budget not made [`Budget::waitable`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: nothing is reserved until it returns `Ok`, and a wake-up
+    /// the dropped future had received passes to the next waiter.
+    ///
+    /// # Errors
+    ///
+    /// The last [`Exhausted`] seen when `deadline` passes first.
+    pub(crate) async fn reserve_within(
+        self: &Arc<Self>,
+        amount: u32,
+        deadline: tokio::time::Instant,
+    ) -> Result<Charge, Exhausted> {
+        loop {
+            let Some(freed) = &self.freed else {
+                return self.try_reserve(amount);
+            };
+            // Registered before the attempt, so a release between a refusal
+            // and the wait still wakes this waiter.
+            let notified = freed.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            match self.try_reserve(amount) {
+                Ok(charge) => return Ok(charge),
+                Err(refused) => {
+                    if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                        return Err(refused);
+                    }
+                }
+            }
+        }
     }
 
     /// The budget's name.
@@ -160,6 +209,9 @@ impl Budget {
         // holds; the subtraction is on the low half and cannot borrow from the
         // limit.
         self.word.fetch_sub(u64::from(amount), Ordering::AcqRel);
+        if let Some(freed) = &self.freed {
+            freed.notify_one();
+        }
     }
 }
 
@@ -356,5 +408,30 @@ mod tests {
             live.clear();
             proptest::prop_assert_eq!(budget.used(), 0);
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    #[allow(clippy::disallowed_methods, reason = "the test owns its task")]
+    async fn a_waiter_gets_the_first_release_and_another_times_out_at_its_deadline() {
+        let budget = Budget::waitable("connections_per_tenant", 1);
+        let held = budget.try_reserve(1).expect("room");
+        let later = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+        let waiting = {
+            let budget = Arc::clone(&budget);
+            tokio::spawn(async move { budget.reserve_within(1, later).await.map(|c| c.amount()) })
+        };
+        tokio::task::yield_now().await;
+        drop(held);
+        assert_eq!(waiting.await.expect("waiter"), Ok(1));
+        assert_eq!(budget.used(), 0, "the waiter's charge was dropped with it");
+        let held = budget.try_reserve(1).expect("room again");
+        let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(10);
+        let refused = budget.reserve_within(1, soon).await.map(|c| c.amount());
+        assert_eq!(refused.err().map(|e| (e.used, e.limit)), Some((1, 1)));
+        drop(held);
+        // A plain budget never waits.
+        let plain = Budget::new("plain", 0);
+        let far = tokio::time::Instant::now() + std::time::Duration::from_secs(3_600);
+        assert!(plain.reserve_within(1, far).await.is_err());
     }
 }

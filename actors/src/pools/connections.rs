@@ -40,7 +40,9 @@ impl ProviderPools {
     /// [`ConnectError::Unavailable`] during backoff or when the awaited dial
     /// failed, [`ConnectError::Dial`] when this caller's dial failed,
     /// [`ConnectError::Capacity`], [`ConnectError::Busy`],
-    /// [`ConnectError::Timeout`] at the request's deadline, and
+    /// [`ConnectError::Timeout`] at the request's deadline (also when the
+    /// tenant's `connections_per_tenant` share of the client stayed taken
+    /// until then), and
     /// [`ConnectError::Closed`].
     pub async fn reserve_connection<D: Dialer>(
         &self,
@@ -54,11 +56,15 @@ impl ProviderPools {
         }
         let (epoch, client) = running.client().epoch_entry();
         // The tenant's share of this client first, before anything shared
-        // (an idle connection, the node's and the client's charges).
+        // (an idle connection, the node's and the client's charges). At its
+        // share, the request waits for one of its tenant's own connections
+        // of this client to be parked or destroyed, within its deadline.
         let tenant = epoch
             .client_tenants(client)
             .ok_or(ConnectError::Closed)?
-            .charge(running.plan().tenant(), 1)?;
+            .charge_within(running.plan().tenant(), 1, running.deadline())
+            .await
+            .map_err(|_| ConnectError::Timeout)?;
         let type_id = TypeId::of::<D::Conn>();
         let idle_age = self.inner.ledger.idle_age();
         if let Some(entry) = epoch

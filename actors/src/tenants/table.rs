@@ -50,6 +50,23 @@ impl ShareTable {
         self.budget(tenant).try_reserve(amount)
     }
 
+    /// Charges `amount` to `tenant`'s budget, waiting until `deadline` for
+    /// the tenant's own charges to be released. Only this tenant's releases
+    /// wake it: its waiters never stand in front of another tenant's.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: nothing is charged until it returns `Ok`.
+    pub(crate) async fn charge_within(
+        &self,
+        tenant: &TenantId,
+        amount: u32,
+        deadline: tokio::time::Instant,
+    ) -> Result<Charge, Exhausted> {
+        let budget = self.budget(tenant);
+        budget.reserve_within(amount, deadline).await
+    }
+
     /// Sets the share for every live tenant and for tenants to come; returns
     /// the share it replaces.
     ///
@@ -85,7 +102,7 @@ impl ShareTable {
         if let Some(budget) = table.tenants.get(tenant).and_then(Weak::upgrade) {
             return budget;
         }
-        let budget = Budget::new(self.name, self.share.load(Ordering::Acquire));
+        let budget = Budget::waitable(self.name, self.share.load(Ordering::Acquire));
         if table.tenants.len() >= table.prune_at {
             table.tenants.retain(|_, budget| budget.strong_count() > 0);
             table.prune_at = (table.tenants.len() * 2).max(PRUNE_FLOOR);
