@@ -63,9 +63,10 @@ async fn connect(addr: SocketAddr) -> Result<TcpStream, std::io::Error> {
 }
 
 /// The engine's dialer: one loopback TCP connection per dial.
+#[derive(Clone)]
 struct TcpDialer {
     addr: SocketAddr,
-    dials: AtomicUsize,
+    dials: Arc<AtomicUsize>,
 }
 
 impl Dialer for TcpDialer {
@@ -159,7 +160,7 @@ async fn pools() -> Pools {
     let engine = Arc::new(Engine::start(limits(), &addr.to_string()).await);
     let dialer = Arc::new(TcpDialer {
         addr,
-        dials: AtomicUsize::new(0),
+        dials: Arc::new(AtomicUsize::new(0)),
     });
     let deadpool = Deadpool::builder(DeadpoolManager { addr })
         .max_size(POOL as usize)

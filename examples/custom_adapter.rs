@@ -26,6 +26,7 @@ struct Call(TenantId, String, Reply);
 type Reply = RpcReplyPort<Result<(String, bool), BoxError>>;
 
 /// Dials the slot's `host:port` target; the stream owns the socket.
+#[derive(Clone)]
 struct LineDialer;
 impl Dialer for LineDialer {
     type Conn = BufStream<TcpStream>;

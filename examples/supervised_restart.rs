@@ -63,6 +63,7 @@ impl Drop for LineConn {
     }
 }
 
+#[derive(Clone)]
 struct LineDialer;
 
 impl Dialer for LineDialer {

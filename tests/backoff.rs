@@ -196,7 +196,8 @@ async fn backoff_doubles_to_its_cap_and_a_success_resets_it() {
     }
 }
 
-/// A dialer that never finishes, to cancel.
+/// A dialer that never finishes.
+#[derive(Clone)]
 struct Hanging;
 
 impl provider_pools::Dialer for Hanging {
@@ -210,10 +211,15 @@ impl provider_pools::Dialer for Hanging {
     }
 }
 
+/// A dial belongs to the client: its requester leaving cancels nothing; a
+/// dial that never connects fails at its own deadline (the queue age in
+/// force when it started) as a real timeout, returns its charges and
+/// backs the client off.
 #[tokio::test(start_paused = true)]
-async fn a_cancelled_dial_backs_off_and_returns_its_charges() {
+async fn a_hanging_dial_fails_at_its_own_deadline_and_backs_off() {
     let (pools, receipt) = refusing_pools(Limits::DEFAULT).await;
     let request = running(&pools, &receipt, "t", 1).await;
+    let started = tokio::time::Instant::now();
     let dial = {
         let (pools, request) = (pools.clone(), request.clone());
         support::task(async move {
@@ -229,23 +235,36 @@ async fn a_cancelled_dial_backs_off_and_returns_its_charges() {
     .await;
     dial.abort();
     let _ = dial.await;
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        pools.snapshot().connections.connecting,
+        1,
+        "the requester leaving does not cancel the dial"
+    );
+    // Its own deadline: the queue age in force when it started.
+    tokio::time::sleep_until(started + Limits::DEFAULT.queue_age).await;
     support::eventually("the dial's charge is returned", || {
         pools.snapshot().connections.connecting == 0
     })
     .await;
+    // The first request's own deadline has passed by now; a later one
+    // meets the backoff.
+    let later = running(&pools, &receipt, "t", 2).await;
     assert!(matches!(
-        pools.reserve_connection(&request, &Hanging).await,
+        pools.reserve_connection(&later, &Hanging).await,
         Err(ConnectError::Unavailable {
-            kind: DialErrorKind::Cancelled,
+            kind: DialErrorKind::Timeout,
             ..
         })
     ));
 }
 
 /// A dialer that runs out of its own room the first time, then connects.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct SaturatedOnce {
-    dials: std::sync::atomic::AtomicUsize,
+    dials: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl provider_pools::Dialer for SaturatedOnce {

@@ -21,6 +21,7 @@ impl Cleanup for Graceful {
     }
 }
 
+#[derive(Clone)]
 struct GracefulDialer;
 
 impl Dialer for GracefulDialer {
@@ -52,7 +53,8 @@ impl Cleanup for Stubborn {
     }
 }
 
-struct StubbornDialer(std::sync::Mutex<Option<oneshot::Receiver<()>>>);
+#[derive(Clone)]
+struct StubbornDialer(std::sync::Arc<std::sync::Mutex<Option<oneshot::Receiver<()>>>>);
 
 impl Dialer for StubbornDialer {
     type Conn = Stubborn;
@@ -138,7 +140,10 @@ async fn a_failed_close_keeps_the_connection_owned_and_charged() {
         .expect("install");
     let request = running(&pools, &receipt, "t", 1).await;
     let conn = pools
-        .reserve_connection(&request, &StubbornDialer(std::sync::Mutex::new(None)))
+        .reserve_connection(
+            &request,
+            &StubbornDialer(std::sync::Arc::new(std::sync::Mutex::new(None))),
+        )
         .await
         .expect("dialed");
     drop(request);
@@ -188,7 +193,7 @@ async fn a_delayed_cleanup_keeps_its_charges_until_it_finishes() {
     let conn = pools
         .reserve_connection(
             &request,
-            &StubbornDialer(std::sync::Mutex::new(Some(waits))),
+            &StubbornDialer(std::sync::Arc::new(std::sync::Mutex::new(Some(waits)))),
         )
         .await
         .expect("dialed");
@@ -222,7 +227,10 @@ async fn a_failed_close_nobody_waits_for_is_destroyed_by_shutdown() {
         .expect("install");
     let request = running(&pools, &receipt, "t", 1).await;
     let conn = pools
-        .reserve_connection(&request, &StubbornDialer(std::sync::Mutex::new(None)))
+        .reserve_connection(
+            &request,
+            &StubbornDialer(std::sync::Arc::new(std::sync::Mutex::new(None))),
+        )
         .await
         .expect("dialed");
     drop(request);
@@ -265,6 +273,7 @@ impl Cleanup for Cursed {
     }
 }
 
+#[derive(Clone)]
 struct CursedDialer;
 
 impl Dialer for CursedDialer {

@@ -32,10 +32,11 @@ impl Drop for Recorded {
     }
 }
 
+#[derive(Clone)]
 struct MemDialer {
     pools: ProviderPools,
     log: DropLog,
-    dials: AtomicUsize,
+    dials: Arc<AtomicUsize>,
 }
 
 impl MemDialer {
@@ -43,7 +44,7 @@ impl MemDialer {
         Arc::new(Self {
             pools: pools.clone(),
             log: Arc::default(),
-            dials: AtomicUsize::new(0),
+            dials: Arc::new(AtomicUsize::new(0)),
         })
     }
 }
@@ -226,9 +227,9 @@ async fn a_thousand_expired_connections_are_reclaimed_in_bounded_scans() {
 }
 
 /// Dials at once the first time, then never finishes a dial.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct FirstDialOnly {
-    dials: AtomicUsize,
+    dials: Arc<AtomicUsize>,
 }
 
 impl Dialer for FirstDialOnly {

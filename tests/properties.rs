@@ -73,6 +73,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+#[derive(Clone)]
 struct Mem;
 
 /// An in-memory connection whose graceful close succeeds or fails.

@@ -27,9 +27,9 @@ impl Drop for Bomb {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct BombDialer {
-    dials: AtomicUsize,
+    dials: std::sync::Arc<AtomicUsize>,
 }
 
 impl Dialer for BombDialer {
@@ -136,6 +136,7 @@ async fn a_panicking_epoch_actor_is_restarted_with_its_charges_intact() {
 }
 
 /// A harmless connection, for after the crash.
+#[derive(Clone)]
 struct Plain;
 
 impl Dialer for Plain {

@@ -203,6 +203,7 @@ impl Cleanup for Graceful {
 }
 
 /// Dials the slot's target over loopback TCP.
+#[derive(Clone)]
 struct TcpDialer;
 
 impl Dialer for TcpDialer {

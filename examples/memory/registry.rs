@@ -52,7 +52,7 @@ impl Listener {
 }
 
 /// Dials real loopback TCP connections.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Loopback;
 
 impl Dialer for Loopback {

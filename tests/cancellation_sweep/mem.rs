@@ -37,24 +37,24 @@ impl Cleanup for MemConn {
 
 /// Dials [`MemConn`]s: the dial itself may wait on a gate, and the
 /// connection it opens may carry one.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct MemDialer {
-    dial: Mutex<Option<Wait>>,
-    conn: Mutex<Option<Wait>>,
+    dial: Arc<Mutex<Option<Wait>>>,
+    conn: Arc<Mutex<Option<Wait>>>,
     destroyed: Arc<AtomicUsize>,
 }
 
 impl MemDialer {
     pub(crate) fn dial_waits(gate: Wait) -> Self {
         Self {
-            dial: Mutex::new(Some(gate)),
+            dial: Arc::new(Mutex::new(Some(gate))),
             ..Self::default()
         }
     }
 
     pub(crate) fn conn_waits(gate: Wait) -> Self {
         Self {
-            conn: Mutex::new(Some(gate)),
+            conn: Arc::new(Mutex::new(Some(gate))),
             ..Self::default()
         }
     }

@@ -228,27 +228,48 @@ pub(crate) async fn dialing(behaviour: Behaviour) -> Outcome {
     .await?;
     let pending = drop_call(&pools, call, resolve, behaviour).await?;
     settle().await;
-    // Whatever the dial's own outcome, the dropped dial counts as
-    // cancelled: the client backs off.
+    // A dial belongs to the client: the dropped call cancels nothing, and
+    // the dial keeps its charges and the activation until it ends.
+    if pending.is_some() {
+        let now = pools.snapshot();
+        if now.connections.connecting != 1 || now.running_requests != 1 {
+            return Err(format!("the dial ended with its caller: {now:?}"));
+        }
+    }
+    let pending = later(behaviour, pending).await;
+    let failed = match behaviour {
+        // It fails at its own deadline, the queue age in force when it
+        // started, as a real timeout.
+        Behaviour::Never => {
+            tokio::time::advance(crate::LIMITS.queue_age).await;
+            settle().await;
+            Some(DialErrorKind::Timeout)
+        }
+        _ if behaviour.fails() => Some(DialErrorKind::Refused),
+        _ => None,
+    };
     let next = running(&pools, &receipt, 2).await;
-    let answer = pools.reserve_connection(&next, &MemDialer::default()).await;
-    if !matches!(
-        answer,
-        Err(ConnectError::Unavailable {
-            kind: DialErrorKind::Cancelled,
-            ..
-        })
-    ) {
-        return Err(format!(
-            "a dropped dial must back off as cancelled: {answer:?}"
-        ));
+    let answer = pools.reserve_connection(&next, &*dialer).await;
+    match (failed, answer) {
+        // A success was parked for the client, charged, and is reused.
+        (None, Ok(conn)) if conn.is_reused() => drop(conn),
+        // A failure backs off as what it was.
+        (Some(expected), Err(ConnectError::Unavailable { kind, .. })) if kind == expected => {}
+        (expected, answer) => {
+            return Err(format!(
+                "after a dropped call's dial ({expected:?} expected): {answer:?}"
+            ))
+        }
     }
     drop(next);
-    settles_to(&pools, &baseline, "after the drop").await?;
-    let _never = later(behaviour, pending).await;
-    settles_to(&pools, &baseline, "after settling").await?;
-    if dialer.destroyed() != 0 {
-        return Err("a dropped dial opened a connection".into());
+    drop(pending);
+    settles_to(&pools, &baseline, "after the dial ended").await?;
+    let opened = usize::from(failed.is_none());
+    if dialer.destroyed() != opened {
+        return Err(format!(
+            "{} connections destroyed, {opened} opened",
+            dialer.destroyed()
+        ));
     }
     shuts_down_clean(&pools).await
 }

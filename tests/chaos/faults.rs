@@ -131,7 +131,7 @@ impl Cleanup for ChaosConn {
 }
 
 /// Dials as its fault says; a successful dial opens a [`ChaosConn`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ChaosDialer {
     pub(crate) fault: DialFault,
     pub(crate) bomb: bool,

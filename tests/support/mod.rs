@@ -206,9 +206,9 @@ pub(crate) fn tcp_config(service: &str, targets: &[String]) -> ProviderConfig {
 }
 
 /// Dials real TCP connections to the slot's target, counting dials.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct TcpDialer {
-    pub(crate) dials: std::sync::atomic::AtomicUsize,
+    pub(crate) dials: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl provider_pools::Dialer for TcpDialer {

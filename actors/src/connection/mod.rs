@@ -3,9 +3,12 @@
 //!
 //! An adapter implements [`Dialer`]; `ProviderPools::reserve_connection`
 //! hands it a parked connection when a fresh one is idle for the slot's
-//! client, or lets the caller dial one — at most one dial in flight per
-//! configured client, charged to the node's connections and the client's
-//! connections before it starts. A failed or cancelled dial puts the client
+//! client, or dials one in a task of its own (`dial.rs`) — at most one dial
+//! in flight per configured client, charged to the node's connections and
+//! the client's connections before it starts. A dial belongs to the client:
+//! a requester that leaves does not cancel it; it completes into the idle
+//! stash or fails on its own. A failed dial, or one the pools cancel
+//! themselves, puts the client
 //! into exponential backoff (the registry's fixed dial backoff) — unless the
 //! adapter reports it [`DialErrorKind::Saturated`] (it ran out of its own
 //! bounded resources before reaching the origin); while it
@@ -26,12 +29,14 @@
 //!   checked at checkout, and the control owner reclaims expired ones in
 //!   bounded scans.
 
+mod dial;
 mod permit;
 mod pooled;
 
 use std::future::Future;
 use std::time::Duration;
 
+pub(crate) use dial::{spawn_dial, DialJob};
 pub(crate) use permit::{DialOutcome, DialPermit};
 pub use pooled::PooledConnection;
 pub(crate) use pooled::{ConnCharges, IdleConn};
@@ -126,16 +131,31 @@ impl std::fmt::Debug for DialTarget<'_> {
 /// The connection type must own the real resource: dropping it closes the
 /// socket (a facade over a detached driver is not enough — drivers run as
 /// bounded provider jobs).
+///
+/// A dial belongs to the client, not to the request that asked for it: the
+/// pools run it in a task of their own, bounded by the queue age in force
+/// when it starts, so the dialer is cloned into that task (`Clone +
+/// 'static`; an `Arc` around shared state is the usual shape).
 pub trait Dialer: Send + Sync {
     /// The owned connection.
     type Conn: Send + 'static;
+
+    /// Whether a fresh connection whose requester left before the dial
+    /// completed is parked in the client's idle stash (true by default: a
+    /// fresh connection is reusable). An adapter whose "connection" belongs
+    /// to one request's content (the blob opener's per-key file handle)
+    /// says false: such a connection is destroyed instead, and no backoff
+    /// is recorded, since the dial succeeded.
+    const PARK_UNCLAIMED: bool = true;
 
     /// Opens one connection.
     ///
     /// # Cancel safety
     ///
     /// Must be cancel safe: a dropped future must drop whatever it opened.
-    /// The pools count a dropped dial as a failed one.
+    /// The pools drop a dial only when they cancel it themselves (the
+    /// runtime shutting down under it) and count that as a failed dial; a
+    /// requester that leaves does not drop it.
     ///
     /// # Errors
     ///
@@ -149,11 +169,18 @@ pub trait Dialer: Send + Sync {
     ) -> impl Future<Output = Result<Self::Conn, DialError>> + Send;
 }
 
-/// Why no connection was reserved. Fixed and immediate: nothing waits on a
-/// saturated client, and nothing is retried.
+/// Why no connection was reserved. Nothing is retried.
+///
+/// Backoff, the node-wide `connections` limit, a full epoch mailbox and a
+/// closed registry answer at once; a request whose client is at
+/// `connections_per_client`, or whose tenant is at its
+/// `connections_per_tenant` share, waits for a connection of that client
+/// within its own deadline and answers [`ConnectError::Timeout`] when none
+/// frees in time.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectError {
-    /// The client is in backoff after failed dials, or the dial this request
+    /// The client is in backoff after failed dials (a real failure to
+    /// connect, or a dial the pools cancelled), or the dial this request
     /// waited on failed.
     #[error("origin unavailable after a {kind} dial failure; retry after {retry_after:?}")]
     Unavailable {
@@ -165,23 +192,28 @@ pub enum ConnectError {
     /// The epoch actor's mailbox is full.
     #[error("connection pool is busy")]
     Busy,
-    /// A connection limit is reached.
+    /// The node-wide `connections` limit is reached (answered at once: no
+    /// release of one client is promised to another).
     #[error("connection capacity exhausted: {resource} has {used} of {limit} in use")]
     Capacity {
-        /// `connections` or `connections_per_client`.
+        /// `connections`.
         resource: &'static str,
         /// Use when refused.
         used: u32,
         /// The limit.
         limit: u32,
     },
-    /// The request's deadline passed.
+    /// The request's deadline passed, also while it waited for a
+    /// connection of a saturated client or for its tenant's share.
     #[error("deadline passed before a connection was ready")]
     Timeout,
     /// The pools or the epoch are gone.
     #[error("provider pools are closed")]
     Closed,
-    /// The dial ran and failed; the client is now in backoff.
+    /// The dial this request asked for ran and failed (also when it did not
+    /// connect within its own dial deadline, the queue age in force when it
+    /// started: kind [`DialErrorKind::Timeout`]); the client is now in
+    /// backoff, unless the kind is [`DialErrorKind::Saturated`].
     #[error(transparent)]
     Dial(DialError),
 }

@@ -35,9 +35,12 @@ impl DialOutcome {
 
 /// Granted by the epoch actor to the one caller that may dial a client now.
 ///
-/// The caller runs the dial in its own task — so a dial retains the
-/// activation — and reports the outcome with [`DialPermit::finish`].
-/// Dropping the permit unfinished counts as a cancelled dial.
+/// The dial runs in a task of its own (`connection::dial`), which owns the
+/// permit and a clone of the requester's `RunningRequest` — so a dial
+/// retains the original activation, and its epoch — and reports the outcome
+/// with [`DialPermit::finish`]. Dropping the permit unfinished (the pools
+/// cancelled the dial: the runtime dropped its task) counts as a cancelled
+/// dial.
 pub(crate) struct DialPermit {
     charges: Option<ConnCharges>,
     done: Option<ReleaseSlot<EpochMsg>>,
@@ -76,28 +79,44 @@ impl DialPermit {
         self.span = span;
     }
 
-    /// Reports the dial's outcome; a success becomes the caller's connection.
+    /// Ends the dial: a success becomes a connection owned by `owner` and
+    /// goes to `deliver` (the requester, or the idle stash when it left)
+    /// *before* the outcome is reported, so the epoch actor, looking at the
+    /// stash when it hears of the success, finds a connection parked there;
+    /// a failure is reported first, then delivered as
+    /// [`ConnectError::Dial`].
     pub(crate) fn finish<T: Send + 'static>(
         mut self,
         dialed: Result<T, DialError>,
         tenant: crate::budget::Charge,
         owner: RunningRequest,
-    ) -> Result<PooledConnection<T>, ConnectError> {
-        self.report(match &dialed {
-            Ok(_) => DialOutcome::Connected,
-            Err(e) => DialOutcome::Failed(e.kind),
-        });
-        let conn = Box::new(dialed.map_err(ConnectError::Dial)?);
-        let charges = self.charges.take().ok_or(ConnectError::Closed)?;
-        Ok(PooledConnection::new(
-            conn,
-            charges,
-            tenant,
-            Arc::clone(&self.epoch),
-            self.client,
-            false,
-            owner,
-        ))
+        deliver: impl FnOnce(Result<PooledConnection<T>, ConnectError>),
+    ) {
+        match (dialed, self.charges.take()) {
+            (Ok(conn), Some(charges)) => {
+                deliver(Ok(PooledConnection::new(
+                    Box::new(conn),
+                    charges,
+                    tenant,
+                    Arc::clone(&self.epoch),
+                    self.client,
+                    false,
+                    owner,
+                )));
+                self.report(DialOutcome::Connected);
+            }
+            (Ok(conn), None) => {
+                // Unreachable: only `finish` takes the charges. Destroyed
+                // before the report.
+                drop(conn);
+                self.report(DialOutcome::Connected);
+                deliver(Err(ConnectError::Closed));
+            }
+            (Err(e), _) => {
+                self.report(DialOutcome::Failed(e.kind));
+                deliver(Err(ConnectError::Dial(e)));
+            }
+        }
     }
 
     /// Gives the permit up before dialing (the caller was gone): no dial

@@ -9,10 +9,9 @@ use std::any::TypeId;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
-use tracing::Instrument;
 
 use crate::admission::RunningRequest;
-use crate::connection::{ConnectError, DialTarget, Dialer, IdleConn, PooledConnection};
+use crate::connection::{spawn_dial, ConnectError, DialJob, Dialer, IdleConn, PooledConnection};
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::pool::Checkout;
 use crate::epoch::published::PublishedEpoch;
@@ -22,29 +21,39 @@ use crate::pools::ProviderPools;
 
 impl ProviderPools {
     /// Reserves a connection to `running`'s client: a fresh idle one when
-    /// parked, otherwise a new one dialed by `dialer` in this task.
+    /// parked, otherwise a new one dialed by a clone of `dialer` in a task
+    /// of its own.
     ///
     /// The node's and the client's connection charges are taken before the
     /// dial starts; at most one dial per client is in flight, and callers
     /// arriving meanwhile share its outcome. During backoff or at a limit
     /// the answer is immediate. Nothing is retried.
     ///
+    /// A dial belongs to the client, not to this call: it runs on the
+    /// registry's runtime, bounded by the queue age in force when it starts
+    /// (not by this request's deadline), and keeps a clone of `running` —
+    /// so the activation and its epoch stay retained while it dials.
+    ///
     /// # Cancel safety
     ///
-    /// Dropping the future while dialing drops the dial (counted as a
-    /// cancelled dial: the client backs off) and returns its charges;
-    /// dropping it while waiting on another caller's dial loses nothing.
+    /// Cancel safe, and cancelling backs nothing off. Dropping the future
+    /// (or this request's deadline passing) while its dial is in flight
+    /// leaves the dial running: a success is parked in the client's idle
+    /// stash, charged (destroyed instead when [`Dialer::PARK_UNCLAIMED`] is
+    /// false), a failure backs the client off as a real failure. Dropping
+    /// it while waiting on another caller's dial loses nothing.
     ///
     /// # Errors
     ///
     /// [`ConnectError::Unavailable`] during backoff or when the awaited dial
-    /// failed, [`ConnectError::Dial`] when this caller's dial failed,
+    /// failed, [`ConnectError::Dial`] when this caller's dial failed (also
+    /// when it did not connect within its dial deadline),
     /// [`ConnectError::Capacity`], [`ConnectError::Busy`],
     /// [`ConnectError::Timeout`] at the request's deadline (also when the
     /// tenant's `connections_per_tenant` share of the client stayed taken
     /// until then), and
     /// [`ConnectError::Closed`].
-    pub async fn reserve_connection<D: Dialer>(
+    pub async fn reserve_connection<D: Dialer + Clone + 'static>(
         &self,
         running: &RunningRequest,
         dialer: &D,
@@ -102,20 +111,20 @@ impl ProviderPools {
                     backoff_ms = tracing::field::Empty,
                 );
                 permit.trace(span.clone());
-                let target = DialTarget {
-                    target: epoch.client_target(client),
-                    settings: &epoch.config.settings,
-                    credential: epoch.credential(),
+                let job = DialJob {
+                    permit,
+                    epoch: Arc::clone(epoch),
+                    client,
+                    owner: running.clone(),
+                    tenant,
+                    dial_age: self.inner.ledger.queue_age(),
+                    span,
                 };
-                let dial = dialer.dial(target).instrument(span);
-                let dialed = tokio::time::timeout_at(running.deadline(), dial)
+                let dialed = spawn_dial(&self.inner.runtime, dialer.clone(), job);
+                // Leaving here (deadline or drop) leaves the dial running.
+                tokio::time::timeout_at(running.deadline(), dialed)
                     .await
-                    .map_err(|_| ConnectError::Timeout);
-                match dialed {
-                    Ok(dialed) => permit.finish(dialed, tenant, running.clone()),
-                    // Dropping the permit reports a cancelled dial.
-                    Err(timeout) => Err(timeout),
-                }
+                    .map_err(|_| ConnectError::Timeout)?
             }
             Checkout::Refused(refusal) => Err(refusal),
         }

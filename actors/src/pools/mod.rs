@@ -77,6 +77,8 @@ struct Inner {
     directory: Arc<Directory>,
     generation: BrokerGeneration,
     limits: Limits,
+    /// The host-supplied runtime, where dial tasks run.
+    runtime: Handle,
     /// Numbers queue tickets, so a waiter can cancel its own.
     tickets: AtomicU64,
     /// Hears every admission's outcome, once installed.
@@ -206,6 +208,7 @@ impl ProviderPools {
                 directory,
                 generation,
                 limits,
+                runtime,
                 tickets: AtomicU64::new(0),
                 observer: ObserverSlot::default(),
             }),

@@ -24,6 +24,7 @@ pub(crate) enum Mode {
 }
 
 /// Opens one file under the slot's root, on a worker slot.
+#[derive(Clone)]
 pub(crate) struct BlobOpener {
     pub(crate) pools: ProviderPools,
     /// The request the open runs for: its tenant's worker share pays.
@@ -130,6 +131,10 @@ fn open_under(root: &BlobRoot, key: &BlobKey, mode: Mode) -> io::Result<BlobFile
 
 impl Dialer for BlobOpener {
     type Conn = BlobFile;
+
+    /// A handle is one key's file, not a reusable connection: a handle
+    /// whose requester left is destroyed.
+    const PARK_UNCLAIMED: bool = false;
 
     async fn dial(&self, target: DialTarget<'_>) -> Result<BlobFile, DialError> {
         let (root, key, mode) = (target.target.to_owned(), self.key.clone(), self.mode);

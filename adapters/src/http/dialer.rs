@@ -19,6 +19,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -45,9 +46,11 @@ type Driver = http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>;
 /// Dials HTTP/1.1 connections to a slot's approved origin; `https`
 /// origins get TLS, trusting the epoch's `ca_file` setting when present and
 /// the bundled web PKI roots otherwise.
+#[derive(Clone)]
 pub struct HttpDialer {
     pools: ProviderPools,
-    dials: AtomicU64,
+    /// Shared by every clone (a dial runs on a clone, in its own task).
+    dials: Arc<AtomicU64>,
 }
 
 impl HttpDialer {
@@ -55,7 +58,7 @@ impl HttpDialer {
     pub fn new(pools: ProviderPools) -> Self {
         Self {
             pools,
-            dials: AtomicU64::new(0),
+            dials: Arc::new(AtomicU64::new(0)),
         }
     }
 

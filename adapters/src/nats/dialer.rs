@@ -46,9 +46,11 @@ const MAX_ACKS_IN_FLIGHT: usize = 256;
 
 /// Dials NATS clients to a slot's approved server (`nats://` or `tls://`),
 /// authenticating with the epoch's credential.
+#[derive(Clone)]
 pub struct NatsDialer {
     pools: ProviderPools,
-    dials: AtomicU64,
+    /// Shared by every clone (a dial runs on a clone, in its own task).
+    dials: Arc<AtomicU64>,
 }
 
 impl NatsDialer {
@@ -56,7 +58,7 @@ impl NatsDialer {
     pub fn new(pools: ProviderPools) -> Self {
         Self {
             pools,
-            dials: AtomicU64::new(0),
+            dials: Arc::new(AtomicU64::new(0)),
         }
     }
 

@@ -1,0 +1,91 @@
+//! A dial belongs to the client, not to the request that asked for it: a
+//! guest dropping its call mid-dial cancels nothing and backs nothing off.
+//! Paused clock, in-memory connections.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use provider_pools::{DialError, DialTarget, Dialer, Limits};
+use support::{http_config, installation, provider, running, start};
+use tokio::sync::Semaphore;
+
+/// Each dial waits for one permit of `gate`, then opens an in-memory
+/// connection.
+#[derive(Clone)]
+struct Gated {
+    gate: Arc<Semaphore>,
+    dials: Arc<AtomicUsize>,
+}
+
+impl Dialer for Gated {
+    type Conn = u64;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<u64, DialError> {
+        self.dials.fetch_add(1, Ordering::SeqCst);
+        let permit = self.gate.acquire().await;
+        permit
+            .map(|p| p.forget())
+            .map_err(|_| DialError::new(provider_pools::DialErrorKind::Other, "gate closed"))?;
+        Ok(7)
+    }
+}
+
+/// Lets every actor and task process what is queued (paused clock).
+async fn settle() {
+    for _ in 0..200 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_guest_dropping_its_call_mid_dial_backs_nothing_off() {
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = pools
+        .install(installation(
+            &provider("mem"),
+            0,
+            b"k",
+            http_config("mem", 1),
+        ))
+        .await
+        .expect("install");
+    let dialer = Gated {
+        gate: Arc::new(Semaphore::new(0)),
+        dials: Arc::default(),
+    };
+
+    // Tenant A's call is dropped while its dial waits at the gate.
+    let a = running(&pools, &receipt, "tenant-a", 1).await;
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(10),
+        pools.reserve_connection(&a, &dialer),
+    )
+    .await;
+    assert!(dropped.is_err(), "the dial is still in flight");
+    drop(a);
+    settle().await;
+    assert_eq!(pools.snapshot().connections.connecting, 1, "still dialing");
+
+    // The dial completes on its own, into the client's idle stash.
+    dialer.gate.add_permits(1);
+    settle().await;
+    let counts = pools.snapshot().connections;
+    assert_eq!((counts.idle, counts.connecting, counts.active), (1, 0, 0));
+
+    // Tenant B is not backed off, and reuses that connection.
+    let b = running(&pools, &receipt, "tenant-b", 2).await;
+    let conn = pools
+        .reserve_connection(&b, &dialer)
+        .await
+        .expect("no backoff: the dropped call cancelled nothing");
+    assert!(conn.is_reused(), "the abandoned dial's connection");
+    assert_eq!(*conn.get(), 7);
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 1, "one dial in all");
+    drop(conn);
+    drop(b);
+    settle().await;
+    assert_eq!(pools.snapshot().connections, Default::default());
+}
