@@ -25,7 +25,10 @@ pub mod nats;
 pub mod s3;
 #[cfg(feature = "secret")]
 pub mod secret;
+mod limits;
 #[cfg(any(feature = "http", feature = "nats"))]
 mod tls_roots;
 #[cfg(feature = "vault")]
 pub mod vault;
+
+pub use limits::LimitError;

@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use crate::http::dialer::{HttpConnection, HttpDialer};
 use crate::http::error::HttpError;
 use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
+use crate::limits::{at_most, LimitError};
 
 /// The provider setting naming the header that carries the credential.
 pub const AUTH_HEADER_SETTING: &str = "auth_header";
@@ -56,13 +57,33 @@ impl std::fmt::Debug for HttpRequest {
     }
 }
 
-/// Body size limits of one exchange, in bytes.
+/// Body size limits of one exchange, in bytes. Each is at most
+/// [`BodyLimits::CEILING`] (64 MiB); a call with a larger bound is refused
+/// with [`HttpError::Limit`] before any dial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyLimits {
     /// Largest request body sent.
     pub max_request: usize,
     /// Largest response body read.
     pub max_response: usize,
+}
+
+impl BodyLimits {
+    /// The largest bound each way: 64 MiB.
+    pub const CEILING: Self = Self {
+        max_request: 64 << 20,
+        max_response: 64 << 20,
+    };
+
+    /// Refuses a bound above [`Self::CEILING`].
+    ///
+    /// # Errors
+    ///
+    /// [`LimitError`] naming the field.
+    pub fn check(&self) -> Result<(), LimitError> {
+        at_most("max_request", self.max_request, Self::CEILING.max_request as u64)?;
+        at_most("max_response", self.max_response, Self::CEILING.max_response as u64)
+    }
 }
 
 impl Default for BodyLimits {
@@ -108,6 +129,7 @@ pub(crate) async fn send(
     request: HttpRequest,
     limits: BodyLimits,
 ) -> Result<Opened, HttpError> {
+    limits.check()?;
     if request.body.len() > limits.max_request {
         return Err(HttpError::RequestTooLarge {
             len: request.body.len(),

@@ -27,4 +27,6 @@ pub use config::{
 };
 pub use queue::HttpWorker;
 #[cfg(feature = "server")]
-pub use server::{ReferenceServer, ServerConfig, ServerTask};
+pub use server::{
+    ReferenceServer, ServerConfig, ServerTask, MAX_SERVER_BODY_BYTES, MAX_SERVER_CONNECTIONS,
+};
