@@ -57,6 +57,25 @@ impl std::fmt::Debug for HttpRequest {
     }
 }
 
+/// True for a header that frames the message or the connection (and
+/// `proxy-*`): never a credential header. The node config refuses the same
+/// names (`provider_pools::node::RESERVED_AUTH_HEADERS`).
+fn is_reserved(name: &HeaderName) -> bool {
+    const RESERVED: [&str; 9] = [
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "te",
+        "upgrade",
+        "trailer",
+        "keep-alive",
+        "expect",
+    ];
+    // HeaderName is lowercase.
+    RESERVED.contains(&name.as_str()) || name.as_str().starts_with("proxy-")
+}
+
 /// Body size limits of one exchange, in bytes. Each is at most
 /// [`BodyLimits::CEILING`] (64 MiB); a call with a larger bound is refused
 /// with [`HttpError::Limit`] before any dial.
@@ -212,6 +231,11 @@ fn build(
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HttpError::Binding {
             reason: "auth_header is not a valid header name",
         })?;
+        if is_reserved(&name) {
+            return Err(HttpError::Binding {
+                reason: "auth_header names a reserved header",
+            });
+        }
         let credential = running.client().credential_for_adapter();
         if credential.is_empty() {
             return Err(HttpError::Binding {
