@@ -235,18 +235,21 @@ impl NodeConfig {
         let mut ids = std::collections::BTreeSet::new();
         let mut services = std::collections::BTreeSet::new();
         for decl in &self.providers {
-            let duplicate = |key: &'static str, span: Range<usize>, what: &str| {
-                NodeConfigError::Invalid {
+            let duplicate =
+                |key: &'static str, span: Range<usize>, what: &str| NodeConfigError::Invalid {
                     key,
                     line: line_of(&self.text, &span),
                     message: format!("{what} is declared twice"),
-                }
-            };
+                };
             if !ids.insert(decl.id.get_ref().as_str()) {
                 return Err(duplicate("provider.id", decl.id.span(), "this id"));
             }
             if !services.insert(decl.service.get_ref().as_str()) {
-                return Err(duplicate("provider.service", decl.service.span(), "this service"));
+                return Err(duplicate(
+                    "provider.service",
+                    decl.service.span(),
+                    "this service",
+                ));
             }
         }
         self.providers

@@ -150,7 +150,10 @@ fn duplicate_provider_ids_and_services_are_refused_before_anything_is_installed(
 
 #[test]
 fn node_files_above_the_size_bound_are_refused_before_parsing() {
-    let huge = format!("# {}\n", "x".repeat(provider_pools::node::MAX_NODE_FILE_BYTES));
+    let huge = format!(
+        "# {}\n",
+        "x".repeat(provider_pools::node::MAX_NODE_FILE_BYTES)
+    );
     assert_eq!(
         NodeConfig::parse(&huge).map(|_| ()),
         Err(NodeConfigError::TooLarge {
@@ -165,12 +168,26 @@ fn node_files_above_the_size_bound_are_refused_before_parsing() {
         Err(NodeConfigError::TooLarge { .. })
     ));
     std::fs::write(&path, TWO_PROVIDERS).expect("write");
-    assert!(NodeConfig::read(&path).is_ok(), "{:?}", NodeConfig::read(&path));
+    assert!(
+        NodeConfig::read(&path).is_ok(),
+        "{:?}",
+        NodeConfig::read(&path)
+    );
 }
 
 #[test]
 fn reserved_headers_cannot_be_the_auth_header() {
-    for reserved in ["host", "Content-Length", "transfer-encoding", "connection", "te", "upgrade", "trailer", "keep-alive", "proxy-authorization"] {
+    for reserved in [
+        "host",
+        "Content-Length",
+        "transfer-encoding",
+        "connection",
+        "te",
+        "upgrade",
+        "trailer",
+        "keep-alive",
+        "proxy-authorization",
+    ] {
         let text = format!("[[provider]]\nid = \"p\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"http://127.0.0.1:1\"]\nsettings = {{ auth_header = \"{reserved}\" }}\n");
         let config = NodeConfig::parse(&text).expect("syntax is fine");
         match config.installations() {

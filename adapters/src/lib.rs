@@ -19,13 +19,13 @@ mod authority;
 pub mod blob;
 #[cfg(feature = "http")]
 pub mod http;
+mod limits;
 #[cfg(feature = "nats")]
 pub mod nats;
 #[cfg(feature = "s3")]
 pub mod s3;
 #[cfg(feature = "secret")]
 pub mod secret;
-mod limits;
 #[cfg(any(feature = "http", feature = "nats"))]
 mod tls_roots;
 #[cfg(feature = "vault")]

@@ -271,8 +271,10 @@ async fn body_limits_above_their_ceiling_are_refused_before_any_dial() {
         assert!(matches!(err, HttpError::Limit(_)), "{err:?}");
         assert_eq!(err.code(), "limit_above_ceiling");
     }
-    assert!(call(&pools, &request, &dialer, get("/ok"), BodyLimits::CEILING)
-        .await
-        .is_ok());
+    assert!(
+        call(&pools, &request, &dialer, get("/ok"), BodyLimits::CEILING)
+            .await
+            .is_ok()
+    );
     assert_eq!(origin.accepted(), 1);
 }

@@ -147,9 +147,15 @@ mod tests {
             assert!(NodeId::new(bad).is_err(), "node {bad:?}");
             assert!(ServiceName::new(bad).is_err(), "service {bad:?}");
             let error = LeaseName::new(bad).expect_err(bad);
-            assert!(error.to_string().contains("relative path segment"), "{error}");
+            assert!(
+                error.to_string().contains("relative path segment"),
+                "{error}"
+            );
             let json = format!("{bad:?}");
-            assert!(serde_json::from_str::<LeaseName>(&json).is_err(), "decoded {bad:?}");
+            assert!(
+                serde_json::from_str::<LeaseName>(&json).is_err(),
+                "decoded {bad:?}"
+            );
         }
         assert!(LeaseName::new("...").is_ok());
         assert!(LeaseName::new(".a").is_ok());

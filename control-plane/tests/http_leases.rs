@@ -188,12 +188,17 @@ async fn acquire_guarded_settles_a_lost_answer_into_a_guard_with_the_right_token
     assert_eq!(store.acquires(), 2, "one acquire each, none replayed");
 }
 
-const ANOTHER_KEY: &str = r#"{"key":{"scope":"global","name":"other"},"holder":"node-a","token":3,"ttl_ms":30000}"#;
-const ANOTHER_HOLDER: &str = r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-b","token":3,"ttl_ms":30000}"#;
-const TOKEN_ZERO: &str = r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":0,"ttl_ms":30000}"#;
+const ANOTHER_KEY: &str =
+    r#"{"key":{"scope":"global","name":"other"},"holder":"node-a","token":3,"ttl_ms":30000}"#;
+const ANOTHER_HOLDER: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-b","token":3,"ttl_ms":30000}"#;
+const TOKEN_ZERO: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":0,"ttl_ms":30000}"#;
 const LONGER_TTL: &str = r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":3,"ttl_ms":86400000}"#;
-const TOKEN_THREE: &str = r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":3,"ttl_ms":30000}"#;
-const TOKEN_TWO: &str = r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":2,"ttl_ms":30000}"#;
+const TOKEN_THREE: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":3,"ttl_ms":30000}"#;
+const TOKEN_TWO: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":2,"ttl_ms":30000}"#;
 
 fn is_protocol<T: std::fmt::Debug>(result: Result<T, ControlPlaneError>, what: &str) {
     match result {
@@ -233,6 +238,9 @@ async fn a_fencing_token_below_the_last_seen_is_a_protocol_error() {
     let client = support::client_over(five_attempts("http://127.0.0.1:1"), transport);
     let first = client.acquire(request("scheduler", "node-a")).await;
     assert_eq!(first.expect("token 3").token, FencingToken(3));
-    is_protocol(client.acquire(request("scheduler", "node-a")).await, "a regression");
+    is_protocol(
+        client.acquire(request("scheduler", "node-a")).await,
+        "a regression",
+    );
     is_protocol(client.renew(grant()).await, "a renewal changing its token");
 }

@@ -48,7 +48,10 @@ async fn largest_allocation_reading_a_liar(transport: &dyn HttpTransport) -> usi
     let region = Region::new(GLOBAL);
     let outcome = bounded("a short body", transport.send_shared(&request)).await;
     let largest = region.change().bytes_allocated;
-    assert!(outcome.is_err(), "a body cut short is an error: {outcome:?}");
+    assert!(
+        outcome.is_err(),
+        "a body cut short is an error: {outcome:?}"
+    );
     largest
 }
 
@@ -95,5 +98,8 @@ fn idle_connection_counts_above_their_ceiling_are_refused() {
     let error = config
         .with_pool_max_idle_per_host(MAX_POOL_MAX_IDLE_PER_HOST + 1)
         .expect_err("refused");
-    assert!(error.to_string().contains("pool_max_idle_per_host"), "{error}");
+    assert!(
+        error.to_string().contains("pool_max_idle_per_host"),
+        "{error}"
+    );
 }

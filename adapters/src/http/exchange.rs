@@ -100,8 +100,16 @@ impl BodyLimits {
     ///
     /// [`LimitError`] naming the field.
     pub fn check(&self) -> Result<(), LimitError> {
-        at_most("max_request", self.max_request, Self::CEILING.max_request as u64)?;
-        at_most("max_response", self.max_response, Self::CEILING.max_response as u64)
+        at_most(
+            "max_request",
+            self.max_request,
+            Self::CEILING.max_request as u64,
+        )?;
+        at_most(
+            "max_response",
+            self.max_response,
+            Self::CEILING.max_response as u64,
+        )
     }
 }
 

@@ -88,9 +88,17 @@ impl NatsLimits {
     ///
     /// [`crate::LimitError`] naming the field.
     pub fn check(&self) -> Result<(), crate::LimitError> {
-        crate::limits::at_most("max_payload", self.max_payload, Self::CEILING.max_payload as u64)?;
+        crate::limits::at_most(
+            "max_payload",
+            self.max_payload,
+            Self::CEILING.max_payload as u64,
+        )?;
         crate::limits::at_most("max_value", self.max_value, Self::CEILING.max_value as u64)?;
-        crate::limits::at_most("max_batch_bytes", self.max_batch_bytes, Self::CEILING.max_batch_bytes as u64)?;
+        crate::limits::at_most(
+            "max_batch_bytes",
+            self.max_batch_bytes,
+            Self::CEILING.max_batch_bytes as u64,
+        )?;
         Ok(())
     }
 }

@@ -73,8 +73,16 @@ impl VaultLimits {
     ///
     /// [`crate::LimitError`] naming the field.
     pub fn check(&self) -> Result<(), crate::LimitError> {
-        crate::limits::at_most("max_secret_bytes", self.max_secret_bytes, Self::CEILING.max_secret_bytes as u64)?;
-        crate::limits::at_most("max_response_bytes", self.max_response_bytes, Self::CEILING.max_response_bytes as u64)?;
+        crate::limits::at_most(
+            "max_secret_bytes",
+            self.max_secret_bytes,
+            Self::CEILING.max_secret_bytes as u64,
+        )?;
+        crate::limits::at_most(
+            "max_response_bytes",
+            self.max_response_bytes,
+            Self::CEILING.max_response_bytes as u64,
+        )?;
         Ok(())
     }
 }

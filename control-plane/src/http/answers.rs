@@ -45,7 +45,10 @@ impl LeaseAnswers {
     ) -> Result<LeaseGrant, ControlPlaneError> {
         matches(expected, &grant)?;
         let wrong = |what: String| ControlPlaneError::Protocol(format!("lease answer {what}"));
-        let mut last = self.last.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(seen) = last.get(&grant.key) {
             if grant.token.0 < *seen {
                 return Err(wrong(format!(
@@ -63,31 +66,37 @@ impl LeaseAnswers {
 
 /// Checks `grant` answers `expected`: key, holder, a token above 0, a time
 /// to live no longer than asked, and a renewal's unchanged token.
-pub(crate) fn matches(expected: &Expected<'_>, grant: &LeaseGrant) -> Result<(), ControlPlaneError> {
-        let wrong = |what: String| ControlPlaneError::Protocol(format!("lease answer {what}"));
-        if &grant.key != expected.key {
-            return Err(wrong(format!("names lease {}, not {}", grant.key, expected.key)));
-        }
-        if &grant.holder != expected.holder {
-            return Err(wrong(format!("names holder {}", grant.holder)));
-        }
-        if grant.token.0 == 0 {
-            return Err(wrong("carries fencing token 0".into()));
-        }
-        if grant.ttl > expected.ttl {
+pub(crate) fn matches(
+    expected: &Expected<'_>,
+    grant: &LeaseGrant,
+) -> Result<(), ControlPlaneError> {
+    let wrong = |what: String| ControlPlaneError::Protocol(format!("lease answer {what}"));
+    if &grant.key != expected.key {
+        return Err(wrong(format!(
+            "names lease {}, not {}",
+            grant.key, expected.key
+        )));
+    }
+    if &grant.holder != expected.holder {
+        return Err(wrong(format!("names holder {}", grant.holder)));
+    }
+    if grant.token.0 == 0 {
+        return Err(wrong("carries fencing token 0".into()));
+    }
+    if grant.ttl > expected.ttl {
+        return Err(wrong(format!(
+            "grants {} ms, more than the {} ms asked",
+            grant.ttl.as_millis(),
+            expected.ttl.as_millis()
+        )));
+    }
+    if let Some(token) = expected.renewing {
+        if grant.token != token {
             return Err(wrong(format!(
-                "grants {} ms, more than the {} ms asked",
-                grant.ttl.as_millis(),
-                expected.ttl.as_millis()
+                "changes the renewed token {} to {}",
+                token.0, grant.token.0
             )));
         }
-        if let Some(token) = expected.renewing {
-            if grant.token != token {
-                return Err(wrong(format!(
-                    "changes the renewed token {} to {}",
-                    token.0, grant.token.0
-                )));
-            }
-        }
-        Ok(())
+    }
+    Ok(())
 }
