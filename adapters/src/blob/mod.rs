@@ -55,11 +55,7 @@ impl BlobLimits {
     ///
     /// [`crate::LimitError`] naming the field.
     pub fn check(&self) -> Result<(), crate::LimitError> {
-        crate::limits::at_most(
-            "max_object",
-            self.max_object,
-            Self::CEILING.max_object,
-        )?;
+        crate::limits::at_most("max_object", self.max_object, Self::CEILING.max_object)?;
         crate::limits::at_most("max_list", self.max_list, Self::CEILING.max_list as u64)?;
         crate::limits::at_most("chunk", self.chunk, Self::CEILING.chunk as u64)?;
         Ok(())

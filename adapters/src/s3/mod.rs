@@ -76,11 +76,7 @@ impl S3Limits {
     ///
     /// [`crate::LimitError`] naming the field.
     pub fn check(&self) -> Result<(), crate::LimitError> {
-        crate::limits::at_most(
-            "max_object",
-            self.max_object,
-            Self::CEILING.max_object,
-        )?;
+        crate::limits::at_most("max_object", self.max_object, Self::CEILING.max_object)?;
         crate::limits::at_most("max_list", self.max_list, Self::CEILING.max_list as u64)?;
         crate::limits::at_most(
             "max_response",
