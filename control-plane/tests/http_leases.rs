@@ -244,3 +244,16 @@ async fn a_fencing_token_below_the_last_seen_is_a_protocol_error() {
     );
     is_protocol(client.renew(grant()).await, "a renewal changing its token");
 }
+
+const TWICE: &str = r#"{"instances":[{"service":"billing","node":"n1","address":"a:1","ttl_ms":1000},{"service":"billing","node":"n1","address":"a:2","ttl_ms":1000}]}"#;
+const FOREIGN: &str =
+    r#"{"instances":[{"service":"other","node":"n1","address":"a:1","ttl_ms":1000}]}"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_discovery_answer_with_duplicate_nodes_or_another_service_is_refused() {
+    let service = provider_pools_control_plane::ServiceName::new("billing").expect("service");
+    for body in [TWICE, FOREIGN] {
+        let (_, client) = scripted(Reply::Status(200, body));
+        is_protocol(client.discover(service.clone()).await, body);
+    }
+}

@@ -11,6 +11,8 @@
 //!   anything is queued.
 //! - Every lease grant is checked against its request ([`super::answers`]);
 //!   a mismatch is [`ControlPlaneError::Protocol`], never a held lease.
+//! - A discovery answer naming another service or a node twice is
+//!   [`ControlPlaneError::Protocol`].
 
 use std::fmt;
 use std::future::ready;
@@ -180,7 +182,27 @@ impl ControlPlane for HttpControlPlaneClient {
     }
 
     fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
-        self.call(Route::Discover(service), None, instances)
+        let answer = self.call(Route::Discover(service.clone()), None, instances);
+        Box::pin(async move {
+            let found = answer.await?;
+            let mut nodes = std::collections::BTreeSet::new();
+            for instance in &found {
+                if instance.key().service != service {
+                    return Err(ControlPlaneError::Protocol(format!(
+                        "discovery of {} answered an instance of {}",
+                        service.as_str(),
+                        instance.key().service.as_str()
+                    )));
+                }
+                if !nodes.insert(&instance.key().node) {
+                    return Err(ControlPlaneError::Protocol(format!(
+                        "discovery answered node {} twice",
+                        instance.key().node.as_str()
+                    )));
+                }
+            }
+            Ok(found)
+        })
     }
 
     fn acquire(&self, request: LeaseRequest) -> BoxFuture<'_, CallResult<LeaseGrant>> {
