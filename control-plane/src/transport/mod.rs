@@ -47,7 +47,7 @@ pub use tls_config::MAX_CA_FILE_BYTES;
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 /// The ceiling of every transport's response-body bound: 64 MiB. A larger
 /// `with_max_response_bytes` is refused with
-/// [`ControlPlaneError::Invalid`](crate::ControlPlaneError::Invalid).
+/// [`ControlPlaneError::Invalid`].
 pub const MAX_RESPONSE_BYTES_CEILING: usize = 64 * 1024 * 1024;
 
 /// Refuses a response bound of zero or above [`MAX_RESPONSE_BYTES_CEILING`].
