@@ -127,6 +127,41 @@ pub enum NodeConfigError {
     /// The limits are invalid.
     #[error("node configuration, [limits]: {0}")]
     Limits(crate::LimitsError),
+    /// The file is larger than [`MAX_NODE_FILE_BYTES`]; refused before
+    /// parsing.
+    #[error("node configuration is larger than {max} bytes")]
+    TooLarge {
+        /// The bound, in bytes.
+        max: usize,
+    },
+    /// The file could not be read.
+    #[error("node configuration could not be read: {0}")]
+    Read(String),
+}
+
+/// The largest node file parsed: 1 MiB. [`NodeConfig::read`] reads at most
+/// one byte more; [`NodeConfig::parse`] refuses longer text before parsing.
+pub const MAX_NODE_FILE_BYTES: usize = 1024 * 1024;
+
+/// Header names an `auth_header` setting may not choose: they frame the
+/// message or the connection, and the adapter sets them itself.
+pub const RESERVED_AUTH_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "upgrade",
+    "trailer",
+    "keep-alive",
+    "expect",
+];
+
+/// True when `name` is reserved ([`RESERVED_AUTH_HEADERS`] or `proxy-*`),
+/// ignoring ASCII case.
+pub fn is_reserved_header(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    RESERVED_AUTH_HEADERS.contains(&lower.as_str()) || lower.starts_with("proxy-")
 }
 
 /// Starting a node failed.
@@ -153,8 +188,14 @@ impl NodeConfig {
     ///
     /// # Errors
     ///
-    /// [`NodeConfigError::Syntax`] with the line of the problem.
+    /// [`NodeConfigError::Syntax`] with the line of the problem;
+    /// [`NodeConfigError::TooLarge`] above [`MAX_NODE_FILE_BYTES`].
     pub fn parse(text: &str) -> Result<Self, NodeConfigError> {
+        if text.len() > MAX_NODE_FILE_BYTES {
+            return Err(NodeConfigError::TooLarge {
+                max: MAX_NODE_FILE_BYTES,
+            });
+        }
         let mut config: NodeConfig = toml::from_str(text).map_err(|e| NodeConfigError::Syntax {
             line: e.span().map_or(1, |span| line_of(text, &span)),
             message: e.message().to_owned(),
@@ -164,13 +205,53 @@ impl NodeConfig {
         Ok(config)
     }
 
+    /// Reads and parses the node file at `path`, reading at most
+    /// [`MAX_NODE_FILE_BYTES`] + 1 bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeConfigError::Read`] when it cannot be read or is not UTF-8,
+    /// [`NodeConfigError::TooLarge`], then as [`NodeConfig::parse`].
+    pub fn read(path: &std::path::Path) -> Result<Self, NodeConfigError> {
+        use std::io::Read as _;
+        let file = std::fs::File::open(path).map_err(|e| NodeConfigError::Read(e.to_string()))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_NODE_FILE_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| NodeConfigError::Read(e.to_string()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| NodeConfigError::Read("the file is not UTF-8".into()))?;
+        Self::parse(&text)
+    }
+
     /// The installations the provider sections declare, validated, with
     /// credentials read from their environment variables.
     ///
     /// # Errors
     ///
-    /// [`NodeConfigError::Invalid`] naming the key and its line.
+    /// [`NodeConfigError::Invalid`] naming the key and its line, also for a
+    /// provider id or service declared twice.
     pub fn installations(&self) -> Result<Vec<Installation>, NodeConfigError> {
+        let mut ids = std::collections::BTreeSet::new();
+        let mut services = std::collections::BTreeSet::new();
+        for decl in &self.providers {
+            let duplicate =
+                |key: &'static str, span: Range<usize>, what: &str| NodeConfigError::Invalid {
+                    key,
+                    line: line_of(&self.text, &span),
+                    message: format!("{what} is declared twice"),
+                };
+            if !ids.insert(decl.id.get_ref().as_str()) {
+                return Err(duplicate("provider.id", decl.id.span(), "this id"));
+            }
+            if !services.insert(decl.service.get_ref().as_str()) {
+                return Err(duplicate(
+                    "provider.service",
+                    decl.service.span(),
+                    "this service",
+                ));
+            }
+        }
         self.providers
             .iter()
             .map(|p| self.installation(p))
@@ -218,6 +299,12 @@ impl NodeConfig {
                 return Err(invalid("provider.origins", decl.origins.span(), message));
             }
             config = config.with_origin(OriginSlot::new(slot), kind, target.clone());
+        }
+        if let Some(name) = decl.settings.get("auth_header") {
+            if is_reserved_header(name) {
+                let message = format!("{name:?} is a reserved header");
+                return Err(invalid("provider.settings", decl.id.span(), message));
+            }
         }
         config.settings = decl.settings.clone();
         let credential = match &decl.credential_env {

@@ -120,3 +120,82 @@ fn errors_name_the_key_and_its_line() {
         }))
     );
 }
+
+const TWO_PROVIDERS: &str = "[[provider]]\nid = \"a\"\nkind = \"blob\"\nservice = \"s1\"\nauthority = \"x\"\norigins = [\"/tmp\"]\n\n[[provider]]\nid = \"ID\"\nkind = \"blob\"\nservice = \"SERVICE\"\nauthority = \"x\"\norigins = [\"/tmp\"]\n";
+
+#[test]
+fn duplicate_provider_ids_and_services_are_refused_before_anything_is_installed() {
+    let twice_id = TWO_PROVIDERS.replace("ID", "a").replace("SERVICE", "s2");
+    let config = NodeConfig::parse(&twice_id).expect("syntax is fine");
+    match config.installations() {
+        Err(NodeConfigError::Invalid { key, line, .. }) => {
+            assert_eq!((key, line), ("provider.id", 9));
+        }
+        other => panic!("expected a duplicate id, got {other:?}"),
+    }
+    let twice_service = TWO_PROVIDERS.replace("ID", "b").replace("SERVICE", "s1");
+    let config = NodeConfig::parse(&twice_service).expect("syntax is fine");
+    assert!(matches!(
+        config.installations(),
+        Err(NodeConfigError::Invalid {
+            key: "provider.service",
+            line: 11,
+            ..
+        })
+    ));
+    let distinct = TWO_PROVIDERS.replace("ID", "b").replace("SERVICE", "s2");
+    let config = NodeConfig::parse(&distinct).expect("syntax is fine");
+    assert_eq!(config.installations().expect("distinct").len(), 2);
+}
+
+#[test]
+fn node_files_above_the_size_bound_are_refused_before_parsing() {
+    let huge = format!(
+        "# {}\n",
+        "x".repeat(provider_pools::node::MAX_NODE_FILE_BYTES)
+    );
+    assert_eq!(
+        NodeConfig::parse(&huge).map(|_| ()),
+        Err(NodeConfigError::TooLarge {
+            max: provider_pools::node::MAX_NODE_FILE_BYTES
+        })
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("node.toml");
+    std::fs::write(&path, &huge).expect("write");
+    assert!(matches!(
+        NodeConfig::read(&path),
+        Err(NodeConfigError::TooLarge { .. })
+    ));
+    std::fs::write(&path, TWO_PROVIDERS).expect("write");
+    assert!(
+        NodeConfig::read(&path).is_ok(),
+        "{:?}",
+        NodeConfig::read(&path)
+    );
+}
+
+#[test]
+fn reserved_headers_cannot_be_the_auth_header() {
+    for reserved in [
+        "host",
+        "Content-Length",
+        "transfer-encoding",
+        "connection",
+        "te",
+        "upgrade",
+        "trailer",
+        "keep-alive",
+        "proxy-authorization",
+    ] {
+        let text = format!("[[provider]]\nid = \"p\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"http://127.0.0.1:1\"]\nsettings = {{ auth_header = \"{reserved}\" }}\n");
+        let config = NodeConfig::parse(&text).expect("syntax is fine");
+        match config.installations() {
+            Err(NodeConfigError::Invalid { key, message, .. }) => {
+                assert_eq!(key, "provider.settings", "{reserved}");
+                assert!(message.contains("reserved"), "{message}");
+            }
+            other => panic!("{reserved}: expected a refusal, got {other:?}"),
+        }
+    }
+}

@@ -3,7 +3,9 @@
 //!
 //! Invariants:
 //! - A host is a DNS name or IPv4 address of `[A-Za-z0-9.-]` (at most 253
-//!   bytes), or a bracketed IPv6 literal of hex digits and `:`.
+//!   bytes; dot-separated labels of 1–63 bytes that neither start nor end
+//!   with `-`, so `-`, `.` and `..` are refused), or a bracketed literal
+//!   that `std::net::Ipv6Addr` parses (so `[:::::]` is refused).
 //! - A port is 1 to 65535, written with digits only.
 
 /// Which part of an authority was refused.
@@ -21,7 +23,7 @@ pub(crate) fn split_host_port(authority: &str) -> Result<(&str, Option<&str>), A
     if let Some(rest) = authority.strip_prefix('[') {
         let close = rest.find(']').ok_or(AuthorityError::InvalidHost)?;
         let literal = &rest[..close];
-        if literal.is_empty() || !literal.bytes().all(|b| b.is_ascii_hexdigit() || b == b':') {
+        if literal.parse::<std::net::Ipv6Addr>().is_err() {
             return Err(AuthorityError::InvalidHost);
         }
         let host = &authority[..close + 2];
@@ -37,11 +39,21 @@ pub(crate) fn split_host_port(authority: &str) -> Result<(&str, Option<&str>), A
         Some((host, port)) => (host, Some(port)),
         None => (authority, None),
     };
-    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
-    if host.is_empty() || host.len() > 253 || !host.bytes().all(valid) {
+    if host.is_empty() || host.len() > 253 || !host.split('.').all(is_label) {
         return Err(AuthorityError::InvalidHost);
     }
     Ok((host, port))
+}
+
+/// A DNS label: 1–63 letters, digits and `-`, not starting or ending
+/// with `-`.
+fn is_label(label: &str) -> bool {
+    (1..=63).contains(&label.len())
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !label.starts_with('-')
+        && !label.ends_with('-')
 }
 
 /// Parses a port of 1 to 65535.
@@ -52,5 +64,41 @@ pub(crate) fn parse_port(port: &str) -> Result<u16, AuthorityError> {
     match port.parse::<u16>() {
         Ok(0) | Err(_) => Err(AuthorityError::InvalidPort),
         Ok(port) => Ok(port),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_that_no_resolver_accepts_are_refused() {
+        for bad in [
+            "-",
+            ".",
+            "..",
+            "a..b",
+            "-a.b",
+            "a-.b",
+            "[:::::]",
+            "[]",
+            "[1::2::3]",
+        ] {
+            assert_eq!(
+                split_host_port(bad),
+                Err(AuthorityError::InvalidHost),
+                "{bad}"
+            );
+        }
+        for good in [
+            "a",
+            "api.example.net",
+            "127.0.0.1",
+            "[::1]",
+            "[2001:db8::1]",
+            "x-1.y",
+        ] {
+            assert!(split_host_port(good).is_ok(), "{good}");
+        }
     }
 }

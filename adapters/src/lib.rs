@@ -19,6 +19,7 @@ mod authority;
 pub mod blob;
 #[cfg(feature = "http")]
 pub mod http;
+mod limits;
 #[cfg(feature = "nats")]
 pub mod nats;
 #[cfg(feature = "s3")]
@@ -29,3 +30,5 @@ pub mod secret;
 mod tls_roots;
 #[cfg(feature = "vault")]
 pub mod vault;
+
+pub use limits::LimitError;

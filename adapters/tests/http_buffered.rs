@@ -247,3 +247,34 @@ async fn an_origin_that_is_not_approved_http_is_refused_without_dialing() {
     );
     assert_eq!(dialer.dials(), 0);
 }
+
+#[tokio::test]
+async fn body_limits_above_their_ceiling_are_refused_before_any_dial() {
+    let origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    for limits in [
+        BodyLimits {
+            max_response: usize::MAX,
+            ..BodyLimits::default()
+        },
+        BodyLimits {
+            max_request: BodyLimits::CEILING.max_request + 1,
+            ..BodyLimits::default()
+        },
+    ] {
+        let err = call(&pools, &request, &dialer, get("/ok"), limits)
+            .await
+            .expect_err("above the ceiling");
+        assert!(matches!(err, HttpError::Limit(_)), "{err:?}");
+        assert_eq!(err.code(), "limit_above_ceiling");
+    }
+    assert!(
+        call(&pools, &request, &dialer, get("/ok"), BodyLimits::CEILING)
+            .await
+            .is_ok()
+    );
+    assert_eq!(origin.accepted(), 1);
+}

@@ -31,6 +31,7 @@ pub mod http;
 pub mod lease;
 mod mailbox;
 pub mod memory;
+mod metadata;
 mod millis;
 mod name;
 pub mod offline;

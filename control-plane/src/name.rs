@@ -5,6 +5,8 @@
 //! - A name is 1–253 bytes of ASCII letters, digits, `.`, `_`, `-` and `:`;
 //!   anything else is refused when the name is made or decoded, so a name is
 //!   always safe in a URL path segment, an etcd key and a log line.
+//! - `.` and `..` are refused: as a path segment they would change the URL
+//!   path (`leases/..` is `leases/`'s parent).
 
 use std::fmt;
 
@@ -18,6 +20,12 @@ pub const MAX_NAME_BYTES: usize = 253;
 fn check(field: &'static str, name: &str) -> Result<(), ControlPlaneError> {
     if name.is_empty() {
         return Err(ControlPlaneError::invalid(field, "empty"));
+    }
+    if name == "." || name == ".." {
+        return Err(ControlPlaneError::invalid(
+            field,
+            format!("{name:?} is a relative path segment"),
+        ));
     }
     if name.len() > MAX_NAME_BYTES {
         return Err(ControlPlaneError::invalid(
@@ -50,8 +58,8 @@ macro_rules! name_type {
             /// # Errors
             ///
             /// [`ControlPlaneError::Invalid`] naming the field when `name` is
-            /// empty, longer than 253 bytes or holds a byte outside
-            /// `[A-Za-z0-9._:-]`.
+            /// empty, `.` or `..`, longer than 253 bytes or holds a byte
+            /// outside `[A-Za-z0-9._:-]`.
             pub fn new(name: impl Into<String>) -> Result<Self, ControlPlaneError> {
                 let name = name.into();
                 check($field, &name)?;
@@ -131,6 +139,26 @@ mod tests {
         assert!(ServiceName::new(&long[..MAX_NAME_BYTES]).is_ok());
         let error = ServiceName::new(long).expect_err("too long");
         assert_eq!(error.to_string(), "invalid service: 254 bytes, at most 253");
+    }
+
+    #[test]
+    fn dot_segments_are_refused_in_every_name_type() {
+        for bad in [".", ".."] {
+            assert!(NodeId::new(bad).is_err(), "node {bad:?}");
+            assert!(ServiceName::new(bad).is_err(), "service {bad:?}");
+            let error = LeaseName::new(bad).expect_err(bad);
+            assert!(
+                error.to_string().contains("relative path segment"),
+                "{error}"
+            );
+            let json = format!("{bad:?}");
+            assert!(
+                serde_json::from_str::<LeaseName>(&json).is_err(),
+                "decoded {bad:?}"
+            );
+        }
+        assert!(LeaseName::new("...").is_ok());
+        assert!(LeaseName::new(".a").is_ok());
     }
 
     #[test]

@@ -55,7 +55,7 @@ struct RegistrationFields {
     service: ServiceName,
     node: NodeId,
     address: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::metadata::bounded")]
     metadata: BTreeMap<String, String>,
     ttl_ms: u64,
 }
@@ -190,6 +190,12 @@ impl Registration {
                         "a key of {} bytes, must be 1–{MAX_METADATA_KEY_BYTES}",
                         key.len()
                     ),
+                ));
+            }
+            if key.chars().chain(value.chars()).any(char::is_control) {
+                return Err(ControlPlaneError::invalid(
+                    "metadata",
+                    format!("the entry {key:?} holds a control character"),
                 ));
             }
             if value.len() > MAX_METADATA_VALUE_BYTES {

@@ -187,3 +187,73 @@ async fn acquire_guarded_settles_a_lost_answer_into_a_guard_with_the_right_token
     assert!(guard.check().is_ok(), "fresh guard is safe");
     assert_eq!(store.acquires(), 2, "one acquire each, none replayed");
 }
+
+const ANOTHER_KEY: &str =
+    r#"{"key":{"scope":"global","name":"other"},"holder":"node-a","token":3,"ttl_ms":30000}"#;
+const ANOTHER_HOLDER: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-b","token":3,"ttl_ms":30000}"#;
+const TOKEN_ZERO: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":0,"ttl_ms":30000}"#;
+const LONGER_TTL: &str = r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":3,"ttl_ms":86400000}"#;
+const TOKEN_THREE: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":3,"ttl_ms":30000}"#;
+const TOKEN_TWO: &str =
+    r#"{"key":{"scope":"global","name":"scheduler"},"holder":"node-a","token":2,"ttl_ms":30000}"#;
+
+fn is_protocol<T: std::fmt::Debug>(result: Result<T, ControlPlaneError>, what: &str) {
+    match result {
+        Err(ControlPlaneError::Protocol(_)) => {}
+        other => panic!("{what}: expected a protocol error, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_that_does_not_answer_the_request_is_a_protocol_error() {
+    for (body, what) in [
+        (ANOTHER_KEY, "another key"),
+        (ANOTHER_HOLDER, "another holder"),
+        (TOKEN_ZERO, "token 0"),
+        (LONGER_TTL, "a longer ttl"),
+    ] {
+        let (_, client) = scripted(Reply::Status(200, body));
+        is_protocol(client.acquire(request("scheduler", "node-a")).await, what);
+        let (_, client) = scripted(Reply::Status(200, body));
+        let guarded = acquire_guarded(
+            client.as_ref(),
+            request("scheduler", "node-a"),
+            SkewMargin(Duration::from_secs(1)),
+        )
+        .await;
+        is_protocol(guarded, what);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fencing_token_below_the_last_seen_is_a_protocol_error() {
+    let transport = ScriptedTransport::new([
+        Reply::Status(200, TOKEN_THREE),
+        Reply::Status(200, TOKEN_TWO),
+        Reply::Status(200, TOKEN_TWO),
+    ]);
+    let client = support::client_over(five_attempts("http://127.0.0.1:1"), transport);
+    let first = client.acquire(request("scheduler", "node-a")).await;
+    assert_eq!(first.expect("token 3").token, FencingToken(3));
+    is_protocol(
+        client.acquire(request("scheduler", "node-a")).await,
+        "a regression",
+    );
+    is_protocol(client.renew(grant()).await, "a renewal changing its token");
+}
+
+const TWICE: &str = r#"{"instances":[{"service":"billing","node":"n1","address":"a:1","ttl_ms":1000},{"service":"billing","node":"n1","address":"a:2","ttl_ms":1000}]}"#;
+const FOREIGN: &str =
+    r#"{"instances":[{"service":"other","node":"n1","address":"a:1","ttl_ms":1000}]}"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_discovery_answer_with_duplicate_nodes_or_another_service_is_refused() {
+    let service = provider_pools_control_plane::ServiceName::new("billing").expect("service");
+    for body in [TWICE, FOREIGN] {
+        let (_, client) = scripted(Reply::Status(200, body));
+        is_protocol(client.discover(service.clone()).await, body);
+    }
+}

@@ -55,7 +55,9 @@ async fn clones_share_one_connection_pool() {
 
 #[tokio::test]
 async fn without_idle_connections_each_request_dials() {
-    let config = PooledTransportConfig::default().with_pool_max_idle_per_host(0);
+    let config = PooledTransportConfig::default()
+        .with_pool_max_idle_per_host(0)
+        .expect("zero idle is allowed");
     let transport = PooledHttpTransport::new(config).expect("a client");
     assert_eq!(cases::connections_for_two_requests(&transport).await, 2);
 }
@@ -67,7 +69,9 @@ async fn statuses_pass_through_and_redirects_are_not_followed() {
 
 #[tokio::test]
 async fn a_response_over_the_bound_is_too_large() {
-    let config = PooledTransportConfig::default().with_max_response_bytes(40 * 1024);
+    let config = PooledTransportConfig::default()
+        .with_max_response_bytes(40 * 1024)
+        .expect("40 KiB is under the ceiling");
     let transport = PooledHttpTransport::new(config).expect("a client");
     cases::over_the_bound_is_too_large(&transport, 40 * 1024).await;
 }

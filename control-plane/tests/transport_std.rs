@@ -33,7 +33,9 @@ async fn statuses_pass_through_unchanged() {
 
 #[tokio::test]
 async fn a_response_over_the_bound_is_too_large() {
-    let transport = StdHttpTransport::new().with_max_response_bytes(40 * 1024);
+    let transport = StdHttpTransport::new()
+        .with_max_response_bytes(40 * 1024)
+        .expect("40 KiB is under the ceiling");
     cases::over_the_bound_is_too_large(&transport, 40 * 1024).await;
 }
 

@@ -27,6 +27,8 @@ pub use root::PathRefusal;
 use provider_pools_actors::{AdmitError, ConnectError, JobError};
 
 /// Size bounds of blob operations.
+///
+/// Each bound is at most [`BlobLimits::CEILING`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlobLimits {
     /// Largest object stored or read, in bytes.
@@ -35,6 +37,29 @@ pub struct BlobLimits {
     pub max_list: usize,
     /// Bytes per streamed chunk.
     pub chunk: usize,
+}
+
+impl BlobLimits {
+    /// The largest bounds: 4 GiB objects, 100,000 listed keys, 16 MiB
+    /// chunks.
+    pub const CEILING: Self = Self {
+        max_object: 4 << 30,
+        max_list: 100_000,
+        chunk: 16 << 20,
+    };
+
+    /// Refuses a bound above [`Self::CEILING`]; every operation calls it
+    /// before any I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LimitError`] naming the field.
+    pub fn check(&self) -> Result<(), crate::LimitError> {
+        crate::limits::at_most("max_object", self.max_object, Self::CEILING.max_object)?;
+        crate::limits::at_most("max_list", self.max_list, Self::CEILING.max_list as u64)?;
+        crate::limits::at_most("chunk", self.chunk, Self::CEILING.chunk as u64)?;
+        Ok(())
+    }
 }
 
 impl Default for BlobLimits {
@@ -59,6 +84,9 @@ pub struct BlobMeta {
 /// Why a blob operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
+    /// A size or count bound is above its ceiling; refused before any I/O.
+    #[error("invalid limits: {0}")]
+    Limit(#[from] crate::limits::LimitError),
     /// The key resolves to nothing usable.
     #[error(transparent)]
     Refused(PathRefusal),
@@ -107,6 +135,7 @@ impl BlobError {
     /// A stable code for this error, for callers and metrics.
     pub fn code(&self) -> &'static str {
         match self {
+            Self::Limit(e) => e.code(),
             Self::Refused(PathRefusal::Missing) => "not_found",
             Self::Refused(PathRefusal::Escapes) => "escapes_root",
             Self::Refused(PathRefusal::NotAFile) => "not_a_file",

@@ -103,6 +103,7 @@ pub async fn list(
     prefix: Option<&BlobKey>,
     limits: BlobLimits,
 ) -> Result<Vec<String>, BlobError> {
+    limits.check()?;
     let (root, prefix) = (root_of(running)?, prefix.cloned());
     on_worker(pools, running, move || {
         let root = BlobRoot::open(&root).map_err(BlobError::io)?;
@@ -153,6 +154,7 @@ pub async fn put(
     body: Bytes,
     limits: BlobLimits,
 ) -> Result<BlobMeta, BlobError> {
+    limits.check()?;
     let len = body.len() as u64;
     if len > limits.max_object {
         return Err(BlobError::TooLarge {
@@ -221,6 +223,7 @@ pub async fn get(
     key: &BlobKey,
     limits: BlobLimits,
 ) -> Result<BlobReader, BlobError> {
+    limits.check()?;
     root_of(running)?;
     let opener = BlobOpener {
         pools: pools.clone(),

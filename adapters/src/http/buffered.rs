@@ -99,7 +99,8 @@ async fn read_capped(body: &mut Incoming, max: usize) -> Result<Bytes, HttpError
     if announced > max {
         return Err(too_large);
     }
-    let mut buffer = BytesMut::with_capacity(announced);
+    // Grown as bytes arrive, never sized by the announced length.
+    let mut buffer = BytesMut::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|source| HttpError::Protocol {
             phase: "reading the response body",

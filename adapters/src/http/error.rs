@@ -8,6 +8,7 @@
 use provider_pools_actors::{AdmitError, ConnectError};
 
 use crate::http::origin::{OriginError, TargetError};
+use crate::limits::LimitError;
 
 /// Why an HTTP exchange failed.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +56,9 @@ pub enum HttpError {
         /// A fixed reason; never the credential.
         reason: &'static str,
     },
+    /// A body bound is above its ceiling; refused before any dial.
+    #[error("invalid body limits: {0}")]
+    Limit(#[from] LimitError),
     /// The response bytes could not be charged.
     #[error("response not staged: {0}")]
     Staging(AdmitError),
@@ -73,6 +77,7 @@ impl HttpError {
             Self::Target(_) => "invalid_target",
             Self::Origin(_) => "invalid_origin",
             Self::Binding { .. } => "invalid_binding",
+            Self::Limit(e) => e.code(),
             Self::Staging(e) => e.code(),
         }
     }

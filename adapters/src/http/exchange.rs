@@ -24,6 +24,7 @@ use tokio::time::Instant;
 use crate::http::dialer::{HttpConnection, HttpDialer};
 use crate::http::error::HttpError;
 use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
+use crate::limits::{at_most, LimitError};
 
 /// The provider setting naming the header that carries the credential.
 pub const AUTH_HEADER_SETTING: &str = "auth_header";
@@ -56,13 +57,60 @@ impl std::fmt::Debug for HttpRequest {
     }
 }
 
-/// Body size limits of one exchange, in bytes.
+/// True for a header that frames the message or the connection (and
+/// `proxy-*`): never a credential header. The node config refuses the same
+/// names (`provider_pools::node::RESERVED_AUTH_HEADERS`).
+fn is_reserved(name: &HeaderName) -> bool {
+    const RESERVED: [&str; 9] = [
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "te",
+        "upgrade",
+        "trailer",
+        "keep-alive",
+        "expect",
+    ];
+    // HeaderName is lowercase.
+    RESERVED.contains(&name.as_str()) || name.as_str().starts_with("proxy-")
+}
+
+/// Body size limits of one exchange, in bytes. Each is at most
+/// [`BodyLimits::CEILING`] (64 MiB); a call with a larger bound is refused
+/// with [`HttpError::Limit`] before any dial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyLimits {
     /// Largest request body sent.
     pub max_request: usize,
     /// Largest response body read.
     pub max_response: usize,
+}
+
+impl BodyLimits {
+    /// The largest bound each way: 64 MiB.
+    pub const CEILING: Self = Self {
+        max_request: 64 << 20,
+        max_response: 64 << 20,
+    };
+
+    /// Refuses a bound above [`Self::CEILING`].
+    ///
+    /// # Errors
+    ///
+    /// [`LimitError`] naming the field.
+    pub fn check(&self) -> Result<(), LimitError> {
+        at_most(
+            "max_request",
+            self.max_request,
+            Self::CEILING.max_request as u64,
+        )?;
+        at_most(
+            "max_response",
+            self.max_response,
+            Self::CEILING.max_response as u64,
+        )
+    }
 }
 
 impl Default for BodyLimits {
@@ -108,6 +156,7 @@ pub(crate) async fn send(
     request: HttpRequest,
     limits: BodyLimits,
 ) -> Result<Opened, HttpError> {
+    limits.check()?;
     if request.body.len() > limits.max_request {
         return Err(HttpError::RequestTooLarge {
             len: request.body.len(),
@@ -191,6 +240,11 @@ fn build(
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HttpError::Binding {
             reason: "auth_header is not a valid header name",
         })?;
+        if is_reserved(&name) {
+            return Err(HttpError::Binding {
+                reason: "auth_header names a reserved header",
+            });
+        }
         let credential = running.client().credential_for_adapter();
         if credential.is_empty() {
             return Err(HttpError::Binding {

@@ -43,6 +43,9 @@ impl fmt::Display for Missing {
 /// Why a NATS operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NatsError {
+    /// A size or count bound is above its ceiling; refused before any I/O.
+    #[error("invalid limits: {0}")]
+    Limit(#[from] crate::limits::LimitError),
     /// The stream, consumer, bucket or key does not exist. The connection
     /// stays reusable.
     #[error("no such {0}")]
@@ -108,6 +111,7 @@ impl NatsError {
     /// code (`unavailable`, `busy`, `capacity`, `timeout`, `closed`).
     pub fn code(&self) -> &'static str {
         match self {
+            Self::Limit(e) => e.code(),
             Self::NotFound(_) => "not_found",
             Self::Denied => "denied",
             Self::TooLarge { .. } => "too_large",

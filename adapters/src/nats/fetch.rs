@@ -216,6 +216,7 @@ pub async fn fetch(
     expires: Duration,
     limits: NatsLimits,
 ) -> Result<Vec<FetchedMessage>, NatsError> {
+    limits.check()?;
     if !(1..=MAX_FETCH).contains(&max_messages) {
         return Err(NatsError::Argument("max_messages must be 1 to MAX_FETCH"));
     }

@@ -47,6 +47,7 @@ pub async fn kv_get(
     key: &KvKey,
     limits: NatsLimits,
 ) -> Result<KvEntry, NatsError> {
+    limits.check()?;
     let bucket = names::kv_bucket(running)?;
     let held = Held::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
@@ -101,6 +102,7 @@ pub async fn kv_put(
     value: Bytes,
     limits: NatsLimits,
 ) -> Result<u64, NatsError> {
+    limits.check()?;
     if value.len() > limits.max_value {
         return Err(NatsError::TooLarge {
             what: "value",

@@ -60,6 +60,8 @@ pub use target::{NatsTarget, NatsTargetError, DEFAULT_PORT};
 pub use crate::tls_roots::CA_FILE_SETTING;
 
 /// Size limits of NATS operations, in bytes.
+///
+/// Each bound is at most [`NatsLimits::CEILING`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NatsLimits {
     /// Largest payload published.
@@ -68,6 +70,37 @@ pub struct NatsLimits {
     pub max_value: usize,
     /// Most payload bytes one fetch returns.
     pub max_batch_bytes: usize,
+}
+
+impl NatsLimits {
+    /// The largest bounds: 64 MiB payloads and values (the server's own
+    /// `max_payload` ceiling), 256 MiB per fetched batch.
+    pub const CEILING: Self = Self {
+        max_payload: 64 << 20,
+        max_value: 64 << 20,
+        max_batch_bytes: 256 << 20,
+    };
+
+    /// Refuses a bound above [`Self::CEILING`]; every operation calls it
+    /// before any I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LimitError`] naming the field.
+    pub fn check(&self) -> Result<(), crate::LimitError> {
+        crate::limits::at_most(
+            "max_payload",
+            self.max_payload,
+            Self::CEILING.max_payload as u64,
+        )?;
+        crate::limits::at_most("max_value", self.max_value, Self::CEILING.max_value as u64)?;
+        crate::limits::at_most(
+            "max_batch_bytes",
+            self.max_batch_bytes,
+            Self::CEILING.max_batch_bytes as u64,
+        )?;
+        Ok(())
+    }
 }
 
 impl Default for NatsLimits {

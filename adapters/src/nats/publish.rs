@@ -52,6 +52,7 @@ pub async fn publish(
     payload: Bytes,
     limits: NatsLimits,
 ) -> Result<PublishAck, NatsError> {
+    limits.check()?;
     if payload.len() > limits.max_payload {
         return Err(NatsError::TooLarge {
             what: "payload",

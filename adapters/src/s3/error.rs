@@ -22,6 +22,9 @@ const MAX_CODE: usize = 64;
 /// Why an S3 operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum S3Error {
+    /// A size or count bound is above its ceiling; refused before any I/O.
+    #[error("invalid limits: {0}")]
+    Limit(#[from] crate::limits::LimitError),
     /// The guest's key or prefix was refused.
     #[error(transparent)]
     Key(#[from] KeyError),
@@ -98,6 +101,7 @@ impl S3Error {
     /// code (`unavailable`, `busy`, `capacity`, `timeout`, `closed`).
     pub fn code(&self) -> &'static str {
         match self {
+            Self::Limit(e) => e.code(),
             Self::Key(_) => "invalid_key",
             Self::Config(e) => e.code(),
             Self::NotFound => "not_found",

@@ -47,6 +47,8 @@ pub use ops::{delete, get, head, list, put, put_input};
 pub use reader::S3Reader;
 
 /// Size bounds of S3 operations.
+///
+/// Each bound is at most [`S3Limits::CEILING`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct S3Limits {
     /// Largest object stored or read, in bytes.
@@ -56,6 +58,33 @@ pub struct S3Limits {
     /// Largest answer other than an object body (a listing page, an error
     /// document), in bytes.
     pub max_response: u64,
+}
+
+impl S3Limits {
+    /// The largest bounds: 4 GiB objects, 100,000 listed objects, 16 MiB
+    /// answers.
+    pub const CEILING: Self = Self {
+        max_object: 4 << 30,
+        max_list: 100_000,
+        max_response: 16 << 20,
+    };
+
+    /// Refuses a bound above [`Self::CEILING`]; every operation calls it
+    /// before any I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LimitError`] naming the field.
+    pub fn check(&self) -> Result<(), crate::LimitError> {
+        crate::limits::at_most("max_object", self.max_object, Self::CEILING.max_object)?;
+        crate::limits::at_most("max_list", self.max_list, Self::CEILING.max_list as u64)?;
+        crate::limits::at_most(
+            "max_response",
+            self.max_response,
+            Self::CEILING.max_response,
+        )?;
+        Ok(())
+    }
 }
 
 impl Default for S3Limits {

@@ -55,6 +55,7 @@ pub async fn head(
     key: &ObjectKey,
     limits: S3Limits,
 ) -> Result<ObjectMeta, S3Error> {
+    limits.check()?;
     let call = Call::new(pools, running, dialer, small(limits))?;
     let out = within(running, async {
         call.client
@@ -96,6 +97,7 @@ pub async fn get(
     key: &ObjectKey,
     limits: S3Limits,
 ) -> Result<S3Reader, S3Error> {
+    limits.check()?;
     let bounds = Bounds {
         max_request: 0,
         max_response: limits.max_object,
@@ -145,6 +147,7 @@ pub async fn put(
     body: Bytes,
     limits: S3Limits,
 ) -> Result<ObjectMeta, S3Error> {
+    limits.check()?;
     let len = body.len() as u64;
     if len > limits.max_object {
         return Err(S3Error::TooLarge {
@@ -197,6 +200,7 @@ pub async fn put_input(
     key: &ObjectKey,
     limits: S3Limits,
 ) -> Result<ObjectMeta, S3Error> {
+    limits.check()?;
     let body = running.input().bytes().clone();
     put(pools, running, dialer, key, body, limits).await
 }
@@ -217,6 +221,7 @@ pub async fn delete(
     key: &ObjectKey,
     limits: S3Limits,
 ) -> Result<(), S3Error> {
+    limits.check()?;
     let call = Call::new(pools, running, dialer, small(limits))?;
     within(running, async {
         call.client
@@ -252,6 +257,7 @@ pub async fn list(
     prefix: Option<&ObjectKey>,
     limits: S3Limits,
 ) -> Result<Vec<ObjectMeta>, S3Error> {
+    limits.check()?;
     let call = Call::new(pools, running, dialer, small(limits))?;
     let page = limits.max_list.saturating_add(1).min(PAGE);
     let page_keys = i32::try_from(page).unwrap_or(i32::MAX);

@@ -18,6 +18,9 @@ pub(crate) const MAX_SERVER_MESSAGE: usize = 200;
 /// Why a Vault call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum VaultError {
+    /// A size or count bound is above its ceiling; refused before any I/O.
+    #[error("invalid limits: {0}")]
+    Limit(#[from] crate::limits::LimitError),
     /// No secret (or no such version) at the path: HTTP 404.
     #[error("no secret at this path")]
     NotFound,
@@ -91,6 +94,7 @@ impl VaultError {
     /// code (`unavailable`, `busy`, `capacity`, `timeout`, `closed`).
     pub fn code(&self) -> &'static str {
         match self {
+            Self::Limit(e) => e.code(),
             Self::NotFound => "not_found",
             Self::Denied => "denied",
             Self::CasConflict => "cas_conflict",

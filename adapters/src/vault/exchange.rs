@@ -204,7 +204,8 @@ async fn read_capped(mut body: Incoming, max: usize) -> Result<Vec<u8>, VaultErr
     if announced > max as u64 {
         return Err(too_large(announced));
     }
-    let mut buffer = Vec::with_capacity(usize::try_from(announced).unwrap_or(max).min(max));
+    // Grown as bytes arrive, never sized by the announced length.
+    let mut buffer = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|_| VaultError::Protocol {
             phase: "reading the response",

@@ -49,12 +49,42 @@ pub use ops::{
 };
 
 /// Bounds of Vault calls.
+///
+/// Each bound is at most [`VaultLimits::CEILING`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VaultLimits {
     /// Largest secret data written, serialized as JSON, in bytes.
     pub max_secret_bytes: usize,
     /// Largest response body read, in bytes.
     pub max_response_bytes: usize,
+}
+
+impl VaultLimits {
+    /// The largest bounds: 16 MiB of data, 32 MiB of response.
+    pub const CEILING: Self = Self {
+        max_secret_bytes: 16 << 20,
+        max_response_bytes: 32 << 20,
+    };
+
+    /// Refuses a bound above [`Self::CEILING`]; every operation calls it
+    /// before any I/O.
+    ///
+    /// # Errors
+    ///
+    /// [`crate::LimitError`] naming the field.
+    pub fn check(&self) -> Result<(), crate::LimitError> {
+        crate::limits::at_most(
+            "max_secret_bytes",
+            self.max_secret_bytes,
+            Self::CEILING.max_secret_bytes as u64,
+        )?;
+        crate::limits::at_most(
+            "max_response_bytes",
+            self.max_response_bytes,
+            Self::CEILING.max_response_bytes as u64,
+        )?;
+        Ok(())
+    }
 }
 
 impl Default for VaultLimits {

@@ -136,6 +136,7 @@ pub async fn read(
     path: &SecretPath,
     limits: VaultLimits,
 ) -> Result<VaultSecret, VaultError> {
+    limits.check()?;
     read_at(pools, running, dialer, path, None, limits).await
 }
 
@@ -157,6 +158,7 @@ pub async fn read_version(
     version: u64,
     limits: VaultLimits,
 ) -> Result<VaultSecret, VaultError> {
+    limits.check()?;
     read_at(pools, running, dialer, path, Some(version), limits).await
 }
 
@@ -168,6 +170,7 @@ async fn read_at(
     version: Option<u64>,
     limits: VaultLimits,
 ) -> Result<VaultSecret, VaultError> {
+    limits.check()?;
     let slot = Slot::of(running)?;
     let endpoint = Endpoint::read(&slot.mount, path, version);
     let body = exchange(
@@ -220,6 +223,7 @@ pub async fn write(
     cas: Option<u64>,
     limits: VaultLimits,
 ) -> Result<VersionMetadata, VaultError> {
+    limits.check()?;
     let len = serde_json::to_vec(&data)
         .map_err(|_| VaultError::InvalidWrite {
             reason: "the data cannot be serialized",
@@ -270,6 +274,7 @@ pub async fn read_metadata(
     path: &SecretPath,
     limits: VaultLimits,
 ) -> Result<SecretMetadata, VaultError> {
+    limits.check()?;
     let slot = Slot::of(running)?;
     let endpoint = Endpoint::metadata(&slot.mount, path);
     let body = exchange(

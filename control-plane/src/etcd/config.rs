@@ -38,13 +38,29 @@ const MAX_DISCOVERED: usize = 65_536;
 ///     .with_request_timeout(Duration::from_secs(2));
 /// assert_eq!(config.prefix(), "/billing-cluster/");
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct EtcdConfig {
     endpoint: String,
     prefix: String,
     request_timeout: Duration,
     max_response_bytes: usize,
     max_discovered: usize,
+}
+
+impl std::fmt::Debug for EtcdConfig {
+    /// Shows the endpoint through [`crate::transport::redact_userinfo`].
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdConfig")
+            .field(
+                "endpoint",
+                &crate::transport::redact_userinfo(&self.endpoint),
+            )
+            .field("prefix", &self.prefix)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .field("max_discovered", &self.max_discovered)
+            .finish()
+    }
 }
 
 impl EtcdConfig {

@@ -9,6 +9,10 @@
 //!   the retry configuration; the other calls keep it.
 //! - Invalid input (a lease time to live out of range) is refused before
 //!   anything is queued.
+//! - Every lease grant is checked against its request ([`super::answers`]);
+//!   a mismatch is [`ControlPlaneError::Protocol`], never a held lease.
+//! - A discovery answer naming another service or a node twice is
+//!   [`ControlPlaneError::Protocol`].
 
 use std::fmt;
 use std::future::ready;
@@ -20,6 +24,7 @@ use tokio::time::Instant;
 
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::error::ControlPlaneError;
+use crate::http::answers::{Expected, LeaseAnswers};
 use crate::http::config::HttpClientConfig;
 use crate::http::exchange::{decode_json, Decode, Exchange};
 use crate::http::protocol::{Done, Instances, LeaseRead, Route};
@@ -53,6 +58,7 @@ pub struct HttpControlPlaneClient {
     policy: RetryPolicy,
     max_response_bytes: usize,
     queue: RequestQueue,
+    answers: LeaseAnswers,
 }
 
 impl HttpControlPlaneClient {
@@ -80,6 +86,7 @@ impl HttpControlPlaneClient {
             policy: RetryPolicy::new(config.retry),
             max_response_bytes: config.max_response_bytes,
             queue,
+            answers: LeaseAnswers::default(),
         };
         Ok((client, worker))
     }
@@ -175,21 +182,61 @@ impl ControlPlane for HttpControlPlaneClient {
     }
 
     fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
-        self.call(Route::Discover(service), None, instances)
+        let answer = self.call(Route::Discover(service.clone()), None, instances);
+        Box::pin(async move {
+            let found = answer.await?;
+            let mut nodes = std::collections::BTreeSet::new();
+            for instance in &found {
+                if instance.key().service != service {
+                    return Err(ControlPlaneError::Protocol(format!(
+                        "discovery of {} answered an instance of {}",
+                        service.as_str(),
+                        instance.key().service.as_str()
+                    )));
+                }
+                if !nodes.insert(&instance.key().node) {
+                    return Err(ControlPlaneError::Protocol(format!(
+                        "discovery answered node {} twice",
+                        instance.key().node.as_str()
+                    )));
+                }
+            }
+            Ok(found)
+        })
     }
 
     fn acquire(&self, request: LeaseRequest) -> BoxFuture<'_, CallResult<LeaseGrant>> {
         if let Err(error) = request.check() {
             return Box::pin(ready(Err(error)));
         }
-        self.call(Route::Acquire, Some(&request), grant)
+        let answer = self.call(Route::Acquire, Some(&request), grant);
+        Box::pin(async move {
+            let granted = answer.await?;
+            let expected = Expected {
+                key: &request.key,
+                holder: &request.holder,
+                ttl: request.ttl,
+                renewing: None,
+            };
+            self.answers.check(&expected, granted)
+        })
     }
 
     fn renew(&self, lease: LeaseGrant) -> BoxFuture<'_, CallResult<LeaseGrant>> {
         if let Err(error) = lease.check() {
             return Box::pin(ready(Err(error)));
         }
-        self.call(Route::Renew, Some(&lease), grant)
+        let answer = self.call(Route::Renew, Some(&lease), grant);
+        Box::pin(async move {
+            let renewed = answer.await?;
+            let expected = Expected {
+                key: &lease.key,
+                holder: &lease.holder,
+                ttl: lease.ttl,
+                renewing: Some(lease.token),
+            };
+            self.answers.check(&expected, renewed)
+        })
     }
 
     fn release(&self, lease: LeaseGrant) -> BoxFuture<'_, CallResult<()>> {

@@ -70,18 +70,7 @@ impl fmt::Debug for HttpClientConfig {
     /// Shows the endpoint without any userinfo (it would be refused, but
     /// a config is printed before it is checked).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let endpoint = match self.endpoint.split_once("://") {
-            Some((scheme, rest)) => {
-                let authority_end = rest.find('/').unwrap_or(rest.len());
-                match rest[..authority_end].rsplit_once('@') {
-                    Some((_, host)) => {
-                        format!("{scheme}://<userinfo>@{host}{}", &rest[authority_end..])
-                    }
-                    None => self.endpoint.clone(),
-                }
-            }
-            None => self.endpoint.clone(),
-        };
+        let endpoint = crate::transport::redact_userinfo(&self.endpoint);
         f.debug_struct("HttpClientConfig")
             .field("endpoint", &endpoint)
             .field("retry", &self.retry)
@@ -97,6 +86,8 @@ mod tests {
 
     #[test]
     fn debug_never_shows_userinfo() {
+        let spelled = HttpClientConfig::new("https:user:s3cret@cp.example.net");
+        assert!(!format!("{spelled:?}").contains("s3cret"), "{spelled:?}");
         let config = HttpClientConfig::new("https://user:s3cret@cp.example.net:8443/base");
         let text = format!("{config:?}");
         assert!(

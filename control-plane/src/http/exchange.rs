@@ -105,12 +105,15 @@ impl Exchange {
                     error: ControlPlaneError::Timeout,
                     ambiguous: true,
                 },
-                Ok(_)
+                // A late answer, whatever it says: the operation may have
+                // applied, so no attempt follows. A transport's own timeout
+                // (or any failure) at the attempt deadline is not an answer:
+                // it is a failed attempt, retried within the cycle budget.
+                Ok(Ok(_))
                     if self
                         .cycle
                         .is_overdue(deadline.into_std(), answered.into_std()) =>
                 {
-                    // Late, whatever it says: the operation may have applied.
                     return Err(self.ambiguous(ControlPlaneError::Timeout));
                 }
                 Ok(Ok(response)) => self.classify_response(&response, decode),

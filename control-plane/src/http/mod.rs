@@ -13,6 +13,7 @@
 //! - No task is spawned here: the caller spawns [`HttpWorker::run`] and the
 //!   server's future.
 
+pub(crate) mod answers;
 mod client;
 mod config;
 mod exchange;
@@ -27,4 +28,6 @@ pub use config::{
 };
 pub use queue::HttpWorker;
 #[cfg(feature = "server")]
-pub use server::{ReferenceServer, ServerConfig, ServerTask};
+pub use server::{
+    ReferenceServer, ServerConfig, ServerTask, MAX_SERVER_BODY_BYTES, MAX_SERVER_CONNECTIONS,
+};

@@ -42,6 +42,11 @@ use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use crate::client::{BoxFuture, ControlPlane};
 use crate::http::protocol::MAX_REQUEST_BODY_BYTES;
 
+/// The ceiling of [`ServerConfig::max_body_bytes`]: 16 MiB.
+pub const MAX_SERVER_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// The ceiling of [`ServerConfig::max_connections`]: 65,536.
+pub const MAX_SERVER_CONNECTIONS: usize = 65_536;
+
 /// The bounds of a [`ReferenceServer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerConfig {
@@ -94,16 +99,19 @@ impl ReferenceServer {
     /// # Errors
     ///
     /// The bind's I/O error (address in use, permission), or
-    /// `InvalidInput` when a bound in `config` is zero.
+    /// `InvalidInput` when a bound in `config` is zero or above its ceiling
+    /// ([`MAX_SERVER_BODY_BYTES`], [`MAX_SERVER_CONNECTIONS`]).
     pub async fn bind(
         addr: SocketAddr,
         store: Arc<dyn ControlPlane>,
         config: ServerConfig,
     ) -> io::Result<(Self, ServerTask)> {
-        if config.max_body_bytes == 0 || config.max_connections == 0 {
+        if !(1..=MAX_SERVER_BODY_BYTES).contains(&config.max_body_bytes)
+            || !(1..=MAX_SERVER_CONNECTIONS).contains(&config.max_connections)
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "max_body_bytes and max_connections must be at least 1",
+                "max_body_bytes must be 1–16 MiB and max_connections 1–65,536",
             ));
         }
         let listener = TcpListener::bind(addr).await?;

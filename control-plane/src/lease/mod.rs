@@ -35,7 +35,12 @@ use crate::presence::check_ttl;
 
 /// Which lease: the leadership of one service, or a named global lease.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(tag = "scope", content = "name", rename_all = "lowercase")]
+#[serde(
+    tag = "scope",
+    content = "name",
+    rename_all = "lowercase",
+    deny_unknown_fields
+)]
 pub enum LeaseKey {
     /// A lease shared by the whole control plane.
     Global(LeaseName),

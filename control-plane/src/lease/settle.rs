@@ -69,7 +69,9 @@ pub async fn settle(
 ///
 /// `LeaseHeld` when another node holds it (also when a read-back shows so),
 /// `LeaseLost` when a read-back shows nobody took it for us, `Invalid` for a
-/// skew margin not shorter than the time to live, and the client's errors.
+/// skew margin not shorter than the time to live, `Protocol` for a grant
+/// that does not answer the request (another key or holder, token 0, a
+/// longer time to live), and the client's errors.
 pub async fn acquire_guarded(
     client: &dyn ControlPlane,
     request: LeaseRequest,
@@ -87,7 +89,16 @@ pub async fn acquire_guarded(
     }
     let sent_at = Instant::now();
     match client.acquire(request.clone()).await {
-        Ok(grant) => LeadershipGuard::new(grant, sent_at, skew),
+        Ok(grant) => {
+            let expected = crate::http::answers::Expected {
+                key: &request.key,
+                holder: &request.holder,
+                ttl: request.ttl,
+                renewing: None,
+            };
+            crate::http::answers::matches(&expected, &grant)?;
+            LeadershipGuard::new(grant, sent_at, skew)
+        }
         Err(ControlPlaneError::OutcomeUnknown { .. }) => {
             match settle(client, &request.key, &request.holder).await? {
                 Settled::Held { token, safe_until } => {

@@ -26,6 +26,7 @@ use crate::error::ControlPlaneError;
 mod bearer_transport;
 mod endpoint;
 mod pooled_transport;
+mod redact;
 mod response_reader;
 mod std_transport;
 mod target;
@@ -35,14 +36,30 @@ pub use bearer_transport::{BearerHttpTransport, BearerToken, MAX_BEARER_TOKEN_BY
 pub use endpoint::{Endpoint, Scheme, MAX_ENDPOINT_BYTES};
 pub use pooled_transport::{
     PooledHttpTransport, PooledTransportConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_IDLE_TIMEOUT,
-    DEFAULT_POOL_MAX_IDLE_PER_HOST,
+    DEFAULT_POOL_MAX_IDLE_PER_HOST, MAX_POOL_MAX_IDLE_PER_HOST,
 };
+pub use redact::redact_userinfo;
 pub use response_reader::MAX_HEAD_BYTES;
 pub use std_transport::StdHttpTransport;
 pub use tls_config::MAX_CA_FILE_BYTES;
 
 /// Largest response body a built-in transport reads by default.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+/// The ceiling of every transport's response-body bound: 64 MiB. A larger
+/// `with_max_response_bytes` is refused with
+/// [`ControlPlaneError::Invalid`].
+pub const MAX_RESPONSE_BYTES_CEILING: usize = 64 * 1024 * 1024;
+
+/// Refuses a response bound of zero or above [`MAX_RESPONSE_BYTES_CEILING`].
+fn check_response_bound(bytes: usize) -> Result<usize, crate::ControlPlaneError> {
+    if bytes == 0 || bytes > MAX_RESPONSE_BYTES_CEILING {
+        return Err(crate::ControlPlaneError::invalid(
+            "max_response_bytes",
+            format!("{bytes}, must be 1–{MAX_RESPONSE_BYTES_CEILING}"),
+        ));
+    }
+    Ok(bytes)
+}
 
 /// The HTTP method of a V1 request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -43,6 +43,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default number of idle connections kept per host.
 pub const DEFAULT_POOL_MAX_IDLE_PER_HOST: usize = 4;
+/// The ceiling of idle connections kept per host.
+pub const MAX_POOL_MAX_IDLE_PER_HOST: usize = 1_024;
 
 /// How a [`PooledHttpTransport`] (or a
 /// [`BearerHttpTransport`](super::BearerHttpTransport)) builds its client.
@@ -92,20 +94,44 @@ impl PooledTransportConfig {
     }
 
     /// How many idle connections are kept per host (0 keeps none: every
-    /// request gets a new connection).
-    pub fn with_pool_max_idle_per_host(self, pool_max_idle_per_host: usize) -> Self {
-        Self {
+    /// request gets a new connection), at most
+    /// [`MAX_POOL_MAX_IDLE_PER_HOST`].
+    ///
+    /// # Errors
+    ///
+    /// [`ControlPlaneError::Invalid`] naming `pool_max_idle_per_host` above
+    /// its ceiling.
+    pub fn with_pool_max_idle_per_host(
+        self,
+        pool_max_idle_per_host: usize,
+    ) -> Result<Self, ControlPlaneError> {
+        if pool_max_idle_per_host > MAX_POOL_MAX_IDLE_PER_HOST {
+            return Err(ControlPlaneError::invalid(
+                "pool_max_idle_per_host",
+                format!("{pool_max_idle_per_host}, must be at most {MAX_POOL_MAX_IDLE_PER_HOST}"),
+            ));
+        }
+        Ok(Self {
             pool_max_idle_per_host,
             ..self
-        }
+        })
     }
 
-    /// The largest response body read, in bytes.
-    pub fn with_max_response_bytes(self, max_response_bytes: usize) -> Self {
-        Self {
-            max_response_bytes,
+    /// The largest response body read, in bytes: 1 to
+    /// [`MAX_RESPONSE_BYTES_CEILING`](super::MAX_RESPONSE_BYTES_CEILING).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlPlaneError::Invalid`] naming `max_response_bytes` when zero
+    /// or above the ceiling.
+    pub fn with_max_response_bytes(
+        self,
+        max_response_bytes: usize,
+    ) -> Result<Self, ControlPlaneError> {
+        Ok(Self {
+            max_response_bytes: super::check_response_bound(max_response_bytes)?,
             ..self
-        }
+        })
     }
 
     /// A PEM bundle whose certificates replace the web PKI roots (a private
@@ -226,8 +252,8 @@ impl PooledHttpTransport {
         if declared > limit as u64 {
             return Err(TransportError::TooLarge { limit });
         }
-        // `declared` is at most `limit` here.
-        let mut body = BytesMut::with_capacity(usize::try_from(declared).unwrap_or(limit));
+        // Grown as bytes arrive, never sized by the announced length.
+        let mut body = BytesMut::new();
         while let Some(chunk) = response.chunk().await.map_err(transport_error)? {
             if chunk.len() > limit - body.len() {
                 // Dropping the response closes its connection.

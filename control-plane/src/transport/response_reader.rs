@@ -178,7 +178,8 @@ fn read_length<R: Read>(
         .ok()
         .filter(|length| *length <= max_body)
         .ok_or(TransportError::TooLarge { limit: max_body })?;
-    let mut body = Vec::with_capacity(length);
+    // Grown as bytes arrive, never sized by the announced length.
+    let mut body = Vec::new();
     reader
         .by_ref()
         .take(length as u64)

@@ -41,8 +41,9 @@ use crate::transport::{Endpoint, Scheme};
 /// ```no_run
 /// use provider_pools_control_plane::transport::StdHttpTransport;
 ///
-/// let transport = StdHttpTransport::new().with_max_response_bytes(64 * 1024);
+/// let transport = StdHttpTransport::new().with_max_response_bytes(64 * 1024)?;
 /// # let _ = transport;
+/// # Ok::<(), provider_pools_control_plane::ControlPlaneError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct StdHttpTransport {
@@ -63,9 +64,20 @@ impl StdHttpTransport {
         }
     }
 
-    /// This transport with another response-body bound.
-    pub fn with_max_response_bytes(self, max_response_bytes: usize) -> Self {
-        Self { max_response_bytes }
+    /// This transport with another response-body bound: 1 to
+    /// [`MAX_RESPONSE_BYTES_CEILING`](super::MAX_RESPONSE_BYTES_CEILING).
+    ///
+    /// # Errors
+    ///
+    /// [`ControlPlaneError::Invalid`] naming `max_response_bytes` when zero
+    /// or above the ceiling.
+    pub fn with_max_response_bytes(
+        self,
+        max_response_bytes: usize,
+    ) -> Result<Self, ControlPlaneError> {
+        Ok(Self {
+            max_response_bytes: super::check_response_bound(max_response_bytes)?,
+        })
     }
 
     /// The response-body bound, in bytes.
