@@ -55,7 +55,8 @@ pub use cleanup::{
 };
 pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
 pub use connection::{
-    ConnectError, DialError, DialErrorKind, DialTarget, Dialer, PooledConnection,
+    close_watch, CloseNotifier, CloseWatch, ConnectError, DialError, DialErrorKind, DialTarget,
+    Dialer, PooledConnection,
 };
 pub use credential::Credential;
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
