@@ -15,8 +15,8 @@ use hyper::body::{Body, Incoming};
 use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 
 use crate::http::dialer::HttpDialer;
-use crate::http::error::HttpError;
-use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
+use crate::http::error::{HttpError, Sent};
+use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, Progress};
 
 /// A complete response whose body is charged to the pools' metadata and
 /// keeps the request's running capacity until dropped.
@@ -67,18 +67,19 @@ pub async fn call(
     limits: BodyLimits,
 ) -> Result<BufferedResponse, HttpError> {
     // One timer bounds the exchange: connection, request, whole body.
+    let progress = Progress::default();
     let (conn, parts, keep_alive, bytes) = tokio::time::timeout_at(running.deadline(), async {
         let Opened {
             conn,
             response,
             keep_alive,
-        } = exchange::send(pools, running, dialer, request, limits).await?;
+        } = exchange::send(pools, running, dialer, request, limits, &progress).await?;
         let (parts, mut body) = response.into_parts();
         let bytes = read_capped(&mut body, limits.max_response).await?;
         Ok::<_, HttpError>((conn, parts, keep_alive, bytes))
     })
     .await
-    .map_err(|_| HttpError::Timeout)??;
+    .map_err(|_| progress.timeout())??;
     if keep_alive {
         exchange::park_if_reusable(conn, running.deadline()).await;
     } else {
@@ -103,6 +104,7 @@ async fn read_capped(body: &mut Incoming, max: usize) -> Result<Bytes, HttpError
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|source| HttpError::Protocol {
             phase: "reading the response body",
+            sent: Sent::Yes,
             source,
         })?;
         if let Ok(data) = frame.into_data() {

@@ -13,6 +13,9 @@
 //! - An [`HttpConnection`] owns the request sender and the driver's handle;
 //!   dropping it drops the sender, which ends the driver and closes the
 //!   socket (the origin reads EOF).
+//! - The driver fires the connection's closure notice when the socket is
+//!   done (the origin closed it, or the sender went): a parked connection
+//!   the origin closed leaves the idle stash, and its charges, at once.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +25,8 @@ use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use provider_pools_actors::{
-    DialError, DialErrorKind, DialTarget, Dialer, JobError, JobHandle, ProviderPools,
+    close_watch, CloseNotifier, CloseWatch, DialError, DialErrorKind, DialTarget, Dialer, JobError,
+    JobHandle, ProviderPools,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -75,6 +79,9 @@ impl fmt::Debug for HttpDialer {
 /// finish and close the socket.
 pub struct HttpConnection {
     sender: SendRequest<Full<Bytes>>,
+    /// Fires when the driver ends (the origin closed the socket, or the
+    /// sender was dropped); parked with the connection.
+    watch: CloseWatch,
     _driver: JobHandle<()>,
 }
 
@@ -83,9 +90,14 @@ impl HttpConnection {
         &mut self.sender
     }
 
+    /// The closure notice its driver fires when the socket closes.
+    pub(crate) fn watch(&self) -> &CloseWatch {
+        &self.watch
+    }
+
     /// True once the connection can carry no more requests.
     pub fn is_closed(&self) -> bool {
-        self.sender.is_closed()
+        self.sender.is_closed() || self.watch.is_closed()
     }
 }
 
@@ -124,18 +136,23 @@ impl Dialer for HttpDialer {
             None
         };
         let (hand_over, driver) = oneshot::channel::<Driver>();
-        let job = self.pools.spawn(move || drive(driver)).await.map_err(|e| {
-            // No worker slot for the driver: our own limit, not the origin's
-            // failure, so the client is not put into backoff.
-            let kind = match e {
-                JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
-                _ => DialErrorKind::Other,
-            };
-            DialError::new(
-                kind,
-                format!("no provider job for the connection driver: {e}"),
-            )
-        })?;
+        let (watch, notifier) = close_watch();
+        let job = self
+            .pools
+            .spawn(move || drive(driver, notifier))
+            .await
+            .map_err(|e| {
+                // No worker slot for the driver: our own limit, not the origin's
+                // failure, so the client is not put into backoff.
+                let kind = match e {
+                    JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
+                    _ => DialErrorKind::Other,
+                };
+                DialError::new(
+                    kind,
+                    format!("no provider job for the connection driver: {e}"),
+                )
+            })?;
         let stream = TcpStream::connect(origin.connect_address())
             .await
             .map_err(connect_error)?;
@@ -156,19 +173,22 @@ impl Dialer for HttpDialer {
         })?;
         Ok(HttpConnection {
             sender,
+            watch,
             _driver: job,
         })
     }
 }
 
 /// The driver job: runs the connection once it is handed over; ends at
-/// once when the dial gave up.
-async fn drive(driver: oneshot::Receiver<Driver>) {
+/// once when the dial gave up. When the connection ends, the closure
+/// notice fires: a parked connection leaves its idle stash at once.
+async fn drive(driver: oneshot::Receiver<Driver>, notifier: CloseNotifier) {
     if let Ok(connection) = driver.await {
         // The connection ends when its sender is dropped or the origin
         // closes; either way the socket is closed when this returns.
         let _ = connection.await;
     }
+    notifier.closed();
 }
 
 fn connect_error(e: std::io::Error) -> DialError {

@@ -19,7 +19,7 @@ use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
 use crate::http::dialer::{HttpConnection, HttpDialer};
-use crate::http::error::HttpError;
+use crate::http::error::{HttpError, Sent};
 use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
 
 /// A response whose body is read chunk by chunk.
@@ -123,7 +123,7 @@ impl ResponseStream {
         loop {
             let body = self.body.as_mut()?;
             let frame = match tokio::time::timeout_at(self.deadline, body.frame()).await {
-                Err(_) => return Some(Err(self.fail(HttpError::Timeout))),
+                Err(_) => return Some(Err(self.fail(HttpError::Timeout { sent: Sent::Yes }))),
                 Ok(None) => {
                     self.finish().await;
                     return None;
@@ -131,6 +131,7 @@ impl ResponseStream {
                 Ok(Some(Err(source))) => {
                     return Some(Err(self.fail(HttpError::Protocol {
                         phase: "reading the response body",
+                        sent: Sent::Yes,
                         source,
                     })))
                 }

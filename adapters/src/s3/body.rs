@@ -99,7 +99,10 @@ impl Reading {
         };
         self.parking = None;
         match self.conn.take() {
-            Some(conn) if reusable => conn.park(),
+            Some(conn) if reusable => {
+                let watch = conn.get().watch().clone();
+                conn.park_watched(&watch);
+            }
             other => drop(other),
         }
         Poll::Ready(())

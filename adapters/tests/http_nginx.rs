@@ -1,0 +1,234 @@
+//! The HTTP adapter against a real origin: Debian's nginx (installed by
+//! `scripts/peers`), whose access log (`$connection $connection_requests`)
+//! witnesses reuse, closure and the absence of retries.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use provider_pools_actors::Limits;
+use provider_pools_adapters::http::{
+    call, call_streaming, BodyLimits, HttpDialer, HttpError, ResponseStream, Sent,
+};
+use provider_pools_test_peers::{AccessEntry, Nginx, NginxPeer};
+use support::{bounded, eventually, get, install, running, start};
+
+const BODY: usize = 1000;
+
+/// Waits until nginx logged `count` requests and returns the log.
+async fn logged(nginx: &NginxPeer, count: usize) -> Vec<AccessEntry> {
+    eventually(&format!("nginx logged {count} requests"), || {
+        nginx.access_log().len() >= count
+    })
+    .await;
+    nginx.access_log()
+}
+
+fn connections(log: &[AccessEntry]) -> BTreeSet<u64> {
+    log.iter().map(|entry| entry.connection).collect()
+}
+
+#[tokio::test]
+async fn sequential_calls_reuse_one_nginx_connection_and_are_never_retried() {
+    let nginx = Nginx::new().body(BODY).start();
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let path = NginxPeer::body_path(BODY);
+
+    for session in 1..=20 {
+        let request = running(&pools, &receipt, session).await;
+        let response = bounded(
+            "a call to nginx",
+            call(&pools, &request, &dialer, get(&path), BodyLimits::default()),
+        )
+        .await
+        .expect("200");
+        assert_eq!(
+            (response.status.as_u16(), response.body.bytes().len()),
+            (200, BODY)
+        );
+    }
+    let log = logged(&nginx, 20).await;
+    assert_eq!(log.len(), 20, "one logged request per call, none retried");
+    assert_eq!(connections(&log).len(), 1, "one connection: {log:?}");
+    let numbers: Vec<u64> = log.iter().map(|entry| entry.request).collect();
+    assert_eq!(numbers, (1..=20).collect::<Vec<_>>());
+    assert_eq!(dialer.dials(), 1);
+}
+
+/// Parks `count` distinct connections: `count` streams hold one each while
+/// the next is opened, then each body is read to its end.
+async fn park_distinct(
+    pools: &provider_pools_actors::ProviderPools,
+    receipt: &provider_pools_actors::InstallReceipt,
+    dialer: &HttpDialer,
+    count: usize,
+    first_session: u64,
+) {
+    let path = NginxPeer::body_path(BODY);
+    let mut streams: Vec<ResponseStream> = Vec::new();
+    for session in 0..count as u64 {
+        let request = running(pools, receipt, first_session + session).await;
+        let stream = bounded(
+            "a streaming call to nginx",
+            call_streaming(pools, &request, dialer, get(&path), BodyLimits::default()),
+        )
+        .await
+        .expect("200");
+        streams.push(stream);
+    }
+    for mut stream in streams {
+        while let Some(chunk) = bounded("a chunk", stream.next_chunk()).await {
+            chunk.expect("a body chunk");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_parked_connection_nginx_closes_leaves_the_idle_count_and_its_charges() {
+    let nginx = Nginx::new()
+        .body(BODY)
+        .keepalive_timeout(Duration::from_millis(300))
+        .start();
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    park_distinct(&pools, &receipt, &dialer, 3, 1).await;
+    eventually("three parked connections", || {
+        pools.snapshot().connections.idle == 3
+    })
+    .await;
+    // nginx closes them after its keepalive_timeout (300 ms); each driver
+    // sees EOF and its connection leaves the stash with its charges, long
+    // before the idle age (30 s) or a checkout could reach it.
+    eventually("no idle and no charged connection", || {
+        let snapshot = pools.snapshot();
+        snapshot.connections.idle == 0 && snapshot.connections.active == 0
+    })
+    .await;
+    assert_eq!(dialer.dials(), 3);
+    let report = bounded("shutdown", pools.shutdown(support::deadline())).await;
+    assert!(report.is_clean(), "{report:?}");
+}
+
+#[tokio::test]
+async fn eight_dead_parked_connections_never_fail_the_next_call() {
+    let nginx = Nginx::new()
+        .body(BODY)
+        .keepalive_timeout(Duration::from_millis(300))
+        .start();
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+
+    park_distinct(&pools, &receipt, &dialer, 8, 1).await;
+    let before = logged(&nginx, 8).await;
+    assert_eq!(
+        connections(&before).len(),
+        8,
+        "eight connections: {before:?}"
+    );
+    eventually("nginx closed the eight parked connections", || {
+        pools.snapshot().connections.idle == 0
+    })
+    .await;
+
+    let path = NginxPeer::body_path(BODY);
+    for session in 100..104 {
+        let request = running(&pools, &receipt, session).await;
+        let response = bounded(
+            "a call after the origin closed every parked connection",
+            call(&pools, &request, &dialer, get(&path), BodyLimits::default()),
+        )
+        .await
+        .expect("no call fails because a parked connection was stale");
+        assert_eq!(response.status, 200);
+    }
+    let log = logged(&nginx, 12).await;
+    assert_eq!(log.len(), 12, "each call logged once: {log:?}");
+    let after: BTreeSet<u64> = connections(&log[8..]);
+    assert_eq!(after.len(), 1, "the four calls shared one fresh connection");
+    assert!(after.is_disjoint(&before.iter().map(|e| e.connection).collect()));
+    assert_eq!(dialer.dials(), 9, "eight, then one fresh dial");
+}
+
+#[tokio::test]
+async fn error_phases_say_whether_the_request_left_the_process() {
+    let nginx = Nginx::new().body(BODY).start();
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let path = NginxPeer::body_path(BODY);
+
+    // The origin answered, but the body was over the limit: it saw it.
+    let request = running(&pools, &receipt, 1).await;
+    let limits = BodyLimits {
+        max_request: 1024,
+        max_response: 100,
+    };
+    let err = bounded(
+        "a call",
+        call(&pools, &request, &dialer, get(&path), limits),
+    )
+    .await
+    .expect_err("over the response limit");
+    assert!(matches!(err, HttpError::ResponseTooLarge { .. }), "{err:?}");
+    assert_eq!(err.was_sent(), Sent::Yes);
+
+    // Refused before any dial: nothing left the process.
+    let mut big = get(&path);
+    big.body = bytes::Bytes::from(vec![0u8; 2048]);
+    let err = bounded("a call", call(&pools, &request, &dialer, big, limits))
+        .await
+        .expect_err("over the request limit");
+    assert_eq!(err.was_sent(), Sent::No);
+    drop(request);
+
+    // An origin that takes the request and never answers: the deadline
+    // passes after the request was handed over, so it may have arrived.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let silent_origin = format!("http://{}", silent.local_addr().expect("addr"));
+    let held = support::task(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let pools2 = start(Limits::DEFAULT).await;
+    let receipt2 = install(&pools2, &silent_origin, &[], b"k").await;
+    let dialer2 = HttpDialer::new(pools2.clone());
+    let until = tokio::time::Instant::now() + Duration::from_millis(300);
+    let request = support::running_plan(
+        &pools2,
+        &receipt2,
+        support::plan_until("t", 1, until),
+        provider_pools_actors::OriginKind::Http,
+        bytes::Bytes::new(),
+    )
+    .await;
+    let err = bounded(
+        "a call to a silent origin",
+        call(&pools2, &request, &dialer2, get("/"), BodyLimits::default()),
+    )
+    .await
+    .expect_err("the deadline passes");
+    assert!(matches!(err, HttpError::Timeout { .. }), "{err:?}");
+    assert_eq!(err.was_sent(), Sent::Maybe);
+    held.abort();
+
+    // No origin at all: the dial fails, nothing was sent.
+    drop(nginx);
+    let request = running(&pools, &receipt, 2).await;
+    let err = bounded(
+        "a call to a stopped origin",
+        call(&pools, &request, &dialer, get(&path), BodyLimits::default()),
+    )
+    .await
+    .expect_err("the origin is gone");
+    assert_eq!(err.was_sent(), Sent::No, "{err:?}");
+}
