@@ -46,8 +46,8 @@ mod scheduler;
 mod workers;
 
 pub use admission::{
-    AdmitError, AdmitRequest, IngressEvent, IngressRequest, PoolReady, RunningRequest, StagedInput,
-    StagedOutput,
+    AdmitError, AdmitRequest, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
+    RunningRequest, StagedInput, StagedOutput,
 };
 pub use bytes::Bytes;
 pub use cleanup::{

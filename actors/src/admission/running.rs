@@ -8,7 +8,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::admission::ready::PoolReady;
-use crate::admission::{AdmitError, StagedInput, StagedOutput};
+use crate::admission::{AdmitError, OutputBuffer, StagedInput, StagedOutput};
 use crate::budget::{Budget, Charge};
 use crate::epoch::ClientLease;
 use crate::plan::ExecutionPlan;
@@ -86,6 +86,16 @@ impl RunningRequest {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
         let charge = self.0.metadata.try_reserve(len)?;
         Ok(StagedOutput::new(bytes, charge, self.clone()))
+    }
+}
+
+impl RunningRequest {
+    /// An empty result buffer of this request: bytes read in pieces are
+    /// charged to the metadata budget before each piece is kept (see
+    /// [`OutputBuffer::extend`]), and [`OutputBuffer::finish`] makes them a
+    /// [`StagedOutput`].
+    pub fn output_buffer(&self) -> OutputBuffer {
+        OutputBuffer::new(Arc::clone(&self.0.metadata), self.clone())
     }
 }
 
