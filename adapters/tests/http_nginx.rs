@@ -232,3 +232,75 @@ async fn error_phases_say_whether_the_request_left_the_process() {
     .expect_err("the origin is gone");
     assert_eq!(err.was_sent(), Sent::No, "{err:?}");
 }
+
+#[tokio::test]
+async fn a_buffered_body_is_charged_as_read_and_the_first_chunk_over_the_budget_destroys_the_connection(
+) {
+    const MIB: usize = 1 << 20;
+    let nginx = Nginx::new().body(BODY).body(8 * MIB).start();
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let limits = BodyLimits {
+        max_request: 1024,
+        max_response: 16 * MIB,
+    };
+    let baseline = pools.snapshot().metadata_bytes;
+
+    // Within the response bound but over the 8 MiB metadata budget: the
+    // chunk that does not fit fails the call, nothing past it is kept.
+    let request = running(&pools, &receipt, 1).await;
+    let err = bounded(
+        "a call whose body outgrows the metadata budget",
+        call(
+            &pools,
+            &request,
+            &dialer,
+            get(&NginxPeer::body_path(8 * MIB)),
+            limits,
+        ),
+    )
+    .await
+    .expect_err("8 MiB cannot be charged beside everything else");
+    assert!(matches!(err, HttpError::Staging(_)), "{err:?}");
+    assert_eq!(err.code(), "capacity");
+    assert_eq!(err.was_sent(), Sent::Yes);
+    drop(request);
+    eventually(
+        "the connection destroyed, never parked, and the bytes returned",
+        || {
+            let snapshot = pools.snapshot();
+            snapshot.connections.idle == 0
+                && snapshot.connections.active == 0
+                && snapshot.metadata_bytes == baseline
+        },
+    )
+    .await;
+
+    // The next request is unaffected: a fresh connection, its body charged
+    // while it is held and returned when it is dropped.
+    let request = running(&pools, &receipt, 2).await;
+    let response = bounded(
+        "a call after the refused one",
+        call(
+            &pools,
+            &request,
+            &dialer,
+            get(&NginxPeer::body_path(BODY)),
+            limits,
+        ),
+    )
+    .await
+    .expect("200");
+    assert_eq!(response.body.bytes().len(), BODY);
+    assert!(pools.snapshot().metadata_bytes >= baseline + BODY as u32);
+    drop(response);
+    drop(request);
+    let log = logged(&nginx, 2).await;
+    assert_eq!(
+        connections(&log).len(),
+        2,
+        "the refused call's connection was not reused: {log:?}"
+    );
+    assert_eq!(dialer.dials(), 2);
+}

@@ -4,11 +4,14 @@
 //! Invariants:
 //! - The response body never grows past `max_response`; past it the
 //!   exchange fails and its connection is destroyed, never parked.
+//! - Each body chunk is charged to the request's metadata before it is
+//!   kept, so the bytes held never exceed the charge; the first chunk that
+//!   cannot be charged fails the call (`Staging`) and destroys the
+//!   connection. Nothing is allocated for an announced length.
 //! - A connection is parked only after the body was read to its end and
 //!   both heads allowed keep-alive and the connection is ready again.
 //! - Every status passes through unchanged; nothing is retried.
 
-use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Incoming};
@@ -58,7 +61,11 @@ impl std::fmt::Debug for BufferedResponse {
 /// when no connection was reserved; [`HttpError::ResponseTooLarge`],
 /// [`HttpError::Protocol`] and [`HttpError::Timeout`] with the connection
 /// destroyed; [`HttpError::Origin`] and [`HttpError::Binding`] for a bad
-/// configuration; [`HttpError::Staging`] when the body cannot be charged.
+/// configuration; [`HttpError::Staging`] as soon as a body chunk cannot be
+/// charged, with the connection destroyed. [`HttpError::was_sent`] says
+/// whether the origin may have seen the request: `No` for the errors
+/// before a connection took it, `Maybe` for a failed send or a deadline
+/// before the answer, `Yes` once the answer's head arrived.
 pub async fn call(
     pools: &ProviderPools,
     running: &RunningRequest,
@@ -75,7 +82,7 @@ pub async fn call(
             keep_alive,
         } = exchange::send(pools, running, dialer, request, limits, &progress).await?;
         let (parts, mut body) = response.into_parts();
-        let bytes = read_capped(&mut body, limits.max_response).await?;
+        let bytes = read_capped(&mut body, limits.max_response, running).await?;
         Ok::<_, HttpError>((conn, parts, keep_alive, bytes))
     })
     .await
@@ -85,22 +92,28 @@ pub async fn call(
     } else {
         drop(conn);
     }
-    let body = running.stage_output(bytes).map_err(HttpError::Staging)?;
     Ok(BufferedResponse {
         status: parts.status,
         headers: parts.headers,
-        body,
+        body: bytes,
     })
 }
 
-/// Reads `body` to its end, failing as soon as it would pass `max` bytes.
-async fn read_capped(body: &mut Incoming, max: usize) -> Result<Bytes, HttpError> {
+/// Reads `body` to its end, failing as soon as it would pass `max` bytes
+/// or a chunk cannot be charged: each chunk is charged to `running`'s
+/// metadata before it is kept, and nothing is allocated for bytes the
+/// origin only announced.
+async fn read_capped(
+    body: &mut Incoming,
+    max: usize,
+    running: &RunningRequest,
+) -> Result<StagedOutput, HttpError> {
     let too_large = HttpError::ResponseTooLarge { max };
     let announced = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
     if announced > max {
         return Err(too_large);
     }
-    let mut buffer = BytesMut::with_capacity(announced);
+    let mut buffer = running.output_buffer();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|source| HttpError::Protocol {
             phase: "reading the response body",
@@ -111,8 +124,8 @@ async fn read_capped(body: &mut Incoming, max: usize) -> Result<Bytes, HttpError
             if buffer.len().saturating_add(data.len()) > max {
                 return Err(too_large);
             }
-            buffer.extend_from_slice(&data);
+            buffer.extend(&data).map_err(HttpError::Staging)?;
         }
     }
-    Ok(buffer.freeze())
+    Ok(buffer.finish())
 }
