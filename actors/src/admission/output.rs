@@ -5,9 +5,9 @@
 //! - The charge always covers the buffer's whole allocation (its capacity,
 //!   not only its length): it is taken before the buffer grows, so the
 //!   bytes a request holds never exceed what it was charged.
-//! - The buffer grows as bytes arrive (doubling while the budget has room,
-//!   else exactly what is needed); nothing is allocated for announced
-//!   bytes that have not arrived.
+//! - The buffer grows as bytes arrive (the first piece exactly, then
+//!   doubling while the budget has room, else exactly what is needed);
+//!   nothing is allocated for announced bytes that have not arrived.
 //! - A piece that cannot be charged is refused whole, nothing of it kept;
 //!   the buffer and its charge are returned together when it is dropped.
 
@@ -18,9 +18,6 @@ use bytes::Bytes;
 
 use crate::admission::{AdmitError, RunningRequest, StagedOutput};
 use crate::budget::{Budget, Charge};
-
-/// Smallest allocation a buffer makes.
-const FIRST_CAPACITY: usize = 8 * 1024;
 
 /// A request's result bytes, growing as they are read, charged to the
 /// metadata budget before each growth; [`OutputBuffer::finish`] turns it
@@ -76,7 +73,9 @@ impl OutputBuffer {
     /// first: doubled when the budget has room, else exactly `needed`.
     fn grow(&mut self, needed: usize) -> Result<(), AdmitError> {
         let capacity = self.bytes.capacity();
-        let doubled = capacity.saturating_mul(2).max(FIRST_CAPACITY).max(needed);
+        // The first piece is kept exactly: a body that arrives in one
+        // frame is charged its length, not a rounded-up allocation.
+        let doubled = capacity.saturating_mul(2).max(needed);
         // Over `u32::MAX` bytes no budget has room: the reservation fails.
         let amount = |target: usize| u32::try_from(target - capacity).unwrap_or(u32::MAX);
         let (target, more) = match self.budget.try_reserve(amount(doubled)) {
