@@ -304,3 +304,79 @@ async fn a_buffered_body_is_charged_as_read_and_the_first_chunk_over_the_budget_
     );
     assert_eq!(dialer.dials(), 2);
 }
+
+/// The figures RELIABILITY.md's "Real origins" section quotes: 8 tasks
+/// (the default `connections_per_client`) × 250 GETs against nginx, then,
+/// after nginx closed every idle connection (`keepalive_timeout` 1 s), one
+/// more GET per task. Prints distinct connections, requests per
+/// connection and dials; asserts that nginx logged each GET exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_origin_figures_reuse_closure_and_no_retries() {
+    const TASKS: u64 = 8;
+    const GETS: u64 = 250;
+    let nginx = Nginx::new()
+        .body(BODY)
+        .keepalive_timeout(Duration::from_secs(1))
+        .start();
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = std::sync::Arc::new(install(&pools, &nginx.origin(), &[], b"k").await);
+    let dialer = std::sync::Arc::new(HttpDialer::new(pools.clone()));
+    let round = |gets: u64, first: u64| {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let (pools, receipt, dialer) = (pools.clone(), receipt.clone(), dialer.clone());
+                support::task(async move {
+                    for n in 0..gets {
+                        let session = first + t * 10_000 + n;
+                        let request = running(&pools, &receipt, session).await;
+                        let path = NginxPeer::body_path(BODY);
+                        call(&pools, &request, &dialer, get(&path), BodyLimits::default())
+                            .await
+                            .expect("every GET succeeds");
+                    }
+                })
+            })
+            .collect();
+        async move {
+            for task in tasks {
+                bounded("a task's GETs", task).await.expect("task");
+            }
+        }
+    };
+    bounded("the load", round(GETS, 1)).await;
+    let load = logged(&nginx, (TASKS * GETS) as usize).await;
+    let load_dials = dialer.dials();
+    eventually("nginx closed every idle connection", || {
+        pools.snapshot().connections.idle == 0
+    })
+    .await;
+    bounded("one GET per task after the closure", round(1, 5_000)).await;
+    let all = logged(&nginx, (TASKS * (GETS + 1)) as usize).await;
+    assert_eq!(all.len() as u64, TASKS * (GETS + 1), "each GET logged once");
+    let per_connection = |log: &[AccessEntry]| {
+        let mut counts = std::collections::BTreeMap::<u64, u64>::new();
+        for entry in log {
+            *counts.entry(entry.connection).or_default() += 1;
+        }
+        let values: Vec<u64> = counts.values().copied().collect();
+        (
+            values.len(),
+            values.iter().min().copied().unwrap_or(0),
+            values.iter().max().copied().unwrap_or(0),
+        )
+    };
+    let (load_conns, load_min, load_max) = per_connection(&load);
+    let (after_conns, _, _) = per_connection(&all[load.len()..]);
+    eprintln!(
+        "real origin: {} GETs by {TASKS} tasks: {load_conns} connections, {load_min}-{load_max} \
+         requests per connection, {load_dials} dials; after nginx's keepalive_timeout: idle 0, \
+         {} GETs on {after_conns} new connections, {} dials in all; nginx logged {} requests",
+        TASKS * GETS,
+        TASKS,
+        dialer.dials(),
+        all.len()
+    );
+    assert_eq!(load_conns as u64, load_dials, "one connection per dial");
+    assert!(load_conns as u64 <= TASKS);
+    assert_eq!(dialer.dials(), load_dials + after_conns as u64);
+}
