@@ -185,8 +185,7 @@ pub(crate) async fn send(
                     });
                 }
                 // A stale idle connection: destroyed, the request kept.
-                tracing::debug!(error = %source, "idle connection closed before it took the request");
-                drop(conn);
+                drop((conn, source));
                 request = *unsent;
             }
             Err(Undelivered::Taken(source)) => {
