@@ -241,6 +241,30 @@ impl Charge {
         self.amount
     }
 
+    /// A charge of nothing, on no budget, to [`absorb`](Self::absorb) into.
+    pub(crate) fn empty() -> Self {
+        Self {
+            budget: None,
+            amount: 0,
+        }
+    }
+
+    /// Adds `other`, which must come from the same budget as `self` (or
+    /// `self` is [`empty`](Self::empty)), to this charge: both are returned
+    /// together when `self` drops.
+    pub(crate) fn absorb(&mut self, mut other: Charge) {
+        debug_assert!(match (&self.budget, &other.budget) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => true,
+        });
+        if self.budget.is_none() {
+            self.budget = other.budget.take();
+        } else {
+            other.budget = None;
+        }
+        self.amount = self.amount.saturating_add(other.amount);
+    }
+
     /// Moves `amount` out of this charge into a new one (for example to hand
     /// part of a reservation to another owner).
     ///
@@ -277,6 +301,17 @@ impl fmt::Debug for Charge {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_absorbed_charge_is_returned_with_the_one_that_absorbed_it() {
+        let budget = Budget::new("bytes", 10);
+        let mut held = Charge::empty();
+        held.absorb(budget.try_reserve(3).expect("room"));
+        held.absorb(budget.try_reserve(4).expect("room"));
+        assert_eq!((held.amount(), budget.used()), (7, 7));
+        drop(held);
+        assert_eq!(budget.used(), 0);
+    }
 
     #[test]
     fn reserve_refuses_past_limit_and_drop_returns() {

@@ -47,8 +47,8 @@ mod tenants;
 mod workers;
 
 pub use admission::{
-    AdmitError, AdmitRequest, IngressEvent, IngressRequest, PoolReady, RunningRequest, StagedInput,
-    StagedOutput,
+    AdmitError, AdmitRequest, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
+    RunningRequest, StagedInput, StagedOutput,
 };
 pub use bytes::Bytes;
 pub use cleanup::{
@@ -56,7 +56,8 @@ pub use cleanup::{
 };
 pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
 pub use connection::{
-    ConnectError, DialError, DialErrorKind, DialTarget, Dialer, PooledConnection,
+    close_watch, CloseNotifier, CloseWatch, ConnectError, DialError, DialErrorKind, DialTarget,
+    Dialer, PooledConnection,
 };
 pub use credential::Credential;
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};

@@ -43,6 +43,16 @@ pub(crate) struct SharedCharge {
     _tenant: Charge,
 }
 
+impl SharedCharge {
+    /// The pair of a tenant's `tenant` part and its `shared` part.
+    pub(crate) fn new(tenant: Charge, shared: Charge) -> Self {
+        Self {
+            _shared: shared,
+            _tenant: tenant,
+        }
+    }
+}
+
 /// The node-wide per-tenant shares of one registry generation.
 pub(crate) struct TenantShares {
     metadata: ShareTable,
@@ -72,6 +82,19 @@ impl TenantShares {
             _shared: shared.try_reserve(amount)?,
             _tenant: own,
         })
+    }
+
+    /// Charges `amount` metadata bytes to `tenant`'s share, then to
+    /// `shared`, and returns the two parts `(tenant, shared)` to be grown
+    /// separately (an [`OutputBuffer`](crate::admission::OutputBuffer)).
+    pub(crate) fn metadata_parts(
+        &self,
+        tenant: &TenantId,
+        shared: &std::sync::Arc<Budget>,
+        amount: u32,
+    ) -> Result<(Charge, Charge), Exhausted> {
+        let own = self.metadata.charge(tenant, amount)?;
+        Ok((own, shared.try_reserve(amount)?))
     }
 
     /// Counts one admission of `tenant` on its way to the queue or in it.

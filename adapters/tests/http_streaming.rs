@@ -304,7 +304,10 @@ async fn a_stream_past_its_deadline_is_closed_by_its_driver_and_keeps_its_charge
     );
     for _ in 0..2 {
         let read = bounded("a refused read", stream.next_chunk()).await;
-        assert!(matches!(read, Some(Err(HttpError::Timeout))), "{read:?}");
+        assert!(
+            matches!(read, Some(Err(HttpError::Timeout { .. }))),
+            "{read:?}"
+        );
     }
     assert_eq!(pools.snapshot().running_requests, 1, "still owned");
     drop(stream);

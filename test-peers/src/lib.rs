@@ -5,7 +5,7 @@
 //!
 //! The peers are installed by `scripts/peers` (which the README test
 //! command runs) into `target/peers` (`venv/` for the Python peers, `etcd/`
-//! for the unpacked etcd-server package); `PROVIDER_POOLS_PEERS` names
+//! and `nginx/` for the unpacked etcd-server and nginx packages); `PROVIDER_POOLS_PEERS` names
 //! another install directory. A missing peer fails the test that needs it
 //! with a message saying how to install it: nothing is skipped silently.
 //!
@@ -17,10 +17,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod nginx;
 mod peer;
 mod peers;
 mod shared;
 
+pub use nginx::{AccessEntry, Nginx, NginxPeer};
 pub use peer::{binary, free_port, Peer, PeerCommand};
 pub use peers::{Bao, Etcd, Moto, Nats};
 pub use shared::SharedPeer;

@@ -31,11 +31,12 @@ fn peers_dir() -> PathBuf {
 }
 
 /// Where `scripts/peers` puts binaries, under the peers directory: the
-/// Python peers' virtual environment, then the unpacked etcd-server package.
-const INSTALL_DIRS: [&str; 2] = ["venv/bin", "etcd/usr/bin"];
+/// Python peers' virtual environment, then the unpacked etcd-server and
+/// nginx packages.
+const INSTALL_DIRS: [&str; 3] = ["venv/bin", "etcd/usr/bin", "nginx/usr/sbin"];
 
 /// The path of the peer binary `name`: from the peers directory (the
-/// virtual environment or the unpacked etcd package), else from `PATH`.
+/// virtual environment or an unpacked Debian package), else from `PATH`.
 ///
 /// # Panics
 ///
@@ -100,6 +101,16 @@ pub struct PeerCommand {
     name: &'static str,
     args: Vec<String>,
     env: Vec<(String, String)>,
+    files: Vec<(String, FileContent)>,
+}
+
+/// A file written into the peer's directory before it starts.
+#[derive(Debug, Clone)]
+enum FileContent {
+    /// Text in which `{port}`, `{port2}` and `{dir}` are filled in.
+    Template(String),
+    /// Bytes written as they are.
+    Bytes(Vec<u8>),
 }
 
 impl PeerCommand {
@@ -109,7 +120,25 @@ impl PeerCommand {
             name,
             args: Vec::new(),
             env: Vec::new(),
+            files: Vec::new(),
         }
+    }
+
+    /// Writes `text` to `path` (relative to the peer's directory, parent
+    /// directories created) before the peer starts, with `{port}`,
+    /// `{port2}` and `{dir}` filled in: a configuration file.
+    pub fn template(mut self, path: &str, text: &str) -> Self {
+        self.files
+            .push((path.to_owned(), FileContent::Template(text.to_owned())));
+        self
+    }
+
+    /// Writes `bytes` to `path` (relative to the peer's directory, parent
+    /// directories created) before the peer starts.
+    pub fn file(mut self, path: &str, bytes: Vec<u8>) -> Self {
+        self.files
+            .push((path.to_owned(), FileContent::Bytes(bytes)));
+        self
     }
 
     /// Adds arguments.
@@ -151,6 +180,17 @@ impl PeerCommand {
                     .replace("{port2}", &port2.to_string())
                     .replace("{dir}", &dir.path().display().to_string())
             };
+            for (path, content) in &self.files {
+                let path = dir.path().join(path);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent).expect("a directory for the peer's file");
+                }
+                match content {
+                    FileContent::Template(text) => std::fs::write(&path, fill(text)),
+                    FileContent::Bytes(bytes) => std::fs::write(&path, bytes),
+                }
+                .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+            }
             let log_path = dir.path().join("peer.log");
             let log = File::create(&log_path).expect("the peer's log file");
             let mut command = Command::new(&program);

@@ -96,3 +96,35 @@ fn a_shared_peer_is_one_process_while_held_and_stops_after_the_last_holder() {
 fn a_missing_peer_fails_with_how_to_install_it() {
     binary("provider-pools-no-such-peer");
 }
+
+#[test]
+fn nginx_serves_bodies_and_logs_each_request_with_its_connection() {
+    use provider_pools_test_peers::{Nginx, NginxPeer};
+    let nginx = Nginx::new().body(1000).start();
+    let path = NginxPeer::body_path(1000);
+    let mut stream = TcpStream::connect(nginx.addr()).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let host = nginx.addr();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\nGET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read");
+    // nginx logs a closed connection's last request after its lingering
+    // close, which waits for this side to close.
+    drop(stream);
+    assert_eq!(
+        String::from_utf8_lossy(&response).matches("200 OK").count(),
+        2
+    );
+    let log = nginx.wait_for_log(2, Duration::from_secs(5));
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(log[0].connection, log[1].connection, "one connection");
+    assert_eq!((log[0].request, log[1].request), (1, 2));
+    assert_eq!((log[1].status, log[1].body_bytes), (200, 1000));
+    assert_stops(nginx.into_peer());
+}

@@ -18,12 +18,14 @@
 
 mod error;
 mod ingress;
+mod output;
 mod ready;
 mod running;
 mod staged;
 
 pub use error::AdmitError;
 pub use ingress::{IngressEvent, IngressRequest};
+pub use output::OutputBuffer;
 pub use ready::PoolReady;
 pub use running::RunningRequest;
 pub use staged::{StagedInput, StagedOutput};

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::admission::ready::PoolReady;
-use crate::admission::{AdmitError, StagedInput, StagedOutput};
+use crate::admission::{AdmitError, OutputBuffer, StagedInput, StagedOutput};
 use crate::epoch::ClientLease;
 use crate::ledger::Ledger;
 use crate::plan::ExecutionPlan;
@@ -93,6 +93,17 @@ impl RunningRequest {
             .tenants
             .charge_metadata(self.0.plan.tenant(), &ledger.metadata, len)?;
         Ok(StagedOutput::new(bytes, charge, self.clone()))
+    }
+}
+
+impl RunningRequest {
+    /// An empty result buffer of this request: bytes read in pieces are
+    /// charged to its tenant's metadata share and the node's metadata
+    /// budget before each piece is kept (see
+    /// [`OutputBuffer::extend`]), and [`OutputBuffer::finish`] makes them a
+    /// [`StagedOutput`].
+    pub fn output_buffer(&self) -> OutputBuffer {
+        OutputBuffer::new(Arc::clone(&self.0.ledger), self.clone())
     }
 }
 

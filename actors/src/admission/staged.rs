@@ -84,6 +84,12 @@ impl StagedOutput {
     }
 }
 
+impl AsRef<[u8]> for StagedOutput {
+    fn as_ref(&self) -> &[u8] {
+        &self.staged.bytes
+    }
+}
+
 impl fmt::Debug for StagedOutput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StagedOutput")

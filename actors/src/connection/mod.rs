@@ -28,10 +28,14 @@
 //! - Idle connections keep node capacity, not an activation; their age is
 //!   checked at checkout, and the control owner reclaims expired ones in
 //!   bounded scans.
+//! - A connection parked with a [`CloseWatch`] leaves the idle pool (and
+//!   its charges) as soon as its socket's owner reports the close; a
+//!   checkout never returns one whose close was reported.
 
 mod dial;
 mod permit;
 mod pooled;
+mod watch;
 
 use std::future::Future;
 use std::time::Duration;
@@ -40,6 +44,7 @@ pub(crate) use dial::{spawn_dial, DialJob};
 pub(crate) use permit::{DialOutcome, DialPermit};
 pub use pooled::PooledConnection;
 pub(crate) use pooled::{ConnCharges, IdleConn};
+pub use watch::{close_watch, CloseNotifier, CloseWatch};
 
 /// Why a dial failed, as adapters classify it. Kept as the client's last
 /// error during backoff, so waiters learn more than "unavailable".

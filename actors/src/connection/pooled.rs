@@ -14,6 +14,7 @@ use tokio::time::Instant;
 
 use crate::admission::RunningRequest;
 use crate::budget::Charge;
+use crate::connection::watch::CloseWatch;
 use crate::epoch::idle;
 use crate::epoch::published::PublishedEpoch;
 
@@ -61,6 +62,16 @@ pub(crate) struct IdleConn {
     pub(crate) idle: Option<Charge>,
     pub(crate) type_id: TypeId,
     pub(crate) since: Instant,
+    /// How its socket's owner says the peer closed it, when the adapter
+    /// parked it with one.
+    pub(crate) watch: Option<CloseWatch>,
+}
+
+impl IdleConn {
+    /// True when its closure notice has fired.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.watch.as_ref().is_some_and(CloseWatch::is_closed)
+    }
 }
 
 /// A connection checked out for one request.
@@ -143,6 +154,20 @@ impl<T: Send + 'static> PooledConnection<T> {
     /// and keeps its node capacity while idle; then the activation is
     /// released. A retired epoch or a full idle pool destroy it instead.
     pub fn park(self) {
+        self.park_entry(None);
+    }
+
+    /// [`park`](Self::park), with the connection's closure notice: when
+    /// the [`CloseNotifier`](crate::CloseNotifier) paired with `watch`
+    /// fires while the connection is parked (its driver saw the peer
+    /// close the socket), the connection leaves the idle stash at once and
+    /// is destroyed, then its charges are released; a checkout never
+    /// returns it once the notice has fired.
+    pub fn park_watched(self, watch: &CloseWatch) {
+        self.park_entry(Some(watch.clone()));
+    }
+
+    fn park_entry(self, watch: Option<CloseWatch>) {
         let Self {
             conn,
             charges,
@@ -160,6 +185,7 @@ impl<T: Send + 'static> PooledConnection<T> {
             charges,
             idle: None,
             since: Instant::now(),
+            watch,
         };
         // Destroyed there (the resource before its charges) if refused.
         idle::park(&epoch, client, entry);

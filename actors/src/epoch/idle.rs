@@ -27,6 +27,9 @@
 //!   and a park that raced the retirement empties it again after pushing
 //!   (the retired flag is set before the epoch actor is told, and checked
 //!   after the push, so one of the two always sees the entry).
+//! - A connection whose closure notice fired (its driver saw the peer
+//!   close) is never taken; the notice evicts it at once (see
+//!   `connection/watch.rs`).
 //! - A caller waiting on a dial never misses a parked connection: the epoch
 //!   actor counts its waiters in [`IdleStash`] before it looks at the stash
 //!   a last time, and a park that sees waiters after pushing nudges the
@@ -36,12 +39,12 @@ use std::any::TypeId;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::connection::IdleConn;
+use crate::connection::{CloseWatch, IdleConn};
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::published::PublishedEpoch;
 
@@ -70,7 +73,8 @@ impl IdleStash {
     }
 
     /// The most recently parked fresh connection of type `type_id`; expired
-    /// entries met on the way are destroyed (after the lock is released).
+    /// and closed entries met on the way are destroyed (after the lock is
+    /// released).
     pub(crate) fn take(&self, type_id: TypeId, idle_age: Duration) -> Option<IdleConn> {
         let now = Instant::now();
         let mut expired = Vec::new();
@@ -78,7 +82,7 @@ impl IdleStash {
         let mut entries = self.lock();
         let mut found = None;
         while let Some(entry) = entries.pop_back() {
-            if now.saturating_duration_since(entry.since) >= idle_age {
+            if entry.is_closed() || now.saturating_duration_since(entry.since) >= idle_age {
                 expired.push(entry);
             } else if entry.type_id == type_id {
                 found = Some(entry);
@@ -92,7 +96,30 @@ impl IdleStash {
         }
         drop(entries);
         drop(expired);
+        if let Some(watch) = found.as_ref().and_then(|entry| entry.watch.as_ref()) {
+            watch.clear_home();
+        }
         found
+    }
+
+    /// Destroys the entries whose closure notice fired (after the lock is
+    /// released). Returns how many it destroyed.
+    fn evict_closed(&self) -> usize {
+        let mut closed = Vec::new();
+        let mut entries = self.lock();
+        let mut kept = VecDeque::with_capacity(entries.len());
+        for entry in entries.drain(..) {
+            if entry.is_closed() {
+                closed.push(entry);
+            } else {
+                kept.push_back(entry);
+            }
+        }
+        *entries = kept;
+        drop(entries);
+        let evicted = closed.len();
+        drop(closed);
+        evicted
     }
 
     /// Pushes an accepted entry; answers whether callers were waiting on a
@@ -172,11 +199,23 @@ fn destroy_contained(entries: VecDeque<IdleConn>) {
     }
 }
 
+/// Destroys `epoch`'s client `client`'s parked connections whose closure
+/// notice fired: called by a [`CloseNotifier`](crate::CloseNotifier) as it
+/// fires, in the task of the socket's owner.
+pub(crate) fn evict_closed(epoch: &PublishedEpoch, client: usize) {
+    if let Some(stash) = epoch.idle(client) {
+        let evicted = stash.evict_closed();
+        if evicted > 0 {
+            tracing::debug!(client, evicted, "closed idle connections destroyed");
+        }
+    }
+}
+
 /// Parks `entry`, a connection of `epoch`'s client `client` that adapter
 /// code verified reusable: it joins the client's stash with one of the
 /// node's `idle_connections`, or is destroyed — the epoch is retired, the
 /// idle pool is full, or the client is unknown.
-pub(crate) fn park(epoch: &PublishedEpoch, client: usize, mut entry: IdleConn) {
+pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, mut entry: IdleConn) {
     let Some(stash) = epoch.idle(client).filter(|_| !epoch.is_retired()) else {
         return; // dropping `entry` destroys, then releases
     };
@@ -187,7 +226,15 @@ pub(crate) fn park(epoch: &PublishedEpoch, client: usize, mut entry: IdleConn) {
             return;
         }
     }
+    let watch = entry.watch.clone();
+    if let Some(watch) = &watch {
+        watch.set_home(epoch, client);
+    }
     let waiters = stash.put(entry);
+    if watch.as_ref().is_some_and(CloseWatch::is_closed) {
+        // The notice fired around the push and may have missed the entry.
+        stash.evict_closed();
+    }
     if epoch.is_retired() {
         // Raced a retirement that may have emptied the stash before the
         // push: empty it again.

@@ -4,19 +4,22 @@
 //! Invariants:
 //! - The response body never grows past `max_response`; past it the
 //!   exchange fails and its connection is destroyed, never parked.
+//! - Each body chunk is charged to the request's metadata before it is
+//!   kept, so the bytes held never exceed the charge; the first chunk that
+//!   cannot be charged fails the call (`Staging`) and destroys the
+//!   connection. Nothing is allocated for an announced length.
 //! - A connection is parked only after the body was read to its end and
 //!   both heads allowed keep-alive and the connection is ready again.
 //! - Every status passes through unchanged; nothing is retried.
 
-use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Incoming};
 use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 
 use crate::http::dialer::HttpDialer;
-use crate::http::error::HttpError;
-use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
+use crate::http::error::{HttpError, Sent};
+use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, Progress};
 
 /// A complete response whose body is charged to the pools' metadata and
 /// keeps the request's running capacity until dropped.
@@ -58,7 +61,11 @@ impl std::fmt::Debug for BufferedResponse {
 /// when no connection was reserved; [`HttpError::ResponseTooLarge`],
 /// [`HttpError::Protocol`] and [`HttpError::Timeout`] with the connection
 /// destroyed; [`HttpError::Origin`] and [`HttpError::Binding`] for a bad
-/// configuration; [`HttpError::Staging`] when the body cannot be charged.
+/// configuration; [`HttpError::Staging`] as soon as a body chunk cannot be
+/// charged, with the connection destroyed. [`HttpError::was_sent`] says
+/// whether the origin may have seen the request: `No` for the errors
+/// before a connection took it, `Maybe` for a failed send or a deadline
+/// before the answer, `Yes` once the answer's head arrived.
 pub async fn call(
     pools: &ProviderPools,
     running: &RunningRequest,
@@ -67,51 +74,58 @@ pub async fn call(
     limits: BodyLimits,
 ) -> Result<BufferedResponse, HttpError> {
     // One timer bounds the exchange: connection, request, whole body.
+    let progress = Progress::default();
     let (conn, parts, keep_alive, bytes) = tokio::time::timeout_at(running.deadline(), async {
         let Opened {
             conn,
             response,
             keep_alive,
-        } = exchange::send(pools, running, dialer, request, limits).await?;
+        } = exchange::send(pools, running, dialer, request, limits, &progress).await?;
         let (parts, mut body) = response.into_parts();
-        let bytes = read_capped(&mut body, limits.max_response).await?;
+        let bytes = read_capped(&mut body, limits.max_response, running).await?;
         Ok::<_, HttpError>((conn, parts, keep_alive, bytes))
     })
     .await
-    .map_err(|_| HttpError::Timeout)??;
+    .map_err(|_| progress.timeout())??;
     if keep_alive {
         exchange::park_if_reusable(conn, running.deadline()).await;
     } else {
         drop(conn);
     }
-    let body = running.stage_output(bytes).map_err(HttpError::Staging)?;
     Ok(BufferedResponse {
         status: parts.status,
         headers: parts.headers,
-        body,
+        body: bytes,
     })
 }
 
-/// Reads `body` to its end, failing as soon as it would pass `max` bytes.
-async fn read_capped(body: &mut Incoming, max: usize) -> Result<Bytes, HttpError> {
+/// Reads `body` to its end, failing as soon as it would pass `max` bytes
+/// or a chunk cannot be charged: each chunk is charged to `running`'s
+/// metadata before it is kept, and nothing is allocated for bytes the
+/// origin only announced.
+async fn read_capped(
+    body: &mut Incoming,
+    max: usize,
+    running: &RunningRequest,
+) -> Result<StagedOutput, HttpError> {
     let too_large = HttpError::ResponseTooLarge { max };
     let announced = usize::try_from(body.size_hint().lower()).unwrap_or(usize::MAX);
     if announced > max {
         return Err(too_large);
     }
-    // Grown as bytes arrive, never sized by the announced length.
-    let mut buffer = BytesMut::new();
+    let mut buffer = running.output_buffer();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|source| HttpError::Protocol {
             phase: "reading the response body",
+            sent: Sent::Yes,
             source,
         })?;
         if let Ok(data) = frame.into_data() {
             if buffer.len().saturating_add(data.len()) > max {
                 return Err(too_large);
             }
-            buffer.extend_from_slice(&data);
+            buffer.extend(&data).map_err(HttpError::Staging)?;
         }
     }
-    Ok(buffer.freeze())
+    Ok(buffer.finish())
 }

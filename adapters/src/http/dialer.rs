@@ -16,6 +16,9 @@
 //! - A connection in use carries its request's deadline; the driver closes
 //!   the socket when it passes, whether or not anyone still reads (an
 //!   unread stream held past its deadline keeps no socket open).
+//! - The driver fires the connection's closure notice when the socket is
+//!   done (the origin closed it, or the sender went): a parked connection
+//!   the origin closed leaves the idle stash, and its charges, at once.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +29,8 @@ use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use provider_pools_actors::{
-    DialError, DialErrorKind, DialTarget, Dialer, JobError, JobHandle, ProviderPools,
+    close_watch, CloseNotifier, CloseWatch, DialError, DialErrorKind, DialTarget, Dialer, JobError,
+    JobHandle, ProviderPools,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -84,6 +88,9 @@ pub struct HttpConnection {
     sender: SendRequest<Full<Bytes>>,
     /// The deadline of the request using the connection, for its driver.
     expiry: watch::Sender<Option<Instant>>,
+    /// Fires when the driver ends (the origin closed the socket, or the
+    /// sender was dropped); parked with the connection.
+    watch: CloseWatch,
     _driver: JobHandle<()>,
 }
 
@@ -99,9 +106,14 @@ impl HttpConnection {
         self.expiry.send_replace(deadline);
     }
 
+    /// The closure notice its driver fires when the socket closes.
+    pub(crate) fn watch(&self) -> &CloseWatch {
+        &self.watch
+    }
+
     /// True once the connection can carry no more requests.
     pub fn is_closed(&self) -> bool {
-        self.sender.is_closed()
+        self.sender.is_closed() || self.watch.is_closed()
     }
 }
 
@@ -141,9 +153,10 @@ impl Dialer for HttpDialer {
         };
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (expiry, expiring) = watch::channel(None);
+        let (watch, notifier) = close_watch();
         let job = self
             .pools
-            .spawn(move || drive(driver, expiring))
+            .spawn(move || drive(driver, expiring, notifier))
             .await
             .map_err(|e| {
                 // No worker slot for the driver: our own limit, not the origin's
@@ -178,6 +191,7 @@ impl Dialer for HttpDialer {
         Ok(HttpConnection {
             sender,
             expiry,
+            watch,
             _driver: job,
         })
     }
@@ -185,13 +199,23 @@ impl Dialer for HttpDialer {
 
 /// The driver job: runs the connection once it is handed over; ends at
 /// once when the dial gave up, and closes the socket when the deadline of
-/// the request using it passes.
-async fn drive(driver: oneshot::Receiver<Driver>, mut expiry: watch::Receiver<Option<Instant>>) {
-    let Ok(connection) = driver.await else {
-        return;
-    };
-    // The connection ends when its sender is dropped or the origin closes;
-    // either way the socket is closed when this returns.
+/// the request using it passes. When the connection ends, the closure
+/// notice fires: a parked connection leaves its idle stash at once.
+async fn drive(
+    driver: oneshot::Receiver<Driver>,
+    expiry: watch::Receiver<Option<Instant>>,
+    notifier: CloseNotifier,
+) {
+    if let Ok(connection) = driver.await {
+        run_until_expired(connection, expiry).await;
+    }
+    notifier.closed();
+}
+
+/// Runs `connection` until it ends (its sender dropped, or the origin
+/// closed it) or the deadline of the request using it passes; either way
+/// the socket is closed when this returns.
+async fn run_until_expired(connection: Driver, mut expiry: watch::Receiver<Option<Instant>>) {
     let mut connection = std::pin::pin!(connection);
     loop {
         let deadline = *expiry.borrow_and_update();

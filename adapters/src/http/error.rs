@@ -4,13 +4,31 @@
 //! - No variant holds request or response bytes, header values or
 //!   credential material; the credential binding fails with a fixed reason.
 //! - [`HttpError::code`] never changes for a variant; messages may.
+//! - [`HttpError::was_sent`] never answers [`Sent::No`] for a request any
+//!   byte of which may have been written to a socket.
 
 use provider_pools_actors::{AdmitError, ConnectError};
 
 use crate::http::origin::{OriginError, TargetError};
 use crate::limits::LimitError;
 
-/// Why an HTTP exchange failed.
+/// Whether a failed request may have reached the origin: what a caller
+/// needs to decide whether another attempt is safe. The pools never make
+/// one themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sent {
+    /// No byte of the request left the process: another attempt cannot
+    /// repeat it.
+    No,
+    /// The request was handed to a connection and may have been written,
+    /// in part or whole: the origin may have acted on it.
+    Maybe,
+    /// The origin answered (its response head arrived): it saw the request.
+    Yes,
+}
+
+/// Why an HTTP exchange failed; [`HttpError::was_sent`] says whether the
+/// origin may have seen the request.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     /// No connection was reserved: backoff, saturation, a failed dial, a
@@ -37,13 +55,18 @@ pub enum HttpError {
     Protocol {
         /// `sending the request` or `reading the response body`.
         phase: &'static str,
+        /// Whether the request may have reached the origin.
+        sent: Sent,
         /// hyper's error.
         #[source]
         source: hyper::Error,
     },
     /// The request's deadline passed during the exchange.
     #[error("deadline passed during the http exchange")]
-    Timeout,
+    Timeout {
+        /// Whether the request may have reached the origin by then.
+        sent: Sent,
+    },
     /// The guest's request target was refused.
     #[error("invalid request target: {0}")]
     Target(#[from] TargetError),
@@ -73,12 +96,32 @@ impl HttpError {
             Self::RequestTooLarge { .. } => "request_too_large",
             Self::ResponseTooLarge { .. } => "response_too_large",
             Self::Protocol { .. } => "protocol",
-            Self::Timeout => "timeout",
+            Self::Timeout { .. } => "timeout",
             Self::Target(_) => "invalid_target",
             Self::Origin(_) => "invalid_origin",
             Self::Binding { .. } => "invalid_binding",
             Self::Limit(e) => e.code(),
             Self::Staging(e) => e.code(),
+        }
+    }
+
+    /// Whether the request may have reached the origin: [`Sent::No`] when
+    /// no byte of it left the process (no connection, a refused request or
+    /// configuration, a connection that closed before it took the
+    /// request), [`Sent::Maybe`] when a connection took it and failed or
+    /// the deadline passed before an answer, [`Sent::Yes`] once the
+    /// origin's response head arrived (a body that failed, was too large or
+    /// could not be charged).
+    pub fn was_sent(&self) -> Sent {
+        match self {
+            Self::Connect(_)
+            | Self::RequestTooLarge { .. }
+            | Self::Target(_)
+            | Self::Origin(_)
+            | Self::Binding { .. }
+            | Self::Limit(_) => Sent::No,
+            Self::Protocol { sent, .. } | Self::Timeout { sent } => *sent,
+            Self::ResponseTooLarge { .. } | Self::Staging(_) => Sent::Yes,
         }
     }
 }

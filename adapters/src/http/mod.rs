@@ -39,7 +39,7 @@ mod tls;
 
 pub use buffered::{call, BufferedResponse};
 pub use dialer::{HttpConnection, HttpDialer};
-pub use error::HttpError;
+pub use error::{HttpError, Sent};
 pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING};
 pub use ingress::{refusal_status, AckBody};
 pub use origin::{ApprovedOrigin, OriginError, RequestTarget, TargetError, MAX_TARGET};

@@ -24,7 +24,7 @@ use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
 use crate::http::dialer::{HttpConnection, HttpDialer};
-use crate::http::error::HttpError;
+use crate::http::error::{HttpError, Sent};
 use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
 
 /// A response whose body is read chunk by chunk.
@@ -144,6 +144,7 @@ impl ResponseStream {
                 Ok(Some(Err(source))) => {
                     return Some(Err(self.fail(HttpError::Protocol {
                         phase: "reading the response body",
+                        sent: Sent::Yes,
                         source,
                     })))
                 }
@@ -171,7 +172,7 @@ impl ResponseStream {
     fn expire(&mut self) -> HttpError {
         self.expired = true;
         self.body = None;
-        HttpError::Timeout
+        HttpError::Timeout { sent: Sent::Yes }
     }
 
     /// Ends the stream: drops the body (so the driver stops waiting for

@@ -10,20 +10,28 @@
 //! - The sum of data frames never passes the body's limit, and no frame is
 //!   awaited past the request's deadline; either failure destroys the
 //!   connection.
+//! - A body the SDK buffers whole has each data frame charged to the
+//!   request before the SDK gets it; the first frame that cannot be
+//!   charged fails the body and destroys the connection.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{ready, Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use provider_pools_actors::PooledConnection;
+use provider_pools_actors::{PooledConnection, RunningRequest, StagedOutput};
 use tokio::time::{Instant, Sleep};
 
 use crate::http::exchange::REUSE_WAIT;
 use crate::http::HttpConnection;
 use crate::s3::connector::Failure;
+
+/// Chunks of answers the SDK buffers whole, each charged to the request
+/// before the SDK got it; shared by an operation's connector and its
+/// bodies, returned when the operation drops its connector.
+pub(crate) type Charged = Arc<Mutex<Vec<StagedOutput>>>;
 
 /// A response body on a pooled connection. The `Mutex` only makes the
 /// body `Sync`, as the SDK's body type requires; it is never locked
@@ -41,6 +49,9 @@ struct Reading {
     deadline: Pin<Box<Sleep>>,
     /// Set while the finished connection is checked for reuse.
     parking: Option<Pin<Box<Sleep>>>,
+    /// Where each data frame is charged before it is handed on, when the
+    /// SDK buffers this body.
+    charge: Option<(RunningRequest, Charged)>,
 }
 
 impl PooledBody {
@@ -50,6 +61,7 @@ impl PooledBody {
         keep_alive: bool,
         max: u64,
         deadline: Instant,
+        charge: Option<(RunningRequest, Charged)>,
     ) -> Self {
         Self(Mutex::new(Reading {
             body: Some(body),
@@ -58,6 +70,7 @@ impl PooledBody {
             received: 0,
             max,
             deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            charge,
             parking: None,
         }))
     }
@@ -99,7 +112,10 @@ impl Reading {
         };
         self.parking = None;
         match self.conn.take() {
-            Some(conn) if reusable => conn.park(),
+            Some(conn) if reusable => {
+                let watch = conn.get().watch().clone();
+                conn.park_watched(&watch);
+            }
             other => drop(other),
         }
         Poll::Ready(())
@@ -129,6 +145,17 @@ impl Body for PooledBody {
                     if reading.received > reading.max {
                         let max = reading.max;
                         return reading.fail(Failure::ResponseTooLarge { max });
+                    }
+                    if let Some((running, charged)) = &reading.charge {
+                        // Charged before the SDK keeps it; the frame's
+                        // bytes are shared, not copied.
+                        match running.stage_output(data.clone()) {
+                            Ok(staged) => charged
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .push(staged),
+                            Err(e) => return reading.fail(Failure::Staging(e)),
+                        }
                     }
                 }
                 Poll::Ready(Some(Ok(frame)))

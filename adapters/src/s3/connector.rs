@@ -25,11 +25,11 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use http::header::{HeaderValue, HOST};
 use http::{Uri, Version};
 use http_body_util::{BodyExt, Full, Limited};
-use provider_pools_actors::{ConnectError, ProviderPools, RunningRequest};
+use provider_pools_actors::{AdmitError, ConnectError, ProviderPools, RunningRequest};
 
 use crate::http::exchange::{asks_close, checkout};
 use crate::http::{HttpDialer, HttpError};
-use crate::s3::body::PooledBody;
+use crate::s3::body::{Charged, PooledBody};
 use crate::s3::config::S3Endpoint;
 
 /// Why the connector could not carry a request, as the SDK's connector
@@ -62,6 +62,10 @@ pub(crate) enum Failure {
     /// The request's deadline passed.
     #[error("deadline passed during the s3 exchange")]
     Timeout,
+    /// A response body chunk could not be charged to the request; the
+    /// connection was destroyed.
+    #[error("response body not charged: {0}")]
+    Staging(AdmitError),
 }
 
 /// Body limits of the exchanges a connector carries, in bytes.
@@ -69,6 +73,10 @@ pub(crate) enum Failure {
 pub(crate) struct Bounds {
     pub(crate) max_request: u64,
     pub(crate) max_response: u64,
+    /// The SDK buffers the whole answer (every operation but a streamed
+    /// get, whose reader charges its own chunks): each chunk is charged to
+    /// the request before the SDK gets it, held until the operation ends.
+    pub(crate) charge_body: bool,
 }
 
 /// The SDK's HTTP client and connector, bound to one running request.
@@ -81,6 +89,9 @@ struct Bound {
     dialer: Arc<HttpDialer>,
     endpoint: Arc<S3Endpoint>,
     bounds: Bounds,
+    /// The charged chunks of the answers the SDK buffers, kept until the
+    /// operation (and its connector) is dropped.
+    charged: Charged,
 }
 
 impl PoolConnector {
@@ -97,6 +108,7 @@ impl PoolConnector {
             dialer: Arc::clone(dialer),
             endpoint,
             bounds,
+            charged: Charged::default(),
         }))
     }
 }
@@ -185,7 +197,18 @@ impl Bound {
                 && response.version() == Version::HTTP_11
                 && !asks_close(response.headers());
             let (parts, body) = response.into_parts();
-            let body = PooledBody::new(body, conn, keep_alive, self.bounds.max_response, deadline);
+            let charge = self
+                .bounds
+                .charge_body
+                .then(|| (self.running.clone(), self.charged.clone()));
+            let body = PooledBody::new(
+                body,
+                conn,
+                keep_alive,
+                self.bounds.max_response,
+                deadline,
+                charge,
+            );
             let response = http::Response::from_parts(parts, SdkBody::from_body_1_x(body));
             HttpResponse::try_from(response).map_err(|_| Failure::Unapproved("the response"))
         })

@@ -188,6 +188,7 @@ impl S3Error {
             },
             Failure::Protocol { .. } => Self::Protocol { phase: body_phase },
             Failure::Timeout => Self::Timeout,
+            Failure::Staging(e) => Self::Staging(e.clone()),
         }
     }
 }

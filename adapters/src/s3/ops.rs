@@ -32,6 +32,7 @@ fn small(limits: S3Limits) -> Bounds {
     Bounds {
         max_request: 0,
         max_response: limits.max_response,
+        charge_body: true,
     }
 }
 
@@ -101,6 +102,8 @@ pub async fn get(
     let bounds = Bounds {
         max_request: 0,
         max_response: limits.max_object,
+        // The reader charges each chunk it hands out.
+        charge_body: false,
     };
     let call = Call::new(pools, running, dialer, bounds)?;
     let out = within(running, async {
@@ -160,6 +163,7 @@ pub async fn put(
         // was bounded above.
         max_request: limits.max_object.saturating_add(64 * 1024),
         max_response: limits.max_response,
+        charge_body: true,
     };
     let call = Call::new(pools, running, dialer, bounds)?;
     let out = within(running, async {

@@ -25,7 +25,7 @@ use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, HOST};
 use http::Version;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body, Incoming};
-use provider_pools_actors::{OriginKind, ProviderPools, RunningRequest};
+use provider_pools_actors::{OriginKind, ProviderPools, RunningRequest, StagedOutput};
 use zeroize::Zeroizing;
 
 use crate::http::exchange::{asks_close, checkout, park_if_reusable};
@@ -86,7 +86,7 @@ pub(crate) async fn exchange(
     slot: &Slot,
     endpoint: Endpoint,
     max_response: usize,
-) -> Result<Vec<u8>, VaultError> {
+) -> Result<StagedOutput, VaultError> {
     let request = build(running, slot, endpoint)?;
     let deadline = running.deadline();
     let (conn, keep_alive, status, body) = tokio::time::timeout_at(deadline, async {
@@ -107,7 +107,7 @@ pub(crate) async fn exchange(
         // The request never asks to close: only the answer can.
         let keep_alive = response.version() == Version::HTTP_11 && !asks_close(response.headers());
         let status = response.status().as_u16();
-        let body = read_capped(response.into_body(), max_response).await?;
+        let body = read_capped(response.into_body(), max_response, running).await?;
         Ok::<_, VaultError>((conn, keep_alive, status, body))
     })
     .await
@@ -193,8 +193,15 @@ fn sensitive_value(token: &str) -> Result<HeaderValue, VaultError> {
     Ok(value)
 }
 
-/// Reads `body` to its end, failing as soon as it would pass `max` bytes.
-async fn read_capped(mut body: Incoming, max: usize) -> Result<Vec<u8>, VaultError> {
+/// Reads `body` to its end, failing as soon as it would pass `max` bytes
+/// or a piece cannot be charged: each piece is charged to `running`'s
+/// metadata before it is kept, and nothing is allocated for what the
+/// answer only announced.
+async fn read_capped(
+    mut body: Incoming,
+    max: usize,
+    running: &RunningRequest,
+) -> Result<StagedOutput, VaultError> {
     let too_large = |len: u64| VaultError::TooLarge {
         what: "response body",
         len,
@@ -204,8 +211,7 @@ async fn read_capped(mut body: Incoming, max: usize) -> Result<Vec<u8>, VaultErr
     if announced > max as u64 {
         return Err(too_large(announced));
     }
-    // Grown as bytes arrive, never sized by the announced length.
-    let mut buffer = Vec::new();
+    let mut buffer = running.output_buffer();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|_| VaultError::Protocol {
             phase: "reading the response",
@@ -215,20 +221,20 @@ async fn read_capped(mut body: Incoming, max: usize) -> Result<Vec<u8>, VaultErr
             if len > max {
                 return Err(too_large(len as u64));
             }
-            buffer.extend_from_slice(&data);
+            buffer.extend(&data).map_err(VaultError::Staging)?;
         }
     }
-    Ok(buffer)
+    Ok(buffer.finish())
 }
 
 /// A 2xx body, or the error its status and messages name.
-fn classify(status: u16, body: Vec<u8>) -> Result<Vec<u8>, VaultError> {
+fn classify<B: AsRef<[u8]>>(status: u16, body: B) -> Result<B, VaultError> {
     match status {
         200..=299 => Ok(body),
         404 => Err(VaultError::NotFound),
         403 => Err(VaultError::Denied),
         status => {
-            let messages = serde_json::from_slice::<ErrorBody>(&body)
+            let messages = serde_json::from_slice::<ErrorBody>(body.as_ref())
                 .map(|b| b.errors)
                 .unwrap_or_default();
             if status == 400 && messages.iter().any(|m| m.contains(CAS_MISMATCH)) {

@@ -182,7 +182,7 @@ async fn read_at(
         limits.max_response_bytes,
     )
     .await?;
-    let response: ReadAnswer = envelope_data(&body)?;
+    let response: ReadAnswer = envelope_data(body.bytes())?;
     drop(body);
     if !response.data.is_object() {
         return Err(VaultError::Protocol {
@@ -254,7 +254,7 @@ pub async fn write(
         limits.max_response_bytes,
     )
     .await?;
-    Ok(envelope_data::<VersionAnswer>(&body)?.into())
+    Ok(envelope_data::<VersionAnswer>(body.bytes())?.into())
 }
 
 /// Reads the metadata of the secret at `path`: its versions and their
@@ -286,9 +286,6 @@ pub async fn read_metadata(
         limits.max_response_bytes,
     )
     .await?;
-    let body = running
-        .stage_output(Bytes::from(body))
-        .map_err(VaultError::Staging)?;
     let response: MetadataAnswer = envelope_data(body.bytes())?;
     let mut versions = BTreeMap::new();
     for (number, state) in response.versions {

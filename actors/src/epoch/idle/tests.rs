@@ -35,6 +35,7 @@ impl Budgets {
             idle: Some(self.idle.try_reserve(1).expect("idle")),
             type_id: TypeId::of::<T>(),
             since: Instant::now(),
+            watch: None,
         }
     }
 
@@ -161,4 +162,52 @@ async fn clear_contained_survives_a_panicking_destructor_and_releases_all() {
     stash.clear_contained();
 
     assert_eq!(b.used(), (0, 0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_checkout_never_returns_a_connection_whose_close_was_reported_however_many_are_parked() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    stash.restore(b.entry(0u32));
+    for n in 1..=10u32 {
+        let (watch, notifier) = crate::connection::close_watch();
+        let mut entry = b.entry(n);
+        entry.watch = Some(watch);
+        stash.restore(entry);
+        notifier.closed();
+    }
+    assert_eq!(b.used(), (11, 11, 11));
+    let taken = stash.take(TypeId::of::<u32>(), AGE).expect("the open one");
+    assert_eq!(value::<u32>(&taken), 0, "every closed one was skipped");
+    assert_eq!(
+        b.used(),
+        (1, 1, 1),
+        "the ten closed ones were destroyed and released"
+    );
+    drop(taken);
+    assert!(stash.take(TypeId::of::<u32>(), AGE).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn evicting_closed_entries_keeps_the_open_ones_in_order() {
+    let b = Budgets::new();
+    let stash = IdleStash::default();
+    let mut notifiers = Vec::new();
+    for n in 1..=4u32 {
+        let (watch, notifier) = crate::connection::close_watch();
+        let mut entry = b.entry(n);
+        entry.watch = Some(watch);
+        stash.restore(entry);
+        notifiers.push(notifier);
+    }
+    // Close 2 and 4; their notices have no home (restored, not parked),
+    // so the eviction is explicit here.
+    drop(notifiers.remove(3));
+    drop(notifiers.remove(1));
+    assert_eq!(stash.evict_closed(), 2);
+    assert_eq!(b.used(), (2, 2, 2));
+    let newest = stash.take(TypeId::of::<u32>(), AGE).expect("3");
+    assert_eq!(value::<u32>(&newest), 3);
+    let oldest = stash.take(TypeId::of::<u32>(), AGE).expect("1");
+    assert_eq!(value::<u32>(&oldest), 1);
 }
