@@ -12,6 +12,13 @@ use provider_pools_adapters::http::{
     call, call_streaming, BodyLimits, HttpDialer, HttpError, ResponseStream, Sent,
 };
 use provider_pools_test_peers::{AccessEntry, Nginx, NginxPeer};
+
+/// Every call here is tenant `t`'s: it may use all of a client's
+/// connections (the per-tenant share is proven in `noisy_neighbour.rs`).
+const ONE_TENANT: Limits = Limits {
+    connections_per_tenant: Limits::DEFAULT.connections_per_client,
+    ..Limits::DEFAULT
+};
 use support::{bounded, eventually, get, install, running, start};
 
 const BODY: usize = 1000;
@@ -32,7 +39,7 @@ fn connections(log: &[AccessEntry]) -> BTreeSet<u64> {
 #[tokio::test]
 async fn sequential_calls_reuse_one_nginx_connection_and_are_never_retried() {
     let nginx = Nginx::new().body(BODY).start();
-    let pools = start(Limits::DEFAULT).await;
+    let pools = start(ONE_TENANT).await;
     let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
     let path = NginxPeer::body_path(BODY);
@@ -92,7 +99,7 @@ async fn a_parked_connection_nginx_closes_leaves_the_idle_count_and_its_charges(
         .body(BODY)
         .keepalive_timeout(Duration::from_millis(300))
         .start();
-    let pools = start(Limits::DEFAULT).await;
+    let pools = start(ONE_TENANT).await;
     let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
 
@@ -120,7 +127,7 @@ async fn eight_dead_parked_connections_never_fail_the_next_call() {
         .body(BODY)
         .keepalive_timeout(Duration::from_millis(300))
         .start();
-    let pools = start(Limits::DEFAULT).await;
+    let pools = start(ONE_TENANT).await;
     let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
 
@@ -158,7 +165,7 @@ async fn eight_dead_parked_connections_never_fail_the_next_call() {
 #[tokio::test]
 async fn error_phases_say_whether_the_request_left_the_process() {
     let nginx = Nginx::new().body(BODY).start();
-    let pools = start(Limits::DEFAULT).await;
+    let pools = start(ONE_TENANT).await;
     let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
     let path = NginxPeer::body_path(BODY);
@@ -199,7 +206,7 @@ async fn error_phases_say_whether_the_request_left_the_process() {
             kept.push(socket);
         }
     });
-    let pools2 = start(Limits::DEFAULT).await;
+    let pools2 = start(ONE_TENANT).await;
     let receipt2 = install(&pools2, &silent_origin, &[], b"k").await;
     let dialer2 = HttpDialer::new(pools2.clone());
     let until = tokio::time::Instant::now() + Duration::from_millis(300);
@@ -238,7 +245,7 @@ async fn a_buffered_body_is_charged_as_read_and_the_first_chunk_over_the_budget_
 ) {
     const MIB: usize = 1 << 20;
     let nginx = Nginx::new().body(BODY).body(8 * MIB).start();
-    let pools = start(Limits::DEFAULT).await;
+    let pools = start(ONE_TENANT).await;
     let receipt = install(&pools, &nginx.origin(), &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
     let limits = BodyLimits {
@@ -318,7 +325,7 @@ async fn real_origin_figures_reuse_closure_and_no_retries() {
         .body(BODY)
         .keepalive_timeout(Duration::from_secs(1))
         .start();
-    let pools = start(Limits::DEFAULT).await;
+    let pools = start(ONE_TENANT).await;
     let receipt = std::sync::Arc::new(install(&pools, &nginx.origin(), &[], b"k").await);
     let dialer = std::sync::Arc::new(HttpDialer::new(pools.clone()));
     let round = |gets: u64, first: u64| {

@@ -97,7 +97,7 @@ where
     D: Dialer + 'static,
 {
     let DialJob {
-        permit,
+        mut permit,
         epoch,
         client,
         owner,
@@ -105,6 +105,7 @@ where
         dial_age,
         span,
     } = job;
+    permit.start();
     let (reply, answer) = oneshot::channel();
     let deadline = tokio::time::Instant::now() + dial_age;
     let task = async move {

@@ -20,6 +20,10 @@ pub(crate) enum DialOutcome {
     Failed(DialErrorKind),
     /// No dial was attempted (the caller had gone).
     Withdrawn,
+    /// The permit reached the caller but no dial was started with it (the
+    /// caller left between the actor's answer and its own read): no dial
+    /// happened, so no backoff, and the gate opens for the next waiter.
+    Abandoned,
 }
 
 impl DialOutcome {
@@ -29,6 +33,7 @@ impl DialOutcome {
             Self::Connected => "connected",
             Self::Failed(kind) => kind.name(),
             Self::Withdrawn => "withdrawn",
+            Self::Abandoned => "abandoned",
         }
     }
 }
@@ -49,6 +54,9 @@ pub(crate) struct DialPermit {
     client: usize,
     /// The dial's span; it travels to the epoch actor with the outcome.
     span: tracing::Span,
+    /// A dial task took the permit: dropped unfinished, the dial was
+    /// cancelled; before that, it was only abandoned.
+    started: bool,
 }
 
 impl DialPermit {
@@ -70,7 +78,13 @@ impl DialPermit {
             ledger,
             client,
             span: tracing::Span::none(),
+            started: false,
         }
+    }
+
+    /// Marks the dial as started (its task owns the permit now).
+    pub(crate) fn start(&mut self) {
+        self.started = true;
     }
 
     /// Attaches the dial's span (`pools.dial`): the outcome is recorded on
@@ -146,7 +160,11 @@ impl DialPermit {
 
 impl Drop for DialPermit {
     fn drop(&mut self) {
-        self.report(DialOutcome::Failed(DialErrorKind::Cancelled));
+        let outcome = match self.started {
+            true => DialOutcome::Failed(DialErrorKind::Cancelled),
+            false => DialOutcome::Abandoned,
+        };
+        self.report(outcome);
     }
 }
 

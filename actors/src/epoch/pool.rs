@@ -148,6 +148,9 @@ impl Pools {
             // The adapter had no room of its own; the origin was never
             // tried. No backoff: the gate opens for the next waiter.
             DialOutcome::Failed(DialErrorKind::Saturated) => false,
+            // The caller left before dialing with its permit: nothing was
+            // tried, so no backoff either.
+            DialOutcome::Abandoned => false,
             DialOutcome::Failed(kind) => {
                 pool.failures = pool.failures.saturating_add(1);
                 pool.last_error = Some(kind);
