@@ -222,3 +222,37 @@ async fn waiters_of_a_full_client_are_served_by_tenant_rotation() {
     );
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
 }
+
+/// Opens in-memory connections of another type than [`Mem`]'s.
+#[derive(Clone, Default)]
+struct Named;
+
+impl Dialer for Named {
+    type Conn = String;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<String, DialError> {
+        Ok("named".to_owned())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_of_another_connection_type_is_not_stuck_behind_idle_ones() {
+    let (pools, receipt, _) = setup(1).await;
+    let (_first, held) = hold(&pools, &receipt, "a", 1).await;
+    held.park();
+    quiesce().await;
+    assert_eq!(pools.snapshot().connections.idle, 1);
+    // The client's only connection is parked, and of a type `b` cannot use:
+    // it is destroyed to make room for `b`'s dial.
+    let request = running(&pools, &receipt, "b", 2).await;
+    let conn = tokio::time::timeout(
+        Duration::from_secs(1),
+        pools.reserve_connection(&request, &Named),
+    )
+    .await
+    .expect("served well before the idle connection would expire")
+    .expect("a fresh connection of its own type");
+    assert_eq!(conn.get(), "named");
+    let counts = pools.snapshot().connections;
+    assert_eq!((counts.idle, counts.active), (0, 1));
+}

@@ -145,6 +145,16 @@ impl IdleStash {
         self.lock().push_back(entry);
     }
 
+    /// Takes the oldest entry, whatever its type (to destroy it when a
+    /// caller of another type needs its room).
+    pub(crate) fn take_oldest(&self) -> Option<IdleConn> {
+        let oldest = self.lock().pop_front();
+        if let Some(watch) = oldest.as_ref().and_then(|entry| entry.watch.as_ref()) {
+            watch.clear_home();
+        }
+        oldest
+    }
+
     /// Destroys expired entries, oldest first, touching at most `bound`.
     /// Returns how many it destroyed.
     pub(crate) fn reclaim(&self, idle_age: Duration, bound: usize) -> usize {

@@ -218,7 +218,17 @@ impl Pools {
             let Some(waiter) = pool.waiters.next() else {
                 break;
             };
-            let permit = match reserve_dial(&self.epoch, &self.ledger, mailbox, client) {
+            let mut reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
+            if matches!(reserved, Err(NoDial::ClientFull)) {
+                // What is still parked fits no waiter (they were served
+                // above): the oldest makes room, or a caller of another
+                // connection type would wait behind it until it expired.
+                if let Some(unwanted) = stash.take_oldest() {
+                    drop(unwanted);
+                    reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
+                }
+            }
+            let permit = match reserved {
                 Ok(permit) => permit,
                 Err(NoDial::ClientFull) => {
                     pool.waiters.put_back(waiter);
