@@ -37,7 +37,7 @@
 use std::any::TypeId;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -45,6 +45,7 @@ use tokio::time::Instant;
 use crate::connection::{CloseWatch, IdleConn};
 use crate::epoch::notice::WaitNotice;
 use crate::epoch::published::PublishedEpoch;
+use crate::sync::{Mutex, MutexGuard};
 
 /// One client's parked connections, oldest first.
 pub(crate) struct IdleStash {
@@ -67,7 +68,7 @@ impl IdleStash {
     /// The empty stash of client `client`.
     pub(crate) fn new(client: usize) -> Self {
         Self {
-            entries: Mutex::default(),
+            entries: Mutex::new(VecDeque::new()),
             notice: Arc::new(WaitNotice::new(client)),
         }
     }
@@ -135,7 +136,7 @@ impl IdleStash {
     }
 
     /// Pushes an accepted entry.
-    fn put(&self, entry: IdleConn) {
+    pub(in crate::epoch) fn put(&self, entry: IdleConn) {
         self.lock().push_back(entry);
     }
 

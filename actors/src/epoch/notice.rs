@@ -22,20 +22,33 @@
 //!   change after the re-arm sends the next one.
 //! - With nobody waiting, a notify is one fence and one load.
 
-use std::sync::atomic::{fence, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Mutex, PoisonError};
+use std::sync::PoisonError;
 
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::mailbox::ReleaseSlot;
+use crate::sync::{fence, AtomicUsize, Mutex, Ordering::SeqCst};
 
-/// One client's waiter count and its reserved wake-up slot.
-pub(crate) struct WaitNotice {
-    client: usize,
-    waiting: AtomicUsize,
-    slot: Mutex<Option<ReleaseSlot<EpochMsg>>>,
+/// A reserved way to send one `Wake` to the epoch actor.
+pub(crate) trait WakeSlot: Send {
+    /// Sends `Wake { client }`; a stopped actor loses it.
+    fn wake(self, client: usize);
 }
 
-impl WaitNotice {
+impl WakeSlot for ReleaseSlot<EpochMsg> {
+    fn wake(self, client: usize) {
+        // A stopped actor has no waiters left to serve.
+        let _ = self.send(EpochMsg::Wake { client });
+    }
+}
+
+/// One client's waiter count and its reserved wake-up slot.
+pub(crate) struct WaitNotice<S = ReleaseSlot<EpochMsg>> {
+    client: usize,
+    waiting: AtomicUsize,
+    slot: Mutex<Option<S>>,
+}
+
+impl<S: WakeSlot> WaitNotice<S> {
     /// The notice of client `client`, unarmed and with nobody waiting.
     pub(crate) fn new(client: usize) -> Self {
         Self {
@@ -59,7 +72,7 @@ impl WaitNotice {
 
     /// Gives the notice a fresh slot of the (current) epoch actor's
     /// mailbox, replacing (and so returning) any older one.
-    pub(crate) fn arm(&self, slot: Option<ReleaseSlot<EpochMsg>>) {
+    pub(crate) fn arm(&self, slot: Option<S>) {
         let old = std::mem::replace(
             &mut *self.slot.lock().unwrap_or_else(PoisonError::into_inner),
             slot,
@@ -79,18 +92,15 @@ impl WaitNotice {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        // A slot already taken means a `Wake` is on its way, and the actor,
+        // re-arming before it looks, will see this change too.
         if let Some(slot) = slot {
-            // A stopped actor has no waiters left to serve; a slot already
-            // taken means a `Wake` is on its way and the actor, re-arming
-            // before it looks, will see this change too.
-            let _ = slot.send(EpochMsg::Wake {
-                client: self.client,
-            });
+            slot.wake(self.client);
         }
     }
 }
 
-impl std::fmt::Debug for WaitNotice {
+impl<S> std::fmt::Debug for WaitNotice<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WaitNotice")
             .field("client", &self.client)
@@ -98,3 +108,6 @@ impl std::fmt::Debug for WaitNotice {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, pools_loom))]
+mod model;
