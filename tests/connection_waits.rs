@@ -131,20 +131,7 @@ async fn a_request_at_a_full_client_times_out_at_its_deadline_holding_nothing() 
     let (pools, receipt, dialer) = setup(1).await;
     let (_first, held) = hold(&pools, &receipt, "a", 1).await;
     let soon = tokio::time::Instant::now() + Duration::from_millis(250);
-    let ready = support::admitted(
-        &pools,
-        support::request(
-            &pools,
-            support::plan_until("b", 2, soon, soon),
-            &receipt,
-            b"",
-        ),
-    )
-    .await;
-    let call = pools
-        .dispatch(&support::allow_all(), ready.plan(), ready.provider())
-        .expect("dispatch");
-    let late = ready.start(call).expect("start");
+    let late = support::running_until(&pools, &receipt, "b", 2, soon).await;
     let started = tokio::time::Instant::now();
     assert_eq!(
         pools.reserve_connection(&late, &dialer).await.err(),

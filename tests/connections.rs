@@ -244,20 +244,7 @@ async fn a_tenant_at_its_share_of_a_client_waits_for_its_own_connections_only() 
     // One more for the hog waits for one of its own, and times out at its
     // deadline having taken nothing shared.
     let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
-    let ready = support::admitted(
-        &pools,
-        support::request(
-            &pools,
-            support::plan_until("hog", 100, soon, soon),
-            &receipt,
-            b"",
-        ),
-    )
-    .await;
-    let call = pools
-        .dispatch(&support::allow_all(), ready.plan(), ready.provider())
-        .expect("dispatch");
-    let late = ready.start(call).expect("start");
+    let late = support::running_until(&pools, &receipt, "hog", 100, soon).await;
     assert_eq!(
         pools.reserve_connection(&late, &*dialer).await.err(),
         Some(ConnectError::Timeout)
