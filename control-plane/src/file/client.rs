@@ -3,7 +3,9 @@
 //! Invariants:
 //! - Opening locks first, then removes leftover staged files, then decodes:
 //!   a client that does not own the file reads and removes nothing.
-//! - A file refused on open is left exactly as it was.
+//! - A file refused on open is left exactly as it was; a version-1 file
+//!   read on open is rewritten as version 2 (with its checksum) at once,
+//!   and stays readable as it was if that write fails.
 //! - Reads (`discover`, `read_lease`) never touch the disk; every mutation
 //!   is staged and committed (or undone) before its call answers.
 
@@ -16,10 +18,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::clock::Clock;
 use crate::error::ControlPlaneError;
-use crate::file::document;
+use crate::file::document::{self, Format};
 use crate::file::lock::StateLock;
 use crate::file::options::FileOptions;
-use crate::file::staged_file::remove_leftovers;
+use crate::file::staged_file::{remove_leftovers, CommitFailed, StagedFile};
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
 use crate::name::ServiceName;
 use crate::presence::{PresenceKey, Registration};
@@ -90,7 +92,10 @@ impl FileClient {
         }
         let lock = StateLock::acquire(path)?;
         remove_leftovers(path)?;
-        let state = read_state(path, &options)?;
+        let (state, format, _len) = read_state(path, &options)?;
+        if format == Format::Legacy {
+            migrate(path, &state, options.max_file_bytes);
+        }
         Ok(Self {
             path: path.to_path_buf(),
             state: Mutex::new(state),
@@ -129,12 +134,16 @@ impl FileClient {
     }
 }
 
-/// The state in `path`, or an empty one when there is no file yet.
-fn read_state(path: &Path, options: &FileOptions) -> Result<StoreState, ControlPlaneError> {
+/// The state in `path`, its format and the file's length, or an empty
+/// state when there is no file yet.
+fn read_state(
+    path: &Path,
+    options: &FileOptions,
+) -> Result<(StoreState, Format, u64), ControlPlaneError> {
     let mut file = match File::open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return Ok(StoreState::new(options.limits));
+            return Ok((StoreState::new(options.limits), Format::Verified, 0));
         }
         Err(source) => {
             return Err(ControlPlaneError::Storage {
@@ -152,12 +161,36 @@ fn read_state(path: &Path, options: &FileOptions) -> Result<StoreState, ControlP
     if !metadata.is_file() {
         return Err(ControlPlaneError::invalid("path", "is not a regular file"));
     }
-    document::decode(
+    let (state, format) = document::decode(
         &mut file,
         options.max_file_bytes,
         options.limits,
         "state file",
-    )
+    )?;
+    Ok((state, format, metadata.len()))
+}
+
+/// Rewrites a version-1 state file as version 2, with its checksum. A
+/// failure is logged and changes nothing: the file stays a readable
+/// version-1 document, and the first mutation writes version 2.
+fn migrate(path: &Path, state: &StoreState, max_file_bytes: u64) {
+    let migrated = StagedFile::encode(path, state, max_file_bytes, "state file").and_then(|file| {
+        file.sync()?;
+        file.commit().map_err(|failed| match failed {
+            CommitFailed::BeforeRename(error) | CommitFailed::AfterRename(error) => error,
+        })
+    });
+    match migrated {
+        Ok(()) => tracing::info!(
+            path = %path.display(),
+            "rewrote a version-1 state file as version 2, with its checksum"
+        ),
+        Err(error) => tracing::warn!(
+            path = %path.display(),
+            %error,
+            "could not rewrite a version-1 state file as version 2; it stays unverified until the next change"
+        ),
+    }
 }
 
 impl fmt::Debug for FileClient {

@@ -19,9 +19,9 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Serialize;
-
 use crate::error::ControlPlaneError;
+use crate::file::document;
+use crate::store::StoreState;
 
 /// Makes staged names unique within the process.
 static NEXT_SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -132,16 +132,17 @@ impl StagedFile {
         })
     }
 
-    /// Serializes `value` as JSON straight into a new staged generation of
-    /// `destination`, refusing past `limit` bytes.
+    /// Writes `state` as a checksummed document straight into a new staged
+    /// generation of `destination`, refusing past `limit` bytes.
     ///
     /// # Errors
     ///
     /// `TooLarge` naming `what` past the limit; `Storage` when creating or
-    /// writing fails. The staged file is removed either way.
+    /// writing fails (a full disk keeps its kind, `StorageFull`). The
+    /// staged file is removed either way.
     pub(crate) fn encode(
         destination: &Path,
-        value: &impl Serialize,
+        state: &StoreState,
         limit: u64,
         what: &'static str,
     ) -> Result<Self, ControlPlaneError> {
@@ -152,11 +153,11 @@ impl StagedFile {
             limit,
             exceeded: false,
         };
-        let encoded = serde_json::to_writer(&mut writer, value);
+        let encoded = document::write(&mut writer, state);
         if writer.exceeded {
             return Err(ControlPlaneError::TooLarge { what, limit });
         }
-        encoded.map_err(|error| storage("write")(error.into()))?;
+        encoded.map_err(storage("write"))?;
         writer.inner.flush().map_err(storage("write"))?;
         drop(writer);
         Ok(staged)

@@ -21,7 +21,6 @@ use std::fmt;
 use std::sync::MutexGuard;
 
 use crate::error::ControlPlaneError;
-use crate::file::document::Document;
 use crate::file::staged_file::{CommitFailed, StagedFile};
 use crate::file::FileClient;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest};
@@ -196,7 +195,7 @@ impl FileClient {
         let file = if changed {
             let file = StagedFile::encode(
                 &self.path,
-                &Document(&pending.state),
+                &pending.state,
                 self.max_file_bytes,
                 "state file",
             )?;
