@@ -8,6 +8,8 @@
 //! - A version-1 backup (no checksum) is restored as a version-2 state
 //!   file: the restored state is encoded afresh, and that generation is
 //!   decoded back before it replaces the state file.
+//! - A restored state file is covered by the full-disk reserve before its
+//!   rename, as every other write.
 //! - Both run under the state lock: no mutation interleaves, so a backup
 //!   is exactly the state file of one instant.
 //! - A restore replaces the state file before the state in memory, and
@@ -141,6 +143,7 @@ impl FileClient {
             )?;
         }
         staged.sync()?;
+        self.reserve().ensure(staged.len())?;
         match staged.commit() {
             Ok(()) => {
                 *state = restored;

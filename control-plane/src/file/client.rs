@@ -6,6 +6,8 @@
 //! - A file refused on open is left exactly as it was; a version-1 file
 //!   read on open is rewritten as version 2 (with its checksum) at once,
 //!   and stays readable as it was if that write fails.
+//! - The full-disk reserve is made (as far as the disk allows) before the
+//!   open answers.
 //! - Reads (`discover`, `read_lease`) never touch the disk; every mutation
 //!   is staged and committed (or undone) before its call answers.
 
@@ -21,6 +23,7 @@ use crate::error::ControlPlaneError;
 use crate::file::document::{self, Format};
 use crate::file::lock::StateLock;
 use crate::file::options::FileOptions;
+use crate::file::reserve::Reserve;
 use crate::file::staged_file::{remove_leftovers, CommitFailed, StagedFile};
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
 use crate::name::ServiceName;
@@ -29,6 +32,11 @@ use crate::store::{StoreState, StoreStats};
 
 /// A control plane persisted in one JSON state file (see [the module
 /// docs](crate::file) for its format and guarantees).
+///
+/// Beside the state file it keeps `<state>.lock` (the owner's lock) and
+/// `<state>.reserve`: about as many bytes as the state file, so that a
+/// release or a deregistration can still be written on a full disk. The
+/// state needs about twice its size on disk.
 ///
 /// Calls run under a short lock, in the calling task, and a mutation does
 /// blocking file I/O there: it writes, syncs and renames the whole state
@@ -61,6 +69,7 @@ pub struct FileClient {
     pub(crate) state: Mutex<StoreState>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) max_file_bytes: u64,
+    pub(crate) reserve: Mutex<Reserve>,
     lock: StateLock,
 }
 
@@ -92,15 +101,17 @@ impl FileClient {
         }
         let lock = StateLock::acquire(path)?;
         remove_leftovers(path)?;
-        let (state, format, _len) = read_state(path, &options)?;
+        let (state, format, state_len) = read_state(path, &options)?;
+        let mut reserve = Reserve::open(path, state_len);
         if format == Format::Legacy {
-            migrate(path, &state, options.max_file_bytes);
+            migrate(path, &state, &mut reserve, options.max_file_bytes);
         }
         Ok(Self {
             path: path.to_path_buf(),
             state: Mutex::new(state),
             clock: options.clock,
             max_file_bytes: options.max_file_bytes,
+            reserve: Mutex::new(reserve),
             lock,
         })
     }
@@ -120,6 +131,13 @@ impl FileClient {
         // mutation checks before it changes, and a staged write puts the
         // previous records back as it unwinds.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The full-disk reserve; taken only under the state lock.
+    pub(crate) fn reserve(&self) -> MutexGuard<'_, Reserve> {
+        // Growing or emptying the reserve leaves it usable wherever it
+        // stopped: its length is re-read from the file.
+        self.reserve.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `read` on the state when the future is first polled.
@@ -173,9 +191,10 @@ fn read_state(
 /// Rewrites a version-1 state file as version 2, with its checksum. A
 /// failure is logged and changes nothing: the file stays a readable
 /// version-1 document, and the first mutation writes version 2.
-fn migrate(path: &Path, state: &StoreState, max_file_bytes: u64) {
+fn migrate(path: &Path, state: &StoreState, reserve: &mut Reserve, max_file_bytes: u64) {
     let migrated = StagedFile::encode(path, state, max_file_bytes, "state file").and_then(|file| {
         file.sync()?;
+        reserve.ensure(file.len())?;
         file.commit().map_err(|failed| match failed {
             CommitFailed::BeforeRename(error) | CommitFailed::AfterRename(error) => error,
         })

@@ -31,6 +31,9 @@
 //!   token is never reused and a restore never moves a token back.
 //! - A temporary file left by a writer that died before its rename is
 //!   ignored and removed when the state is next opened.
+//! - `<state>.reserve` keeps room for one more generation of the state
+//!   file: a release or a deregistration succeeds on a full disk by
+//!   drawing on it, and a mutation that cannot keep it is refused.
 //!
 //! [`StoreLimits::FILE_DECODED`]: crate::StoreLimits::FILE_DECODED
 
@@ -40,6 +43,7 @@ mod client;
 mod document;
 mod lock;
 mod options;
+mod reserve;
 mod staged_file;
 mod staging;
 

@@ -108,6 +108,8 @@ pub(crate) struct StagedFile {
     file: File,
     path: PathBuf,
     destination: PathBuf,
+    /// Bytes written into it.
+    len: u64,
     renamed: bool,
 }
 
@@ -128,6 +130,7 @@ impl StagedFile {
             file,
             path,
             destination: destination.to_path_buf(),
+            len: 0,
             renamed: false,
         })
     }
@@ -159,7 +162,9 @@ impl StagedFile {
         }
         encoded.map_err(storage("write"))?;
         writer.inner.flush().map_err(storage("write"))?;
+        let written = writer.written;
         drop(writer);
+        staged.len = written;
         Ok(staged)
     }
 
@@ -189,6 +194,7 @@ impl StagedFile {
         }
         writer.flush().map_err(storage("write"))?;
         drop(writer);
+        staged.len = copied;
         Ok(staged)
     }
 
@@ -211,6 +217,11 @@ impl StagedFile {
     /// `Storage` with operation `sync`.
     pub(crate) fn sync(&self) -> Result<(), ControlPlaneError> {
         self.file.sync_all().map_err(storage("sync"))
+    }
+
+    /// Bytes in the staged generation.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
     }
 
     /// Where the staged generation is.
