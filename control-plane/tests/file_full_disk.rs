@@ -155,6 +155,11 @@ fn a_held_lease_can_be_released_on_a_full_disk() {
                 .await
                 .expect("acquired")
         });
+        let reserve = fs::metadata(root.join("control-plane.json.reserve"))
+            .expect("the reserve is made")
+            .len();
+        let state_len = fs::metadata(&path).expect("state").len();
+        assert!(reserve >= state_len, "{reserve} < {state_len}");
         let filler = fill(root, &path);
 
         runtime.block_on(async {
@@ -240,6 +245,84 @@ fn a_registration_can_be_deregistered_on_a_full_disk() {
             let left = runtime.block_on(client.discover(service())).expect("found");
             let nodes: Vec<_> = left.iter().map(|found| found.node().as_str()).collect();
             assert_eq!(nodes, ["node-d"]);
+        },
+    );
+}
+
+#[test]
+fn a_change_that_cannot_keep_the_reserve_is_refused_and_changes_nothing() {
+    on_a_small_tmpfs(
+        "a_change_that_cannot_keep_the_reserve_is_refused_and_changes_nothing",
+        |root| {
+            let path = root.join("control-plane.json");
+            let client = open(&path);
+            let runtime = runtime();
+            let state_len = || fs::metadata(&path).expect("state").len();
+            // Registrations up to just below 60 KiB of state: the reserve's
+            // target stays 64 KiB. The next one crosses it (128 KiB).
+            let grant = runtime.block_on(async {
+                let grant = client
+                    .acquire(LeaseRequest::new(lease(), node("node-a"), TTL).expect("request"))
+                    .await
+                    .expect("acquired");
+                for count in 0.. {
+                    let old = state_len();
+                    client
+                        .register(registration(&format!("node-{count:02}")))
+                        .await
+                        .expect("registered");
+                    // Every registration after the first adds the same bytes.
+                    let step = state_len() - old;
+                    if count > 0 && state_len() + step > 60 * 1024 {
+                        break;
+                    }
+                }
+                grant
+            });
+            let before = fs::read(&path).expect("state");
+            let instances = runtime
+                .block_on(client.discover(service()))
+                .expect("found")
+                .len();
+
+            // Room for the next generation (at most 64 KiB), not for the
+            // 64 KiB the reserve must then grow by.
+            let filler = fill(root, &path);
+            let filled = fs::metadata(&filler).expect("filler").len();
+            File::options()
+                .write(true)
+                .open(&filler)
+                .and_then(|file| file.set_len(filled - 80 * 1024))
+                .expect("80 KiB freed");
+
+            runtime.block_on(async {
+                let error = client
+                    .register(registration("node-zz"))
+                    .await
+                    .expect_err("the reserve cannot grow");
+                assert!(
+                    matches!(
+                        &error,
+                        ControlPlaneError::Storage {
+                            operation: "reserve",
+                            ..
+                        }
+                    ) && is_full(&error),
+                    "{error:?}"
+                );
+                assert_eq!(
+                    client.discover(service()).await.expect("found").len(),
+                    instances
+                );
+            });
+            assert!(
+                fs::read(&path).expect("state") == before,
+                "the file is unchanged"
+            );
+            assert_no_staged_files(root);
+            runtime
+                .block_on(client.release(grant))
+                .expect("the lease is still released");
         },
     );
 }

@@ -88,9 +88,11 @@ impl FileClient {
     ///   regular file;
     /// - [`ControlPlaneError::TooLarge`] over 16 MiB,
     ///   [`ControlPlaneError::LimitExceeded`] past the decoded limits,
-    ///   [`ControlPlaneError::Corrupt`] for a malformed document.
+    ///   [`ControlPlaneError::Corrupt`] for a malformed document or one
+    ///   whose checksum does not match its bytes.
     ///
-    /// A file refused is left as it is.
+    /// A file refused is left as it is. A version-1 file (written before
+    /// the checksum existed) is accepted and rewritten as version 2.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ControlPlaneError> {
         FileOptions::new().open(path)
     }
