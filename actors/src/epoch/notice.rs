@@ -109,5 +109,5 @@ impl<S> std::fmt::Debug for WaitNotice<S> {
     }
 }
 
-#[cfg(all(test, pools_loom))]
+#[cfg(all(test, loom))]
 mod model;

@@ -3,7 +3,7 @@
 //! [`WaitNotice`], [`Budget`] and [`IdleStash`], every interleaving and
 //! memory ordering loom explores, within a preemption bound of 3.
 //!
-//! Run: `RUSTFLAGS="--cfg pools_loom" cargo test -p provider-pools-actors
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p provider-pools-actors
 //! --lib --release -- epoch::notice::model` (`scripts/test` does).
 //!
 //! Loom models `SeqCst` fences exactly (the protocol's only `SeqCst`
