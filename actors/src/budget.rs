@@ -471,3 +471,6 @@ mod tests {
         assert!(plain.reserve_within(1, far).await.is_err());
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model;

@@ -9,13 +9,13 @@
 //! - The control state only moves forward: running → retiring → completed,
 //!   or to failed from anywhere but completed.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::budget::Budget;
 use crate::limits::Limits;
 use crate::snapshot::{ConnectionCounts, ControlState, Snapshot};
+use crate::sync::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use crate::tenants::TenantShares;
 
 /// Counts reported by the actor that owns each resource.

@@ -8,11 +8,34 @@
 //! uses `std` directly.
 
 #[cfg(not(all(test, loom)))]
-pub(crate) use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
 
 #[cfg(all(test, loom))]
-pub(crate) use loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
+
+/// Runs `body` under loom for every interleaving (within `preemptions`
+/// preemptions when given), and prints how many it explored
+/// (RELIABILITY.md quotes these counts).
+#[cfg(all(test, loom))]
+pub(crate) fn model(
+    name: &str,
+    preemptions: Option<usize>,
+    body: impl Fn() + Sync + Send + 'static,
+) {
+    let explored = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&explored);
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = preemptions;
+    builder.check(move || {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        body();
+    });
+    eprintln!(
+        "loom model {name}: {} interleavings (preemption bound {preemptions:?})",
+        explored.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}

@@ -9,7 +9,7 @@
 //! - The drain notice is claimed exactly once, by whichever of `retire` and the
 //!   last `release` observes "retired and no lease".
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 const RETIRED: u64 = 1 << 63;
 const NOTICE_CLAIMED: u64 = 1 << 62;
@@ -131,3 +131,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model;

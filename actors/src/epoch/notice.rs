@@ -110,4 +110,4 @@ impl<S> std::fmt::Debug for WaitNotice<S> {
 }
 
 #[cfg(all(test, loom))]
-mod model;
+mod loom_model;

@@ -17,10 +17,10 @@
 //! - At rest, the active gauge holds this epoch's checked-out connections
 //!   until it retires, and the retired gauge holds them after.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::ledger::Ledger;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 const RETIRED: u64 = 1 << 63;
 const COUNT: u64 = RETIRED - 1;
@@ -157,3 +157,6 @@ mod tests {
         assert_eq!(gauges(&tally), (0, 4), "every held connection moved once");
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model;

@@ -1,0 +1,62 @@
+//! Model checks (loom) of [`ConnTally`]: checkouts and returns racing the
+//! epoch's retirement, the node's gauges read by an observer meanwhile.
+//! Every interleaving within a preemption bound of 3.
+
+use std::sync::Arc;
+
+use loom::thread;
+
+use super::ConnTally;
+use crate::ledger::Ledger;
+use crate::limits::Limits;
+use crate::sync::Ordering;
+
+fn gauges(tally: &ConnTally) -> (u32, u32) {
+    let g = &tally.ledger().gauges;
+    (
+        g.connections_active.load(Ordering::Acquire),
+        g.connections_retired.load(Ordering::Acquire),
+    )
+}
+
+#[test]
+fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge() {
+    crate::sync::model(
+        "checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge",
+        Some(3),
+        || {
+            let tally = Arc::new(ConnTally::new(Ledger::new(&Limits::DEFAULT)));
+            tally.check_out();
+            // One connection returned and one checked out while it retires.
+            let worker = {
+                let tally = Arc::clone(&tally);
+                thread::spawn(move || {
+                    tally.check_in();
+                    tally.check_out();
+                })
+            };
+            let observer = {
+                let tally = Arc::clone(&tally);
+                thread::spawn(move || {
+                    let (active, retired) = gauges(&tally);
+                    // A gauge may count a moving connection twice for an
+                    // instant, never wrap below zero.
+                    assert!(
+                        active <= 2 && retired <= 2,
+                        "a gauge wrapped: {active}, {retired}"
+                    );
+                })
+            };
+            tally.retire();
+            worker.join().expect("worker");
+            observer.join().expect("observer");
+            assert_eq!(
+                gauges(&tally),
+                (0, 1),
+                "the held connection counts as retired, once"
+            );
+            tally.check_in();
+            assert_eq!(gauges(&tally), (0, 0));
+        },
+    );
+}
