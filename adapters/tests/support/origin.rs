@@ -7,7 +7,7 @@
 //! announced), `/big-chunked` (64 KiB in 4 KiB chunks, not announced),
 //! `/chunks` (three chunks), `/hang` (one chunk, then never ends),
 //! `/huge` (8 MiB in 64 KiB chunks, not announced), any path ending in
-//! `/endless` (16 KiB chunks that never end, not announced),
+//! `/endless` or `/endless/` (16 KiB chunks that never end, not announced),
 //! `/status/404`, `/status/503`.
 
 use std::collections::VecDeque;
@@ -123,7 +123,9 @@ fn answer(log: &Mutex<Vec<Seen>>, req: Request<hyper::body::Incoming>) -> Respon
             StatusCode::OK,
             Chunks::open((0..128).map(|_| Bytes::from(vec![b'h'; 65536])), false),
         ),
-        p if p.ends_with("/endless") => (StatusCode::OK, Chunks::endless(vec![b'e'; 16384])),
+        p if p.trim_end_matches('/').ends_with("/endless") => {
+            (StatusCode::OK, Chunks::endless(vec![b'e'; 16384]))
+        }
         "/status/404" => (StatusCode::NOT_FOUND, Chunks::exact(chunk("not found"))),
         "/status/503" => (
             StatusCode::SERVICE_UNAVAILABLE,
