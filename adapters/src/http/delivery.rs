@@ -18,6 +18,9 @@
 //!   with [`Sent::No`]: the loop is bounded by the client's idle
 //!   connections (each turn that continues destroyed one) and by the
 //!   caller's deadline.
+//! - A connection that fails with the request once the request's deadline
+//!   passed failed because of it (the driver closes a connection in use at
+//!   its request's deadline): [`Undeliverable::Expired`], a timeout.
 //! - Generic over the dialer only so that tests can hold a connection's
 //!   driver; every adapter passes the one [`HttpDialer`](crate::http::HttpDialer).
 
@@ -27,6 +30,8 @@ use hyper::body::Incoming;
 use provider_pools_actors::{
     ConnectError, Dialer, PooledConnection, ProviderPools, RunningRequest,
 };
+
+use tokio::time::Instant;
 
 use crate::http::dialer::HttpConnection;
 use crate::http::error::{HttpError, Sent};
@@ -56,6 +61,11 @@ pub(crate) enum Undeliverable {
         /// hyper's error.
         source: hyper::Error,
     },
+    /// The connection failed with the request after the request's
+    /// deadline passed: the driver closes a connection in use at that
+    /// deadline, so this is the deadline's failure, not the origin's. Any
+    /// of the request may have been written.
+    Expired,
 }
 
 impl From<Undeliverable> for HttpError {
@@ -67,6 +77,7 @@ impl From<Undeliverable> for HttpError {
                 sent,
                 source,
             },
+            Undeliverable::Expired => Self::Timeout { sent: Sent::Maybe },
         }
     }
 }
@@ -112,6 +123,9 @@ where
                 // A stale idle connection: destroyed, the request kept.
                 drop((conn, source));
                 request = *unsent;
+            }
+            Err(Handed::Taken(_)) if Instant::now() >= running.deadline() => {
+                return Err(Undeliverable::Expired)
             }
             Err(Handed::Taken(source)) => {
                 return Err(Undeliverable::Send {

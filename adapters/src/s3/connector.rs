@@ -214,6 +214,7 @@ impl Bound {
                     phase: "sending the request",
                     source,
                 },
+                Undeliverable::Expired => Failure::Timeout,
             })?;
             let keep_alive = !request_close
                 && response.version() == Version::HTTP_11

@@ -114,6 +114,7 @@ pub(crate) async fn exchange(
                     Undeliverable::Send { .. } => VaultError::Protocol {
                         phase: "sending the request",
                     },
+                    Undeliverable::Expired => VaultError::Timeout,
                 })?;
         // The request never asks to close: only the answer can.
         let keep_alive = response.version() == Version::HTTP_11 && !asks_close(response.headers());
@@ -224,8 +225,15 @@ async fn read_capped(
     }
     let mut buffer = running.output_buffer();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| VaultError::Protocol {
-            phase: "reading the response",
+        let frame = frame.map_err(|_| {
+            // The driver closes the connection at the request's deadline.
+            if tokio::time::Instant::now() >= running.deadline() {
+                VaultError::Timeout
+            } else {
+                VaultError::Protocol {
+                    phase: "reading the response",
+                }
+            }
         })?;
         if let Ok(data) = frame.into_data() {
             let len = buffer.len().saturating_add(data.len());
