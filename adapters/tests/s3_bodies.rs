@@ -103,6 +103,10 @@ async fn an_s3_object_over_the_metadata_budget_fails_at_the_first_chunk_and_dest
     assert!(is_over_the_share(&err), "{err:?}");
     let held: usize = kept.iter().map(|c| c.bytes().len()).sum();
     assert!(held <= SHARE as usize, "{held} bytes held over the share");
+    eprintln!(
+        "figures: {held} bytes in {} chunks held when a chunk passed the {SHARE}-byte share",
+        kept.len()
+    );
     assert!(reader.next_chunk().await.is_none(), "the reader ended");
     relay.client_closed().await;
     let snapshot = pools.snapshot();
