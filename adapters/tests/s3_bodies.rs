@@ -1,7 +1,8 @@
 //! S3 answers held to the request's charges, and stale connections: an
 //! object read over the tenant's metadata share fails at the first chunk
 //! that does not fit (real moto behind a relay), an endless listing (which
-//! the SDK buffers) fails at the share rather than at its end, the
+//! the SDK buffers) and an endless error answer to a get fail at the
+//! share rather than at their end, the
 //! connection is destroyed and the share returns to its baseline; parked
 //! connections the endpoint closed never fail the next get (a loopback
 //! endpoint that closes idle keep-alive connections on its own schedule).
@@ -153,6 +154,45 @@ async fn an_endless_s3_listing_the_sdk_buffers_fails_when_its_frames_pass_the_sh
     eventually("every frame's charge returned", || {
         pools.snapshot().metadata_bytes == baseline
     })
+    .await;
+    drop(request);
+    assert_clean_shutdown(&pools).await;
+}
+
+/// The SDK reads a get's error answer whole, although the get's own body
+/// is streamed: it is charged too. Uncharged, it would end at the 8 MiB
+/// object bound instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_error_answer_to_a_get_is_charged_and_fails_at_the_share() {
+    let mut origin = Origin::start().await;
+    let pools = start(small_share()).await;
+    let receipt = install(&pools, &origin.target, 0, b"AKIDEXAMPLE:secret").await;
+    let dialer = dialer(&pools);
+    let request = running(&pools, &receipt, 1).await;
+    let baseline = pools.snapshot().metadata_bytes;
+
+    let err = bounded(
+        "the endless error answer to fail",
+        get(
+            &pools,
+            &request,
+            &dialer,
+            &key("endless-404"),
+            S3Limits::default(),
+        ),
+    )
+    .await
+    .expect_err("an endless 404");
+    assert!(is_over_the_share(&err), "{err:?}");
+    origin.client_closed().await;
+    eventually(
+        "the connection destroyed and every frame's charge returned",
+        || {
+            let snapshot = pools.snapshot();
+            snapshot.connections == ConnectionCounts::default()
+                && snapshot.metadata_bytes == baseline
+        },
+    )
     .await;
     drop(request);
     assert_clean_shutdown(&pools).await;

@@ -8,6 +8,7 @@
 //! `/chunks` (three chunks), `/hang` (one chunk, then never ends),
 //! `/huge` (8 MiB in 64 KiB chunks, not announced), any path ending in
 //! `/endless` or `/endless/` (16 KiB chunks that never end, not announced),
+//! any path ending in `/endless-404` (the same, as a 404),
 //! `/status/404`, `/status/503`.
 
 use std::collections::VecDeque;
@@ -123,6 +124,9 @@ fn answer(log: &Mutex<Vec<Seen>>, req: Request<hyper::body::Incoming>) -> Respon
             StatusCode::OK,
             Chunks::open((0..128).map(|_| Bytes::from(vec![b'h'; 65536])), false),
         ),
+        p if p.ends_with("/endless-404") => {
+            (StatusCode::NOT_FOUND, Chunks::endless(vec![b'n'; 16384]))
+        }
         p if p.trim_end_matches('/').ends_with("/endless") => {
             (StatusCode::OK, Chunks::endless(vec![b'e'; 16384]))
         }
