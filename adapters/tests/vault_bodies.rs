@@ -2,7 +2,8 @@
 //! a secret over the tenant's metadata share fails at the first chunk that
 //! does not fit (real OpenBao behind a relay; an endless answer shows the
 //! charge is taken per chunk, not at the end), the connection is
-//! destroyed and the share returns to its baseline; parked connections
+//! destroyed and the share returns to its baseline, and the peak RSS
+//! grows by the share plus a constant, not by the secret; parked connections
 //! the server closed never fail the next read (a loopback server that
 //! closes idle keep-alive connections on its own schedule).
 
@@ -19,6 +20,10 @@ use support::origin::Origin;
 use support::relay::Relay;
 use support::vault::{bao_call, install, running, start_bao, ROOT};
 use support::{bounded, deadline, eventually, io_turn, start, task};
+
+/// The tests of this file run one at a time, so that the peak RSS one of
+/// them measures is its own.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn path(text: &str) -> SecretPath {
     SecretPath::parse(text).expect("valid path")
@@ -56,6 +61,7 @@ async fn assert_clean_shutdown(pools: &ProviderPools) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vault_secret_over_the_metadata_budget_fails_at_the_first_chunk_and_destroys_its_connection(
 ) {
+    let _serial = SERIAL.lock().await;
     let bao = start_bao().await;
     let mut relay = Relay::start(bao.addr()).await;
     let pools = start(small_share()).await;
@@ -115,10 +121,98 @@ async fn a_vault_secret_over_the_metadata_budget_fails_at_the_first_chunk_and_de
     assert_clean_shutdown(&pools).await;
 }
 
+/// This process's resident set and its peak since the last reset, in KiB
+/// (`/proc/self/status`).
+fn rss_kib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /proc/self/status"))
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Writes a secret of `len` bytes (`{"data":{"blob":"bbb…"}}`) with the
+/// root token, streamed in 64 KiB pieces: this process never holds it, so
+/// its allocator keeps no freed megabytes that a read could reuse unseen.
+async fn write_streamed(addr: std::net::SocketAddr, path: &str, len: usize) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (prefix, suffix) = (r#"{"data":{"blob":""#, r#""}}"#);
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nX-Vault-Token: {ROOT}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{prefix}",
+        prefix.len() + len + suffix.len()
+    );
+    let piece = [b'b'; 64 * 1024];
+    bounded("the streamed secret write", async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        stream.write_all(head.as_bytes()).await.expect("head");
+        for _ in 0..len / piece.len() {
+            stream.write_all(&piece).await.expect("piece");
+        }
+        stream
+            .write_all(&piece[..len % piece.len()])
+            .await
+            .expect("rest");
+        stream.write_all(suffix.as_bytes()).await.expect("suffix");
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.expect("answer");
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "secret written");
+    })
+    .await;
+}
+
+/// An 8 MiB secret against the default 2 MiB share: the process's peak
+/// resident set grows by the share plus a constant (2.1–3.8 MiB in 30
+/// runs), never by the secret: with the body read whole before it is
+/// charged (tried by hand), it grew 10 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_8_mib_secret_over_a_2_mib_share_raises_the_peak_rss_by_far_less_than_the_secret() {
+    let _serial = SERIAL.lock().await;
+    const SECRET: usize = 8 << 20;
+    let bao = start_bao().await;
+    let pools = start(Limits::DEFAULT).await;
+    let target = format!("http://{}", bao.addr());
+    let receipt = install(&pools, &target, &[], ROOT.as_bytes(), 0).await;
+    let dialer = HttpDialer::new(pools.clone());
+    write_streamed(bao.addr(), "/v1/secret/data/app/huge", SECRET).await;
+    let request = running(&pools, &receipt, 1).await;
+
+    // The peak is reset here (Linux's `clear_refs` 5).
+    std::fs::write("/proc/self/clear_refs", "5").expect("peak RSS reset");
+    let (before, _) = rss_kib();
+    let err = vault::read(&pools, &request, &dialer, &path("app/huge"), UNBOUNDED)
+        .await
+        .expect_err("8 MiB over a 2 MiB share");
+    let (_, peak) = rss_kib();
+    assert!(
+        matches!(
+            err,
+            VaultError::Staging(AdmitError::Capacity {
+                resource: "metadata_per_tenant",
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    let growth = peak.saturating_sub(before);
+    eprintln!("figures: peak RSS +{growth} KiB reading an 8 MiB secret over a 2 MiB share");
+    assert!(
+        growth < 6 * 1024,
+        "peak RSS grew {growth} KiB: more than the 2 MiB share and 4 MiB of slack"
+    );
+    drop(request);
+    assert_clean_shutdown(&pools).await;
+}
+
 /// The answer never ends: charged only once read whole, it would end at
 /// the 32 MiB response bound instead (`TooLarge`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_vault_answer_fails_when_its_chunks_pass_the_share_not_at_its_end() {
+    let _serial = SERIAL.lock().await;
     let mut origin = Origin::start().await;
     let pools = start(small_share()).await;
     let receipt = install(&pools, &origin.target, &[], ROOT.as_bytes(), 0).await;
@@ -150,6 +244,7 @@ async fn an_endless_vault_answer_fails_when_its_chunks_pass_the_share_not_at_its
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_vault_connections_the_server_closed_while_parked_never_fail_the_next_read() {
+    let _serial = SERIAL.lock().await;
     const WAVE: usize = 8;
     let body = r#"{"data":{"data":{"k":"v"},"metadata":{"version":1}}}"#;
     let origin = IdleOrigin::start(body, Duration::from_millis(100), WAVE).await;
