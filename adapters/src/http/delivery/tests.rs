@@ -7,27 +7,26 @@
 //! and keeps reading a half-closed socket, so a request written on the
 //! stale connection would be seen.
 
+mod held;
+mod origin;
+
 use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::BodyExt;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use provider_pools_actors::{
-    close_watch, AdmitRequest, Authority, BrokerGeneration, Credential, Denied, DialError,
-    DialErrorKind, DialTarget, DispatchAuthority, Epoch, ExecutionPlan, InstallReceipt,
-    Installation, LedgerId, Limits, OriginKind, OriginSlot, PoolsConfig, ProviderConfig,
-    ProviderId, RunningRequest, ServiceName, SessionId, TenantId,
+    AdmitRequest, Authority, BrokerGeneration, Credential, Denied, DispatchAuthority, Epoch,
+    ExecutionPlan, InstallReceipt, Installation, LedgerId, Limits, OriginKind, OriginSlot,
+    PoolsConfig, ProviderConfig, ProviderId, RunningRequest, ServiceName, SessionId, TenantId,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
 
 use super::*;
 use crate::http::exchange::park_if_reusable;
+use held::GatedDialer;
+use origin::{Close, Origin};
 
 /// The bound of every wait in these tests.
 const WAIT: Duration = Duration::from_secs(5);
@@ -46,226 +45,6 @@ async fn until(what: &str, mut condition: impl FnMut() -> bool) {
         }
     })
     .await;
-}
-
-/// How the origin closes a connection.
-#[derive(Debug, Clone, Copy)]
-enum Close {
-    /// Shuts down its sending side (FIN) and keeps reading.
-    HalfClose,
-    /// Drops the socket with a zero linger (RST).
-    Reset,
-}
-
-type Command = (Close, oneshot::Sender<()>);
-
-/// A loopback HTTP/1.1 origin answering every `GET` with keep-alive and
-/// the number of the connection it came on (`x-connection`), logging
-/// `(connection, path)` for each request that arrives.
-struct Origin {
-    target: String,
-    log: Arc<Mutex<Vec<(usize, String)>>>,
-    closers: Arc<Mutex<Vec<Option<oneshot::Sender<Command>>>>>,
-}
-
-impl Origin {
-    async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let target = format!("http://{}", listener.local_addr().expect("addr"));
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let closers = Arc::new(Mutex::new(Vec::new()));
-        let (log_in, closers_in) = (Arc::clone(&log), Arc::clone(&closers));
-        task(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (close, commands) = oneshot::channel();
-                let id = {
-                    let mut closers = closers_in.lock().expect("closers");
-                    closers.push(Some(close));
-                    closers.len() - 1
-                };
-                task(serve(id, stream, Arc::clone(&log_in), commands));
-            }
-        });
-        Self {
-            target,
-            log,
-            closers,
-        }
-    }
-
-    /// The connections on which a request for `path` arrived.
-    fn arrivals(&self, path: &str) -> Vec<usize> {
-        let log = self.log.lock().expect("log");
-        log.iter()
-            .filter(|(_, p)| p == path)
-            .map(|(id, _)| *id)
-            .collect()
-    }
-
-    /// Closes connection `id` as `how`, once its server task did so.
-    async fn close(&self, id: usize, how: Close) {
-        let close = self.closers.lock().expect("closers")[id]
-            .take()
-            .expect("connection open");
-        let (done, closed) = oneshot::channel();
-        close.send((how, done)).expect("connection served");
-        bounded("the origin to close the connection", closed)
-            .await
-            .expect("closed");
-    }
-}
-
-#[allow(clippy::disallowed_methods, reason = "tests own their tasks")]
-fn task(future: impl Future<Output = ()> + Send + 'static) {
-    tokio::spawn(future);
-}
-
-/// One connection of the origin: answers each request head, until told
-/// to close; after a half-close it still reads (and logs) what comes.
-async fn serve(
-    id: usize,
-    mut stream: TcpStream,
-    log: Arc<Mutex<Vec<(usize, String)>>>,
-    mut commands: oneshot::Receiver<Command>,
-) {
-    let mut buf = Vec::new();
-    let mut closing = false;
-    loop {
-        tokio::select! {
-            read = stream.read_buf(&mut buf) => {
-                match read {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                }
-                while let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                    let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-                    buf.drain(..end + 4);
-                    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
-                    log.lock().expect("log").push((id, path));
-                    if !closing {
-                        let answer = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-connection: {id}\r\n\r\nok"
-                        );
-                        if stream.write_all(answer.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            command = &mut commands, if !closing => {
-                let Ok((how, done)) = command else { return };
-                match how {
-                    Close::HalfClose => {
-                        let _ = stream.shutdown().await;
-                        closing = true;
-                        let _ = done.send(());
-                    }
-                    Close::Reset => {
-                        let _ = stream.set_zero_linger();
-                        drop(stream);
-                        let _ = done.send(());
-                        return;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Holds a connection's driver while closed: it is not polled (and so
-/// reads nothing) until opened. The driver is polled under the lock, so
-/// once [`Gate::close`] returns no poll is under way.
-#[derive(Default)]
-struct Gate(Mutex<Holding>);
-
-#[derive(Default)]
-struct Holding {
-    closed: bool,
-    waker: Option<Waker>,
-}
-
-impl Gate {
-    fn close(&self) {
-        self.0.lock().expect("gate").closed = true;
-    }
-
-    fn open(&self) {
-        let waker = {
-            let mut holding = self.0.lock().expect("gate");
-            holding.closed = false;
-            holding.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-}
-
-struct Held<F> {
-    inner: Pin<Box<F>>,
-    gate: Arc<Gate>,
-}
-
-impl<F: Future> Future for Held<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = &mut *self;
-        let mut holding = this.gate.0.lock().expect("gate");
-        if holding.closed {
-            holding.waker = Some(cx.waker().clone());
-            return Poll::Pending;
-        }
-        this.inner.as_mut().poll(cx)
-    }
-}
-
-/// Dials plain TCP like [`crate::http::HttpDialer`], with each
-/// connection's driver behind its own [`Gate`].
-#[derive(Clone)]
-struct GatedDialer {
-    pools: ProviderPools,
-    gates: Arc<Mutex<Vec<Arc<Gate>>>>,
-}
-
-impl GatedDialer {
-    fn gate(&self, dial: usize) -> Arc<Gate> {
-        Arc::clone(&self.gates.lock().expect("gates")[dial])
-    }
-
-    fn dials(&self) -> usize {
-        self.gates.lock().expect("gates").len()
-    }
-}
-
-impl Dialer for GatedDialer {
-    type Conn = HttpConnection;
-
-    async fn dial(&self, target: DialTarget<'_>) -> Result<HttpConnection, DialError> {
-        let failed =
-            |e: &dyn std::fmt::Display| DialError::new(DialErrorKind::Other, e.to_string());
-        let address = target.target.trim_start_matches("http://");
-        let stream = TcpStream::connect(address).await.map_err(|e| failed(&e))?;
-        let (sender, connection) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| failed(&e))?;
-        let gate = Arc::new(Gate::default());
-        self.gates.lock().expect("gates").push(Arc::clone(&gate));
-        let (watch, notifier) = close_watch();
-        let driver = self
-            .pools
-            .spawn(move || async move {
-                let _ = Held {
-                    inner: Box::pin(connection),
-                    gate,
-                }
-                .await;
-                notifier.closed();
-            })
-            .await
-            .map_err(|e| failed(&e))?;
-        Ok(HttpConnection::from_parts(sender, watch, driver))
-    }
 }
 
 #[derive(Debug)]
