@@ -1,6 +1,7 @@
 //! Connections over real loopback sockets: reuse of one parked socket, EOF
 //! at the server when the pool destroys it, cancelled activations never
-//! parking, saturation, and retirement.
+//! parking, the node-wide limit, a tenant's share, and retirement. A full
+//! client's waits are in `connection_waits.rs`.
 
 mod support;
 
@@ -132,25 +133,42 @@ async fn a_cancelled_activation_destroys_its_connection() {
 }
 
 #[tokio::test]
-async fn a_saturated_client_refuses_at_once() {
+async fn the_node_wide_connection_limit_refuses_at_once() {
     let origin = origin().await;
     let limits = Limits {
+        connections: 1,
         connections_per_client: 1,
+        idle_connections: 1,
         ..Limits::DEFAULT
     };
     let (pools, receipt) = pools_for(&origin, limits).await;
+    let other = pools
+        .install(installation(
+            &provider("web2"),
+            0,
+            b"k",
+            tcp_config("web2", std::slice::from_ref(&origin.target)),
+        ))
+        .await
+        .expect("install a second provider");
     let dialer = TcpDialer::default();
     let first = running(&pools, &receipt, "a", 1).await;
     let _held = pools
         .reserve_connection(&first, &dialer)
         .await
         .expect("dialed");
-    // Another tenant: within its own share, the client itself is full.
-    let second = running(&pools, &receipt, "b", 2).await;
+    // Another provider's client has room; the node has none, and no release
+    // of one client is promised to another: refused without waiting.
+    let second = running(&pools, &other, "b", 2).await;
+    let refused = bounded(
+        "an immediate refusal",
+        pools.reserve_connection(&second, &dialer),
+    )
+    .await;
     assert_eq!(
-        pools.reserve_connection(&second, &dialer).await.err(),
+        refused.err(),
         Some(ConnectError::Capacity {
-            resource: "connections_per_client",
+            resource: "connections",
             used: 1,
             limit: 1
         })
@@ -226,20 +244,7 @@ async fn a_tenant_at_its_share_of_a_client_waits_for_its_own_connections_only() 
     // One more for the hog waits for one of its own, and times out at its
     // deadline having taken nothing shared.
     let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
-    let ready = support::admitted(
-        &pools,
-        support::request(
-            &pools,
-            support::plan_until("hog", 100, soon, soon),
-            &receipt,
-            b"",
-        ),
-    )
-    .await;
-    let call = pools
-        .dispatch(&support::allow_all(), ready.plan(), ready.provider())
-        .expect("dispatch");
-    let late = ready.start(call).expect("start");
+    let late = support::running_until(&pools, &receipt, "hog", 100, soon).await;
     assert_eq!(
         pools.reserve_connection(&late, &*dialer).await.err(),
         Some(ConnectError::Timeout)

@@ -14,8 +14,9 @@
 //! - Lowering never erases a reservation: it fails while `used > new limit`.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use crate::sync::{AtomicU64, Ordering};
 
 /// A counted resource with a ceiling, charged lock-free.
 ///

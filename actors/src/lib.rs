@@ -43,6 +43,7 @@ mod mailbox;
 mod pools;
 mod registry;
 mod scheduler;
+mod sync;
 mod tenants;
 mod workers;
 

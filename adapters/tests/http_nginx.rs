@@ -387,3 +387,86 @@ async fn real_origin_figures_reuse_closure_and_no_retries() {
     assert!(load_conns as u64 <= TASKS);
     assert_eq!(dialer.dials(), load_dials + after_conns as u64);
 }
+
+/// Issue 17's load with **default limits**: 16 tasks (four tenants × four)
+/// × `NGINX_GETS_PER_TASK` (2,000 unless set) GETs against one nginx. Each
+/// tenant's four tasks fill its `connections_per_tenant` share, the sixteen
+/// exceed the client's eight connections, so requests wait for a connection
+/// of the client (a parked one or a dial once one frees) instead of
+/// failing: every GET succeeds, none is refused for capacity, and nginx
+/// logs each exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_beyond_the_clients_connections_wait_for_one_and_all_succeed() {
+    const TENANTS: u64 = 4;
+    const TASKS_PER_TENANT: u64 = 4;
+    let gets: u64 = std::env::var("NGINX_GETS_PER_TASK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    let nginx = Nginx::new().body(BODY).start();
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = std::sync::Arc::new(install(&pools, &nginx.origin(), &[], b"k").await);
+    let dialer = std::sync::Arc::new(HttpDialer::new(pools.clone()));
+    let started = std::time::Instant::now();
+    let tasks: Vec<_> = (0..TENANTS * TASKS_PER_TENANT)
+        .map(|t| {
+            let (pools, receipt, dialer) = (pools.clone(), receipt.clone(), dialer.clone());
+            let tenant = format!("tenant-{}", t % TENANTS);
+            support::task(async move {
+                let mut failures = Vec::new();
+                for n in 0..gets {
+                    let session = t * 1_000_000 + n;
+                    let request = support::running_as(
+                        &pools,
+                        &receipt,
+                        &tenant,
+                        session,
+                        provider_pools_actors::OriginKind::Http,
+                    )
+                    .await;
+                    let path = NginxPeer::body_path(BODY);
+                    if let Err(e) =
+                        call(&pools, &request, &dialer, get(&path), BodyLimits::default()).await
+                    {
+                        failures.push(e.to_string());
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for task in tasks {
+        failures.extend(
+            tokio::time::timeout(Duration::from_secs(600), task)
+                .await
+                .expect("a task's GETs within 10 minutes")
+                .expect("task"),
+        );
+    }
+    let elapsed = started.elapsed();
+    let total = TENANTS * TASKS_PER_TENANT * gets;
+    let log = logged(&nginx, total as usize).await;
+    eprintln!(
+        "connection waits: {total} GETs by {} tasks of {TENANTS} tenants, default limits: \
+         {} failed, {} connections, {} dials, nginx logged {}, {elapsed:?}",
+        TENANTS * TASKS_PER_TENANT,
+        failures.len(),
+        connections(&log).len(),
+        dialer.dials(),
+        log.len()
+    );
+    assert_eq!(
+        failures,
+        Vec::<String>::new(),
+        "no GET fails, none for capacity"
+    );
+    assert_eq!(log.len() as u64, total, "each GET logged once");
+    // nginx ends a connection after `keepalive_requests` (1,000) requests:
+    // each end freed the client's charge for a waiter's dial.
+    assert_eq!(
+        connections(&log).len() as u64,
+        dialer.dials(),
+        "one connection per dial, nothing dialed in vain"
+    );
+}

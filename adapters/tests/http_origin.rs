@@ -83,6 +83,31 @@ fn anything_but_an_http_or_https_origin_is_refused_naming_the_part() {
 }
 
 #[test]
+fn approved_origins_refuse_hosts_no_resolver_accepts() {
+    for host in [
+        "-",
+        ".",
+        "..",
+        "a..b",
+        "-a.example",
+        "a-.example",
+        "[:::::]",
+        "[]",
+    ] {
+        for text in [format!("http://{host}"), format!("https://{host}:8443")] {
+            assert_eq!(
+                ApprovedOrigin::parse(&text),
+                Err(OriginError::InvalidHost),
+                "{text}"
+            );
+        }
+    }
+    for text in ["http://a", "http://x-1.example:8080", "https://[::1]:8443"] {
+        assert!(ApprovedOrigin::parse(text).is_ok(), "{text}");
+    }
+}
+
+#[test]
 fn origin_form_targets_are_accepted() {
     for text in [
         "/",

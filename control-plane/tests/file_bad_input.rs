@@ -164,7 +164,14 @@ async fn a_truncated_file_is_corrupt() {
         .expect("acquired");
     let whole = place.bytes();
     drop(client);
-    assert_corrupt(refused(&whole[..whole.len() / 2]).await, "EOF");
+    // A version-2 file cut anywhere has lost its checksum trailer.
+    assert_corrupt(
+        refused(&whole[..whole.len() / 2]).await,
+        "must end with its checksum trailer",
+    );
+    // A version-1 file has none to lose: the decoder finds the cut.
+    let legacy = document(&[registration_json("billing", "node-a", 1_000)], &[]);
+    assert_corrupt(refused(&legacy[..legacy.len() / 2]).await, "EOF");
 }
 
 #[tokio::test]
@@ -248,8 +255,12 @@ async fn duplicate_keys_are_corrupt() {
 #[tokio::test]
 async fn an_unknown_or_misplaced_version_is_corrupt() {
     assert_corrupt(
+        refused(br#"{"version":3,"registrations":[],"leases":[]}"#).await,
+        "version 3 is not supported (only 1 and 2)",
+    );
+    assert_corrupt(
         refused(br#"{"version":2,"registrations":[],"leases":[]}"#).await,
-        "version 2 is not supported (only 1)",
+        "version 2 must end with its checksum trailer",
     );
     assert_corrupt(
         refused(br#"{"registrations":[],"version":1,"leases":[]}"#).await,

@@ -1,10 +1,11 @@
 //! The file client keeps registrations, leases and their fencing tokens
-//! across a reopen, in a V1 document.
+//! across a reopen, in a version-2 document with its checksum.
 
 mod file_support;
 
 use file_support::{addresses, global, node, registration, request, service, Place, TTL};
 use provider_pools_control_plane::{ControlPlane, PresenceKey};
+use sha2::Digest as _;
 
 #[tokio::test]
 async fn registrations_leases_and_tokens_survive_a_reopen() {
@@ -106,7 +107,7 @@ async fn a_missing_file_is_an_empty_state_created_on_the_first_change() {
 }
 
 #[tokio::test]
-async fn the_state_file_is_a_v1_document() {
+async fn the_state_file_is_a_version_2_document_ending_with_its_checksum() {
     let place = Place::new();
     let client = place.open();
     client
@@ -117,12 +118,28 @@ async fn the_state_file_is_a_v1_document() {
         .acquire(request(&global("scheduler"), "node-a"))
         .await
         .expect("acquired");
-    let document: serde_json::Value =
-        serde_json::from_slice(&place.bytes()).expect("the state file is JSON");
+    let bytes = place.bytes();
+    let mut document: serde_json::Value =
+        serde_json::from_slice(&bytes).expect("the state file is JSON");
+    // The checksum is the last field: the SHA-256 of every byte before it.
+    let trailer = bytes
+        .windows(br#","sha256":""#.len())
+        .rposition(|window| window == br#","sha256":""#)
+        .expect("a checksum trailer");
+    let digest = sha2::Sha256::digest(&bytes[..trailer]);
+    let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    assert_eq!(bytes.len() - trailer, br#","sha256":""}"#.len() + 64);
+    assert_eq!(
+        document
+            .as_object_mut()
+            .expect("an object")
+            .remove("sha256"),
+        Some(serde_json::Value::String(hex))
+    );
     assert_eq!(
         document,
         serde_json::json!({
-            "version": 1,
+            "version": 2,
             "registrations": [{
                 "registration": {
                     "service": "billing",

@@ -191,6 +191,22 @@ pub(crate) async fn running(
     ready.start(call).expect("start")
 }
 
+/// [`running`], with both deadlines at `deadline`.
+pub(crate) async fn running_until(
+    pools: &ProviderPools,
+    receipt: &provider_pools::InstallReceipt,
+    tenant: &str,
+    session: u64,
+    deadline: tokio::time::Instant,
+) -> provider_pools::RunningRequest {
+    let plan = plan_until(tenant, session, deadline, deadline);
+    let ready = admitted(pools, request(pools, plan, receipt, b"")).await;
+    let call = pools
+        .dispatch(&AllowAll, ready.plan(), ready.provider())
+        .expect("dispatch");
+    ready.start(call).expect("start")
+}
+
 /// A provider whose origins are the given TCP targets (slots 0..n).
 pub(crate) fn tcp_config(service: &str, targets: &[String]) -> ProviderConfig {
     targets.iter().enumerate().fold(

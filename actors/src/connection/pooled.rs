@@ -16,21 +16,35 @@ use crate::admission::RunningRequest;
 use crate::budget::Charge;
 use crate::connection::watch::CloseWatch;
 use crate::epoch::idle;
+use crate::epoch::notice::WaitNotice;
 use crate::epoch::published::PublishedEpoch;
 
 /// The charges one connection holds for its whole life, idle or active:
-/// one of the node's `connections` and one of its client's.
+/// one of the node's `connections` and one of its client's. Once both are
+/// returned, the client's waiters hear of the room.
 pub(crate) struct ConnCharges {
     _node: Charge,
     _client: Charge,
+    _freed: Freed,
 }
 
 impl ConnCharges {
-    pub(crate) fn new(node: Charge, client: Charge) -> Self {
+    pub(crate) fn new(node: Charge, client: Charge, notice: Arc<WaitNotice>) -> Self {
         Self {
             _node: node,
             _client: client,
+            _freed: Freed(notice),
         }
+    }
+}
+
+/// Tells the client's waiters, when dropped after the charges, that a
+/// connection of the client is gone.
+struct Freed(Arc<WaitNotice>);
+
+impl Drop for Freed {
+    fn drop(&mut self) {
+        self.0.notify();
     }
 }
 

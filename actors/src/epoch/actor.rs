@@ -9,15 +9,16 @@
 //!
 //! The idle connections are kept in the epoch's per-client stash
 //! (`epoch::idle`): a request's task takes a fresh one, and parks one, there
-//! directly; it sends `Checkout` only when none is idle. This actor empties
-//! the stash on retirement and on restart, reclaims expired entries in
-//! bounded scans, and hands parked connections to callers waiting on a dial.
+//! directly, while nobody waits on the client; it sends `Checkout` only when
+//! none is idle or callers wait. This actor empties the stash on retirement
+//! and on restart, reclaims expired entries in bounded scans, and serves the
+//! callers waiting on a client (behind its dial, or while it is at
+//! `connections_per_client`) by tenant rotation.
 //!
 //! Mailbox: `64 + running_requests` message slots (one checkout per running
-//! request, plus reclaim scans and park nudges, which are dropped when the
-//! mailbox is full); release slots: the registry's `Retire`, and one per
-//! possible connection of the epoch (its dial outcome), i.e.
-//! `1 + connections` (startup).
+//! request, plus reclaim scans); release slots: the registry's `Retire`,
+//! one per possible connection of the epoch (its dial outcome), and one per
+//! client (its `Wake`), i.e. `1 + connections + clients` (startup).
 
 use std::any::TypeId;
 use std::sync::Arc;
@@ -28,15 +29,17 @@ use tokio::sync::oneshot;
 use crate::connection::DialOutcome;
 use crate::epoch::pool::{Checkout, Pools};
 use crate::epoch::published::PublishedEpoch;
+use crate::epoch::waiters::Waiter;
+use crate::identity::TenantId;
 use crate::ledger::Ledger;
 use crate::limits::{DialBackoff, Limits};
 use crate::mailbox::{Envelope, Mailbox, MailboxBound, MailboxSlots, ReleaseSlot};
 
-fn bound(limits: &Limits) -> MailboxBound {
+fn bound(limits: &Limits, clients: usize) -> MailboxBound {
     MailboxBound {
         // Every running request may have one checkout in flight.
         messages: 64 + limits.running_requests as usize,
-        releases: 1 + limits.connections as usize,
+        releases: 1 + limits.connections as usize + clients,
     }
 }
 
@@ -45,9 +48,10 @@ pub(crate) enum Msg {
     /// The registry published a successor or retired the pools: destroy idle
     /// connections and park no more; accepted work finishes on this epoch.
     Retire,
-    /// A running request asks for a connection of `client`.
+    /// A running request of `tenant` asks for a connection of `client`.
     Checkout {
         client: usize,
+        tenant: TenantId,
         type_id: TypeId,
         reply: oneshot::Sender<Checkout>,
     },
@@ -60,9 +64,9 @@ pub(crate) enum Msg {
         /// The dial's span (`pools.dial`), for the backoff fields.
         span: tracing::Span,
     },
-    /// A connection was parked in `client`'s stash while callers waited on
-    /// a dial (a best-effort nudge: the end of the dial looks again).
-    Parked { client: usize },
+    /// A connection of `client` was parked or destroyed while callers
+    /// waited on it (sent on the client's reserved slot: never lost).
+    Wake { client: usize },
     /// Destroy expired idle connections, touching at most `bound`; answers
     /// how many were touched.
     Reclaim {
@@ -95,10 +99,9 @@ impl Actor for EpochActor {
         myself: ActorRef<Self::Msg>,
         args: EpochArgs,
     ) -> Result<State, ActorProcessingErr> {
-        Ok(State {
-            mailbox: args.slots.attach(myself),
-            pools: Pools::new(args.published, args.ledger, args.backoff),
-        })
+        let mailbox = args.slots.attach(myself);
+        let pools = Pools::new(&mailbox, args.published, args.ledger, args.backoff);
+        Ok(State { mailbox, pools })
     }
 
     async fn handle(
@@ -112,16 +115,25 @@ impl Actor for EpochActor {
             Msg::Retire => pools.retire(),
             Msg::Checkout {
                 client,
+                tenant,
                 type_id,
                 reply,
-            } => pools.checkout(mailbox, client, type_id, reply),
+            } => pools.checkout(
+                mailbox,
+                client,
+                Waiter {
+                    tenant,
+                    type_id,
+                    reply,
+                },
+            ),
             Msg::DialDone {
                 client,
                 outcome,
                 at,
                 span,
             } => pools.dial_done(mailbox, client, outcome, at, &span),
-            Msg::Parked { client } => pools.parked(client),
+            Msg::Wake { client } => pools.wake(mailbox, client),
             Msg::Reclaim { bound, reply } => {
                 let touched = pools.reclaim(bound);
                 if let Some(reply) = reply {
@@ -149,7 +161,7 @@ impl EpochHandle {
         limits: &Limits,
         supervisor: ActorCell,
     ) -> Result<Self, ractor::SpawnErr> {
-        let slots = MailboxSlots::new(bound(limits));
+        let slots = MailboxSlots::new(bound(limits, published.client_count()));
         let args = EpochArgs {
             published: Arc::clone(&published),
             ledger,

@@ -30,42 +30,55 @@
 //! - A connection whose closure notice fired (its driver saw the peer
 //!   close) is never taken; the notice evicts it at once (see
 //!   `connection/watch.rs`).
-//! - A caller waiting on a dial never misses a parked connection: the epoch
-//!   actor counts its waiters in [`IdleStash`] before it looks at the stash
-//!   a last time, and a park that sees waiters after pushing nudges the
-//!   actor (and the actor looks again whenever a dial ends).
+//! - A caller waiting on the client never misses a parked connection: the
+//!   epoch actor publishes its waiters in the stash's [`WaitNotice`] before
+//!   it looks at the stash a last time, and a park notifies after pushing.
 
 use std::any::TypeId;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::connection::{CloseWatch, IdleConn};
-use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::notice::WaitNotice;
 use crate::epoch::published::PublishedEpoch;
+use crate::sync::{Mutex, MutexGuard};
 
 /// One client's parked connections, oldest first.
-#[derive(Default)]
 pub(crate) struct IdleStash {
     entries: Mutex<VecDeque<IdleConn>>,
-    /// Callers the epoch actor keeps waiting on this client's dial.
-    waiting: AtomicUsize,
+    /// The callers the epoch actor keeps waiting on this client, and how
+    /// parks and destroyed connections wake it.
+    notice: Arc<WaitNotice>,
 }
 
 impl fmt::Debug for IdleStash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IdleStash")
             .field("idle", &self.lock().len())
-            .field("waiting", &self.waiting.load(Ordering::Relaxed))
+            .field("notice", &self.notice)
             .finish()
     }
 }
 
 impl IdleStash {
+    /// The empty stash of client `client`.
+    pub(crate) fn new(client: usize) -> Self {
+        Self {
+            entries: Mutex::new(VecDeque::new()),
+            notice: Arc::new(WaitNotice::new(client)),
+        }
+    }
+
+    /// The client's waiter count and wake-up, shared with every connection
+    /// charged to the client.
+    pub(crate) fn notice(&self) -> &Arc<WaitNotice> {
+        &self.notice
+    }
+
     fn lock(&self) -> MutexGuard<'_, VecDeque<IdleConn>> {
         // Nothing that can panic runs under the lock; a poisoned one still
         // holds consistent entries.
@@ -122,21 +135,25 @@ impl IdleStash {
         evicted
     }
 
-    /// Pushes an accepted entry; answers whether callers were waiting on a
-    /// dial when it landed.
-    fn put(&self, entry: IdleConn) -> bool {
+    /// Pushes an accepted entry.
+    pub(in crate::epoch) fn put(&self, entry: IdleConn) {
         self.lock().push_back(entry);
-        self.waiting.load(Ordering::SeqCst) > 0
     }
 
-    /// Puts back an entry a departed waiter left, keeping its idle charge.
+    /// Pushes an entry as it is, without the checks of [`park`].
+    #[cfg(test)]
     pub(crate) fn restore(&self, entry: IdleConn) {
         self.lock().push_back(entry);
     }
 
-    /// Records how many callers the epoch actor keeps waiting on a dial.
-    pub(crate) fn set_waiting(&self, waiting: usize) {
-        self.waiting.store(waiting, Ordering::SeqCst);
+    /// Takes the oldest entry, whatever its type (to destroy it when a
+    /// caller of another type needs its room).
+    pub(crate) fn take_oldest(&self) -> Option<IdleConn> {
+        let oldest = self.lock().pop_front();
+        if let Some(watch) = oldest.as_ref().and_then(|entry| entry.watch.as_ref()) {
+            watch.clear_home();
+        }
+        oldest
     }
 
     /// Destroys expired entries, oldest first, touching at most `bound`.
@@ -215,22 +232,27 @@ pub(crate) fn evict_closed(epoch: &PublishedEpoch, client: usize) {
 /// code verified reusable: it joins the client's stash with one of the
 /// node's `idle_connections`, or is destroyed — the epoch is retired, the
 /// idle pool is full, or the client is unknown.
+///
+/// An entry that already holds its idle charge (one a departed waiter was
+/// handed) keeps it.
 pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, mut entry: IdleConn) {
     let Some(stash) = epoch.idle(client).filter(|_| !epoch.is_retired()) else {
         return; // dropping `entry` destroys, then releases
     };
-    match epoch.ledger().idle.try_reserve(1) {
-        Ok(idle) => entry.idle = Some(idle),
-        Err(full) => {
-            tracing::debug!(%full, "idle pool full; connection destroyed");
-            return;
+    if entry.idle.is_none() {
+        match epoch.ledger().idle.try_reserve(1) {
+            Ok(idle) => entry.idle = Some(idle),
+            Err(full) => {
+                tracing::debug!(%full, "idle pool full; connection destroyed");
+                return;
+            }
         }
     }
     let watch = entry.watch.clone();
     if let Some(watch) = &watch {
         watch.set_home(epoch, client);
     }
-    let waiters = stash.put(entry);
+    stash.put(entry);
     if watch.as_ref().is_some_and(CloseWatch::is_closed) {
         // The notice fired around the push and may have missed the entry.
         stash.evict_closed();
@@ -239,12 +261,8 @@ pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, mut entry: IdleCo
         // Raced a retirement that may have emptied the stash before the
         // push: empty it again.
         stash.clear();
-    } else if waiters {
-        if let Some(actor) = epoch.actor() {
-            // A full or stopped mailbox loses only the nudge: the actor
-            // looks at the stash again when the dial in flight ends.
-            let _ = actor.try_send(EpochMsg::Parked { client });
-        }
+    } else {
+        stash.notice().notify();
     }
 }
 

@@ -10,8 +10,10 @@ pub(crate) mod actor;
 mod adapter_state;
 pub(crate) mod idle;
 mod lease;
+pub(crate) mod notice;
 pub(crate) mod pool;
 pub(crate) mod published;
 mod tally;
+pub(crate) mod waiters;
 
 pub use published::{ClientId, ClientLease, TypedSlot};

@@ -1,33 +1,39 @@
 //! The epoch actor's connection state: per client, the dial gate, the
-//! backoff and the callers waiting on a dial. The parked connections
-//! themselves live in the epoch's per-client idle stash (`epoch::idle`), which request
-//! tasks also reach directly for the common checkout and park.
+//! backoff and the callers waiting for a connection. The parked connections
+//! themselves live in the epoch's per-client idle stash (`epoch::idle`),
+//! which request tasks also reach directly for the common checkout and park.
 //!
 //! Invariants:
-//! - At most one dial in flight per client; callers arriving meanwhile wait
-//!   for its outcome (bounded by the running requests that can ask).
+//! - At most one dial in flight per client. A caller that finds nothing
+//!   idle waits here (`epoch::waiters`, by tenant rotation) behind the dial
+//!   in flight, or while the client is at `connections_per_client`, until a
+//!   parked connection or room for a dial reaches it, within its own
+//!   deadline. It holds no connection charge while it waits: the node's and
+//!   the client's are taken once, when its dial starts.
 //! - A failed or cancelled dial sets backoff = the fixed dial backoff after
 //!   that many consecutive failures; during backoff a checkout is refused at
-//!   once with the last error's kind. A successful dial resets it.
+//!   once with the last error's kind, and every waiter with it. A
+//!   successful dial resets it. The node-wide `connections` limit refuses
+//!   at once too.
 //! - Idle connections are taken most recent first, each checked for expiry
 //!   at checkout; a retired epoch keeps none, nor does a restarted actor.
-//! - A waiter is counted in the stash before the actor's last look at it;
-//!   connections parked while callers wait go to them, oldest waiter first,
-//!   before another dial starts.
+//! - No lost wake-up: the waiter count is published in the client's
+//!   [`WaitNotice`](crate::epoch::notice::WaitNotice) before the actor's
+//!   last look at the stash and the client budget, and a park or a
+//!   destroyed connection of the client after that look sends a `Wake`.
 //! - A reclaim scan touches at most its bound of idle entries.
 
-use std::any::TypeId;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::connection::{
     ConnCharges, ConnectError, DialErrorKind, DialOutcome, DialPermit, IdleConn,
 };
 use crate::epoch::actor::Msg;
+use crate::epoch::idle;
 use crate::epoch::published::PublishedEpoch;
+use crate::epoch::waiters::{Waiter, Waiters};
 use crate::ledger::Ledger;
 use crate::limits::DialBackoff;
 use crate::mailbox::Mailbox;
@@ -45,10 +51,18 @@ pub(crate) enum Checkout {
 #[derive(Default)]
 struct ClientPool {
     dialing: bool,
-    waiters: VecDeque<(TypeId, oneshot::Sender<Checkout>)>,
+    waiters: Waiters,
     failures: u32,
     backoff_until: Option<Instant>,
     last_error: Option<DialErrorKind>,
+}
+
+/// Why no dial could be reserved.
+enum NoDial {
+    /// The client is at `connections_per_client`: wait for one to go.
+    ClientFull,
+    /// Answered at once.
+    Refused(ConnectError),
 }
 
 pub(crate) struct Pools {
@@ -63,15 +77,18 @@ pub(crate) struct Pools {
 
 impl Pools {
     pub(crate) fn new(
+        mailbox: &Mailbox<Msg>,
         epoch: Arc<PublishedEpoch>,
         ledger: Arc<Ledger>,
         backoff: DialBackoff,
     ) -> Self {
         // A restarted actor starts empty: the failed one's idle connections
-        // are destroyed with it, each releasing its charges once.
+        // are destroyed with it, each releasing its charges once, and its
+        // waiters heard `Closed` when their replies were dropped with it.
         for stash in epoch.all_idle() {
             stash.clear_contained();
-            stash.set_waiting(0);
+            stash.notice().set_waiting(0);
+            stash.notice().arm(mailbox.reserve_release());
         }
         Self {
             clients: (0..epoch.client_count())
@@ -85,41 +102,36 @@ impl Pools {
         }
     }
 
-    /// Answers a checkout now, or queues it behind the dial in flight.
-    pub(crate) fn checkout(
-        &mut self,
-        mailbox: &Mailbox<Msg>,
-        client: usize,
-        type_id: TypeId,
-        reply: oneshot::Sender<Checkout>,
-    ) {
+    /// Answers a checkout now, or queues it until a connection or room for
+    /// a dial reaches it.
+    pub(crate) fn checkout(&mut self, mailbox: &Mailbox<Msg>, client: usize, waiter: Waiter) {
         let idle_age = self.ledger.idle_age();
         let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
         else {
-            let _ = reply.send(Checkout::Refused(ConnectError::Closed));
+            let _ = waiter.reply.send(Checkout::Refused(ConnectError::Closed));
             return;
         };
-        if let Some(conn) = stash.take(type_id, idle_age) {
-            let _ = reply.send(Checkout::Idle(conn));
-            return;
-        }
-        if let Some(refusal) = backoff_refusal(pool, Instant::now()) {
-            let _ = reply.send(Checkout::Refused(refusal));
-            return;
-        }
-        if pool.dialing {
-            // Counted before the last look: a park landing after it sees
-            // the waiter and nudges this actor.
-            stash.set_waiting(pool.waiters.len() + 1);
-            if let Some(conn) = stash.take(type_id, idle_age) {
-                stash.set_waiting(pool.waiters.len());
-                let _ = reply.send(Checkout::Idle(conn));
+        if pool.waiters.len() == 0 {
+            if let Some(conn) = stash.take(waiter.type_id, idle_age) {
+                let _ = waiter.reply.send(Checkout::Idle(conn));
                 return;
             }
-            pool.waiters.push_back((type_id, reply));
+        }
+        if let Some(refusal) = backoff_refusal(pool, Instant::now()) {
+            let _ = waiter.reply.send(Checkout::Refused(refusal));
             return;
         }
-        self.start_dial(mailbox, client, reply);
+        pool.waiters.push(waiter);
+        self.serve(mailbox, client);
+    }
+
+    /// A park or a destroyed connection of `client` while callers waited:
+    /// re-arm the notice, then serve them.
+    pub(crate) fn wake(&mut self, mailbox: &Mailbox<Msg>, client: usize) {
+        if let Some(stash) = self.epoch.idle(client) {
+            stash.notice().arm(mailbox.reserve_release());
+        }
+        self.serve(mailbox, client);
     }
 
     /// A dial ended: record success or backoff, then serve the waiters —
@@ -136,21 +148,20 @@ impl Pools {
         let Some(pool) = self.clients.get_mut(client) else {
             return;
         };
-        let failed = match outcome {
-            // `start_dial` already cleared the gate when it withdrew the
+        match outcome {
+            // `serve` already cleared the gate when it withdrew the
             // permit; another dial may be in flight since.
             DialOutcome::Withdrawn => return,
             DialOutcome::Connected => {
                 pool.failures = 0;
                 pool.backoff_until = None;
-                false
             }
             // The adapter had no room of its own; the origin was never
             // tried. No backoff: the gate opens for the next waiter.
-            DialOutcome::Failed(DialErrorKind::Saturated) => false,
+            DialOutcome::Failed(DialErrorKind::Saturated) => {}
             // The caller left before dialing with its permit: nothing was
             // tried, so no backoff either.
-            DialOutcome::Abandoned => false,
+            DialOutcome::Abandoned => {}
             DialOutcome::Failed(kind) => {
                 pool.failures = pool.failures.saturating_add(1);
                 pool.last_error = Some(kind);
@@ -162,78 +173,80 @@ impl Pools {
                     u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
                 );
                 tracing::debug!(parent: span, client, %kind, failures = pool.failures, "dial failed; backoff");
-                true
             }
-        };
+        }
         pool.dialing = false;
-        self.parked(client);
-        if failed {
-            self.refuse_waiters(client);
-        }
-        self.serve_next_waiter(mailbox, client);
+        self.serve(mailbox, client);
     }
 
-    /// During backoff, every waiter is refused at once.
-    fn refuse_waiters(&mut self, client: usize) {
-        let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
-        else {
-            return;
-        };
-        if let Some(refusal) = backoff_refusal(pool, Instant::now()) {
-            for (_, waiter) in pool.waiters.drain(..) {
-                let _ = waiter.send(Checkout::Refused(refusal.clone()));
-            }
-            stash.set_waiting(0);
-        }
-    }
-
-    /// The next waiter dials (serially: one dial in flight per client).
-    fn serve_next_waiter(&mut self, mailbox: &Mailbox<Msg>, client: usize) {
-        while let Some((_, waiter)) = self
-            .clients
-            .get_mut(client)
-            .and_then(|p| p.waiters.pop_front())
-        {
-            self.sync_waiting(client);
-            if self.start_dial(mailbox, client, waiter) {
-                break;
-            }
-        }
-    }
-
-    /// Connections were parked while callers waited: each waiter, oldest
-    /// first, takes the most recent fresh one of its type.
-    pub(crate) fn parked(&mut self, client: usize) {
+    /// Serves `client`'s waiters by tenant rotation: parked connections
+    /// first, then one dial when none is in flight and the client has room.
+    /// During backoff every waiter is refused.
+    fn serve(&mut self, mailbox: &Mailbox<Msg>, client: usize) {
         let idle_age = self.ledger.idle_age();
-        let retired = self.retired;
         let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
         else {
             return;
         };
-        let mut at = 0;
-        while at < pool.waiters.len() {
-            let Some(entry) = stash.take(pool.waiters[at].0, idle_age) else {
-                at += 1;
-                continue;
-            };
-            let Some((_, waiter)) = pool.waiters.remove(at) else {
+        // Published before the last looks below, so a park or a release
+        // after them sends a `Wake`.
+        stash.notice().set_waiting(pool.waiters.len());
+        loop {
+            let mut taken = None;
+            let Some(waiter) = pool.waiters.next_where(|type_id| {
+                taken = stash.take(type_id, idle_age);
+                taken.is_some()
+            }) else {
                 break;
             };
-            if let Err(Checkout::Idle(back)) = waiter.send(Checkout::Idle(entry)) {
+            let Some(entry) = taken else {
+                pool.waiters.put_back(waiter);
+                break;
+            };
+            if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
                 // The caller left; the connection stays idle (a retired
-                // epoch destroys it here, and its `Retire` is on the way).
-                if !retired {
-                    stash.restore(back);
+                // epoch destroys it).
+                idle::park(&self.epoch, client, back);
+            }
+        }
+        if let Some(refusal) = backoff_refusal(pool, Instant::now()) {
+            for waiter in pool.waiters.drain() {
+                let _ = waiter.reply.send(Checkout::Refused(refusal.clone()));
+            }
+        }
+        while !pool.dialing {
+            let Some(waiter) = pool.waiters.next() else {
+                break;
+            };
+            let mut reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
+            if matches!(reserved, Err(NoDial::ClientFull)) {
+                // What is still parked fits no waiter (they were served
+                // above): the oldest makes room, or a caller of another
+                // connection type would wait behind it until it expired.
+                if let Some(unwanted) = stash.take_oldest() {
+                    drop(unwanted);
+                    reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
                 }
             }
+            let permit = match reserved {
+                Ok(permit) => permit,
+                Err(NoDial::ClientFull) => {
+                    pool.waiters.put_back(waiter);
+                    break;
+                }
+                Err(NoDial::Refused(refusal)) => {
+                    let _ = waiter.reply.send(Checkout::Refused(refusal));
+                    continue;
+                }
+            };
+            match waiter.reply.send(Checkout::Dial(permit)) {
+                Ok(()) => pool.dialing = true,
+                // The caller left before its turn; no dial happened.
+                Err(Checkout::Dial(permit)) => permit.withdraw(),
+                Err(_) => {}
+            }
         }
-        stash.set_waiting(pool.waiters.len());
-    }
-
-    fn sync_waiting(&self, client: usize) {
-        if let (Some(pool), Some(stash)) = (self.clients.get(client), self.epoch.idle(client)) {
-            stash.set_waiting(pool.waiters.len());
-        }
+        stash.notice().set_waiting(pool.waiters.len());
     }
 
     /// Destroys expired idle connections, touching at most `bound` entries.
@@ -263,61 +276,36 @@ impl Pools {
             stash.clear();
         }
     }
+}
 
-    /// Reserves the connection and mailbox room for a dial and hands the
-    /// permit to `reply`. Returns true when a dial started.
-    fn start_dial(
-        &mut self,
-        mailbox: &Mailbox<Msg>,
-        client: usize,
-        reply: oneshot::Sender<Checkout>,
-    ) -> bool {
-        let permit = match self.reserve_dial(mailbox, client) {
-            Ok(permit) => permit,
-            Err(refusal) => {
-                let _ = reply.send(Checkout::Refused(refusal));
-                return false;
-            }
-        };
-        if let Some(pool) = self.clients.get_mut(client) {
-            pool.dialing = true;
-        }
-        match reply.send(Checkout::Dial(permit)) {
-            Ok(()) => true,
-            Err(Checkout::Dial(permit)) => {
-                // The caller left before its turn; no dial happened.
-                if let Some(pool) = self.clients.get_mut(client) {
-                    pool.dialing = false;
-                }
-                permit.withdraw();
-                false
-            }
-            Err(_) => false,
-        }
-    }
-
-    fn reserve_dial(
-        &self,
-        mailbox: &Mailbox<Msg>,
-        client: usize,
-    ) -> Result<DialPermit, ConnectError> {
-        let per_client = self
-            .epoch
-            .client_connections(client)
-            .ok_or(ConnectError::Closed)?;
-        let charges = ConnCharges::new(
-            self.ledger.connections.try_reserve(1)?,
-            per_client.try_reserve(1)?,
-        );
-        let done = mailbox.reserve_release().ok_or(ConnectError::Busy)?;
-        Ok(DialPermit::new(
-            charges,
-            done,
-            Arc::clone(&self.epoch),
-            Arc::clone(&self.ledger),
-            client,
-        ))
-    }
+/// Reserves the client's and the node's connection charges and the mailbox
+/// room for a dial's outcome.
+fn reserve_dial(
+    epoch: &Arc<PublishedEpoch>,
+    ledger: &Arc<Ledger>,
+    mailbox: &Mailbox<Msg>,
+    client: usize,
+) -> Result<DialPermit, NoDial> {
+    let (Some(per_client), Some(stash)) = (epoch.client_connections(client), epoch.idle(client))
+    else {
+        return Err(NoDial::Refused(ConnectError::Closed));
+    };
+    let own = per_client.try_reserve(1).map_err(|_| NoDial::ClientFull)?;
+    let node = ledger
+        .connections
+        .try_reserve(1)
+        .map_err(|full| NoDial::Refused(full.into()))?;
+    let charges = ConnCharges::new(node, own, Arc::clone(stash.notice()));
+    let done = mailbox
+        .reserve_release()
+        .ok_or(NoDial::Refused(ConnectError::Busy))?;
+    Ok(DialPermit::new(
+        charges,
+        done,
+        Arc::clone(epoch),
+        Arc::clone(ledger),
+        client,
+    ))
 }
 
 fn backoff_refusal(pool: &ClientPool, now: Instant) -> Option<ConnectError> {

@@ -123,20 +123,22 @@ impl PublishedEpoch {
             connections_share,
             ledger,
         } = parts;
-        let mut clients: Vec<ConfiguredClient> = config
-            .origins
-            .iter()
-            .map(|origin| ConfiguredClient {
-                slot: origin.slot,
-                kind: origin.kind,
+        let mut origins: Vec<(OriginSlot, OriginKind)> =
+            config.origins.iter().map(|o| (o.slot, o.kind)).collect();
+        origins.sort_unstable_by_key(|(slot, _)| *slot);
+        let clients: Vec<ConfiguredClient> = origins
+            .into_iter()
+            .enumerate()
+            .map(|(index, (slot, kind))| ConfiguredClient {
+                slot,
+                kind,
                 id: ClientId(InstanceId::next().get()),
                 connections: Budget::new("connections_per_client", connections_per_client),
                 tenants: ShareTable::new("connections_per_tenant", connections_share),
                 adapter: AdapterState::default(),
-                idle: IdleStash::default(),
+                idle: IdleStash::new(index),
             })
             .collect();
-        clients.sort_unstable_by_key(|c| c.slot);
         Arc::new(Self {
             digest: config.digest(&authority),
             provider,

@@ -55,6 +55,8 @@ pub struct Limits {
     /// Connections, including reserved dials (default 256, ceiling 4,096).
     pub connections: u32,
     /// Connections per client (default 8, ceiling 256); at most `connections`.
+    /// A request whose client has them all waits, within its deadline, for
+    /// one to be parked or destroyed (tenants served in rotation).
     pub connections_per_client: u32,
     /// One tenant's share of a client's connections: dialing or held by its
     /// requests, idle ones belong to no tenant (default 4, ceiling 256); at most

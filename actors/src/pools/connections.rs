@@ -1,9 +1,11 @@
 //! The connection path: check out a parked connection or dial one.
 //!
 //! A fresh idle connection of the caller's type is taken from its client's
-//! stash directly, with no message hop; only when none is idle does the
-//! caller ask the epoch actor, which gates the dial, applies backoff, or
-//! queues the caller behind the dial in flight.
+//! stash directly, with no message hop, while nobody waits on the client;
+//! otherwise the caller asks the epoch actor, which gates the dial, applies
+//! backoff, or queues the caller (by tenant rotation) behind the dial in
+//! flight or until the client, at `connections_per_client`, has a
+//! connection parked or room for a dial.
 
 use std::any::TypeId;
 use std::sync::Arc;
@@ -26,8 +28,13 @@ impl ProviderPools {
     ///
     /// The node's and the client's connection charges are taken before the
     /// dial starts; at most one dial per client is in flight, and callers
-    /// arriving meanwhile share its outcome. During backoff or at a limit
-    /// the answer is immediate. Nothing is retried.
+    /// arriving meanwhile wait for a connection. A caller whose client is at
+    /// `connections_per_client` waits, within its deadline, for one of the
+    /// client's connections to be parked (it takes it) or destroyed (it
+    /// dials); the waiters of a client are served by tenant rotation, and a
+    /// waiter holds no connection charge. During backoff or at the
+    /// node-wide `connections` limit the answer is immediate. Nothing is
+    /// retried.
     ///
     /// A dial belongs to the client, not to this call: it runs on the
     /// registry's runtime, bounded by the queue age in force when it starts
@@ -41,7 +48,9 @@ impl ProviderPools {
     /// leaves the dial running: a success is parked in the client's idle
     /// stash, charged (destroyed instead when [`Dialer::PARK_UNCLAIMED`] is
     /// false), a failure backs the client off as a real failure. Dropping
-    /// it while waiting on another caller's dial loses nothing.
+    /// it while waiting for a connection of the client loses nothing: its
+    /// turn passes to the next waiter, and a connection handed to it as it
+    /// left is parked again.
     ///
     /// # Errors
     ///
@@ -76,8 +85,11 @@ impl ProviderPools {
             .map_err(|_| ConnectError::Timeout)?;
         let type_id = TypeId::of::<D::Conn>();
         let idle_age = self.inner.ledger.idle_age();
+        // While callers wait on the client, the epoch actor hands out what
+        // is parked by tenant rotation: nobody takes it ahead of them.
         if let Some(entry) = epoch
             .idle(client)
+            .filter(|stash| !stash.notice().has_waiters())
             .and_then(|stash| stash.take(type_id, idle_age))
         {
             return reused(entry, tenant, epoch, client, running);
@@ -86,6 +98,7 @@ impl ProviderPools {
         let (reply, answer) = oneshot::channel();
         let msg = EpochMsg::Checkout {
             client,
+            tenant: running.plan().tenant().clone(),
             type_id,
             reply,
         };
@@ -93,7 +106,12 @@ impl ProviderPools {
             MailboxError::Busy(_) | MailboxError::Timeout(_) => ConnectError::Busy,
             MailboxError::Closed => ConnectError::Closed,
         })?;
-        let answer = tokio::time::timeout_at(running.deadline(), answer)
+        let mut pending = Pending {
+            answer,
+            epoch: Arc::clone(epoch),
+            client,
+        };
+        let answer = tokio::time::timeout_at(running.deadline(), &mut pending.answer)
             .await
             .map_err(|_| ConnectError::Timeout)?
             .map_err(|_| ConnectError::Closed)?;
@@ -160,5 +178,26 @@ fn reused<T: Send + 'static>(
         // The stash matched the type; a mismatch cannot reach here, and is
         // destroyed (before `charges` is dropped) like any drop.
         Err(_) => Err(ConnectError::Closed),
+    }
+}
+
+/// The epoch actor's answer to a checkout, while the caller waits for it.
+///
+/// A caller that leaves (deadline, drop) after the actor answered but before
+/// it read the answer does not destroy what it was handed: a parked
+/// connection is parked again for the next waiter, and an unused dial
+/// permit is abandoned (no dial, no backoff).
+struct Pending {
+    answer: oneshot::Receiver<crate::epoch::pool::Checkout>,
+    epoch: Arc<PublishedEpoch>,
+    client: usize,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.answer.close();
+        if let Ok(Checkout::Idle(entry)) = self.answer.try_recv() {
+            crate::epoch::idle::park(&self.epoch, self.client, entry);
+        }
     }
 }

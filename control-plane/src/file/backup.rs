@@ -2,8 +2,14 @@
 //! into a staged generation, validated, synced, then renamed into place.
 //!
 //! Invariants:
-//! - The staged generation is decoded back under the client's caps before
-//!   it replaces anything: a corrupt or oversized file never does.
+//! - The staged generation is decoded back under the client's caps, its
+//!   checksum verified first, before it replaces anything: a corrupt,
+//!   altered or oversized file never does.
+//! - A version-1 backup (no checksum) is restored as a version-2 state
+//!   file: the restored state is encoded afresh, and that generation is
+//!   decoded back before it replaces the state file.
+//! - A restored state file is covered by the full-disk reserve before its
+//!   rename, as every other write.
 //! - Both run under the state lock: no mutation interleaves, so a backup
 //!   is exactly the state file of one instant.
 //! - A restore replaces the state file before the state in memory, and
@@ -17,7 +23,7 @@ use std::io;
 use std::path::Path;
 
 use crate::error::ControlPlaneError;
-use crate::file::document::{self, Document};
+use crate::file::document::{self, Format};
 use crate::file::staged_file::{CommitFailed, StagedFile};
 use crate::file::FileClient;
 use crate::store::StoreState;
@@ -56,12 +62,9 @@ impl FileClient {
                 StagedFile::copy_from(destination, &mut source, self.max_file_bytes, "state file")?
             }
             // Nothing was ever written: the backup is the (empty) state.
-            Err(error) if error.kind() == io::ErrorKind::NotFound => StagedFile::encode(
-                destination,
-                &Document(&state),
-                self.max_file_bytes,
-                "backup",
-            )?,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                StagedFile::encode(destination, &state, self.max_file_bytes, "backup")?
+            }
             Err(source) => {
                 return Err(ControlPlaneError::Storage {
                     operation: "open",
@@ -123,14 +126,24 @@ impl FileClient {
         }
         let mut staged =
             StagedFile::copy_from(&self.path, &mut source, self.max_file_bytes, "backup")?;
-        let restored = document::decode(
+        let (restored, format) = document::decode(
             staged.rewound()?,
             self.max_file_bytes,
             state.limits(),
             "backup",
         )?;
         keeps_every_token(&state, &restored)?;
+        if format == Format::Legacy {
+            staged = StagedFile::encode(&self.path, &restored, self.max_file_bytes, "backup")?;
+            let _same = document::decode(
+                staged.rewound()?,
+                self.max_file_bytes,
+                state.limits(),
+                "backup",
+            )?;
+        }
         staged.sync()?;
+        self.reserve().ensure(staged.len())?;
         match staged.commit() {
             Ok(()) => {
                 *state = restored;

@@ -3,7 +3,11 @@
 //! Invariants:
 //! - Opening locks first, then removes leftover staged files, then decodes:
 //!   a client that does not own the file reads and removes nothing.
-//! - A file refused on open is left exactly as it was.
+//! - A file refused on open is left exactly as it was; a version-1 file
+//!   read on open is rewritten as version 2 (with its checksum) at once,
+//!   and stays readable as it was if that write fails.
+//! - The full-disk reserve is made (as far as the disk allows) before the
+//!   open answers.
 //! - Reads (`discover`, `read_lease`) never touch the disk; every mutation
 //!   is staged and committed (or undone) before its call answers.
 
@@ -16,10 +20,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::clock::Clock;
 use crate::error::ControlPlaneError;
-use crate::file::document;
+use crate::file::document::{self, Format};
 use crate::file::lock::StateLock;
 use crate::file::options::FileOptions;
-use crate::file::staged_file::remove_leftovers;
+use crate::file::reserve::Reserve;
+use crate::file::staged_file::{remove_leftovers, CommitFailed, StagedFile};
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
 use crate::name::ServiceName;
 use crate::presence::{PresenceKey, Registration};
@@ -27,6 +32,11 @@ use crate::store::{StoreState, StoreStats};
 
 /// A control plane persisted in one JSON state file (see [the module
 /// docs](crate::file) for its format and guarantees).
+///
+/// Beside the state file it keeps `<state>.lock` (the owner's lock) and
+/// `<state>.reserve`: about as many bytes as the state file, so that a
+/// release or a deregistration can still be written on a full disk. The
+/// state needs about twice its size on disk.
 ///
 /// Calls run under a short lock, in the calling task, and a mutation does
 /// blocking file I/O there: it writes, syncs and renames the whole state
@@ -59,6 +69,7 @@ pub struct FileClient {
     pub(crate) state: Mutex<StoreState>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) max_file_bytes: u64,
+    pub(crate) reserve: Mutex<Reserve>,
     lock: StateLock,
 }
 
@@ -77,9 +88,11 @@ impl FileClient {
     ///   regular file;
     /// - [`ControlPlaneError::TooLarge`] over 16 MiB,
     ///   [`ControlPlaneError::LimitExceeded`] past the decoded limits,
-    ///   [`ControlPlaneError::Corrupt`] for a malformed document.
+    ///   [`ControlPlaneError::Corrupt`] for a malformed document or one
+    ///   whose checksum does not match its bytes.
     ///
-    /// A file refused is left as it is.
+    /// A file refused is left as it is. A version-1 file (written before
+    /// the checksum existed) is accepted and rewritten as version 2.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ControlPlaneError> {
         FileOptions::new().open(path)
     }
@@ -90,12 +103,17 @@ impl FileClient {
         }
         let lock = StateLock::acquire(path)?;
         remove_leftovers(path)?;
-        let state = read_state(path, &options)?;
+        let (state, format, state_len) = read_state(path, &options)?;
+        let mut reserve = Reserve::open(path, state_len);
+        if format == Format::Legacy {
+            migrate(path, &state, &mut reserve, options.max_file_bytes);
+        }
         Ok(Self {
             path: path.to_path_buf(),
             state: Mutex::new(state),
             clock: options.clock,
             max_file_bytes: options.max_file_bytes,
+            reserve: Mutex::new(reserve),
             lock,
         })
     }
@@ -117,6 +135,13 @@ impl FileClient {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The full-disk reserve; taken only under the state lock.
+    pub(crate) fn reserve(&self) -> MutexGuard<'_, Reserve> {
+        // Growing or emptying the reserve leaves it usable wherever it
+        // stopped: its length is re-read from the file.
+        self.reserve.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Runs `read` on the state when the future is first polled.
     fn read<'a, T: Send + 'a>(
         &'a self,
@@ -129,12 +154,16 @@ impl FileClient {
     }
 }
 
-/// The state in `path`, or an empty one when there is no file yet.
-fn read_state(path: &Path, options: &FileOptions) -> Result<StoreState, ControlPlaneError> {
+/// The state in `path`, its format and the file's length, or an empty
+/// state when there is no file yet.
+fn read_state(
+    path: &Path,
+    options: &FileOptions,
+) -> Result<(StoreState, Format, u64), ControlPlaneError> {
     let mut file = match File::open(path) {
         Ok(file) => file,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            return Ok(StoreState::new(options.limits));
+            return Ok((StoreState::new(options.limits), Format::Verified, 0));
         }
         Err(source) => {
             return Err(ControlPlaneError::Storage {
@@ -152,12 +181,37 @@ fn read_state(path: &Path, options: &FileOptions) -> Result<StoreState, ControlP
     if !metadata.is_file() {
         return Err(ControlPlaneError::invalid("path", "is not a regular file"));
     }
-    document::decode(
+    let (state, format) = document::decode(
         &mut file,
         options.max_file_bytes,
         options.limits,
         "state file",
-    )
+    )?;
+    Ok((state, format, metadata.len()))
+}
+
+/// Rewrites a version-1 state file as version 2, with its checksum. A
+/// failure is logged and changes nothing: the file stays a readable
+/// version-1 document, and the first mutation writes version 2.
+fn migrate(path: &Path, state: &StoreState, reserve: &mut Reserve, max_file_bytes: u64) {
+    let migrated = StagedFile::encode(path, state, max_file_bytes, "state file").and_then(|file| {
+        file.sync()?;
+        reserve.ensure(file.len())?;
+        file.commit().map_err(|failed| match failed {
+            CommitFailed::BeforeRename(error) | CommitFailed::AfterRename(error) => error,
+        })
+    });
+    match migrated {
+        Ok(()) => tracing::info!(
+            path = %path.display(),
+            "rewrote a version-1 state file as version 2, with its checksum"
+        ),
+        Err(error) => tracing::warn!(
+            path = %path.display(),
+            %error,
+            "could not rewrite a version-1 state file as version 2; it stays unverified until the next change"
+        ),
+    }
 }
 
 impl fmt::Debug for FileClient {

@@ -19,9 +19,9 @@ use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde::Serialize;
-
 use crate::error::ControlPlaneError;
+use crate::file::document;
+use crate::store::StoreState;
 
 /// Makes staged names unique within the process.
 static NEXT_SEQUENCE: AtomicU64 = AtomicU64::new(0);
@@ -108,6 +108,8 @@ pub(crate) struct StagedFile {
     file: File,
     path: PathBuf,
     destination: PathBuf,
+    /// Bytes written into it.
+    len: u64,
     renamed: bool,
 }
 
@@ -128,20 +130,22 @@ impl StagedFile {
             file,
             path,
             destination: destination.to_path_buf(),
+            len: 0,
             renamed: false,
         })
     }
 
-    /// Serializes `value` as JSON straight into a new staged generation of
-    /// `destination`, refusing past `limit` bytes.
+    /// Writes `state` as a checksummed document straight into a new staged
+    /// generation of `destination`, refusing past `limit` bytes.
     ///
     /// # Errors
     ///
     /// `TooLarge` naming `what` past the limit; `Storage` when creating or
-    /// writing fails. The staged file is removed either way.
+    /// writing fails (a full disk keeps its kind, `StorageFull`). The
+    /// staged file is removed either way.
     pub(crate) fn encode(
         destination: &Path,
-        value: &impl Serialize,
+        state: &StoreState,
         limit: u64,
         what: &'static str,
     ) -> Result<Self, ControlPlaneError> {
@@ -152,13 +156,15 @@ impl StagedFile {
             limit,
             exceeded: false,
         };
-        let encoded = serde_json::to_writer(&mut writer, value);
+        let encoded = document::write(&mut writer, state);
         if writer.exceeded {
             return Err(ControlPlaneError::TooLarge { what, limit });
         }
-        encoded.map_err(|error| storage("write")(error.into()))?;
+        encoded.map_err(storage("write"))?;
         writer.inner.flush().map_err(storage("write"))?;
+        let written = writer.written;
         drop(writer);
+        staged.len = written;
         Ok(staged)
     }
 
@@ -188,6 +194,7 @@ impl StagedFile {
         }
         writer.flush().map_err(storage("write"))?;
         drop(writer);
+        staged.len = copied;
         Ok(staged)
     }
 
@@ -210,6 +217,11 @@ impl StagedFile {
     /// `Storage` with operation `sync`.
     pub(crate) fn sync(&self) -> Result<(), ControlPlaneError> {
         self.file.sync_all().map_err(storage("sync"))
+    }
+
+    /// Bytes in the staged generation.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
     }
 
     /// Where the staged generation is.

@@ -16,12 +16,16 @@
 //! - A refused mutation, a failed staging or a failed rename puts those
 //!   records back; so does dropping the staged write uncommitted. Memory
 //!   and disk then both hold the previous state.
+//! - A staged generation is only kept once the full-disk reserve covers it
+//!   (see [`reserve`](crate::file::reserve)); a release or a deregistration
+//!   whose write finds the disk full empties the reserve and writes again,
+//!   and the reserve is regrown after its rename.
 
 use std::fmt;
 use std::sync::MutexGuard;
 
 use crate::error::ControlPlaneError;
-use crate::file::document::Document;
+use crate::file::reserve;
 use crate::file::staged_file::{CommitFailed, StagedFile};
 use crate::file::FileClient;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest};
@@ -36,6 +40,7 @@ use crate::store::{LeaseRecord, PresenceRecord, StoreState};
 #[must_use = "a staged write is undone unless committed"]
 pub struct StagedWrite<'a, T> {
     file: Option<StagedFile>,
+    client: &'a FileClient,
     pending: Pending<'a>,
     answer: T,
     lease_operation: Option<&'static str>,
@@ -57,6 +62,7 @@ impl<T> StagedWrite<'_, T> {
     pub fn commit(self) -> Result<T, ControlPlaneError> {
         let Self {
             file,
+            client,
             mut pending,
             answer,
             lease_operation,
@@ -65,9 +71,11 @@ impl<T> StagedWrite<'_, T> {
             pending.disarm();
             return Ok(answer);
         };
+        let len = file.len();
         match file.commit() {
             Ok(()) => {
                 pending.disarm();
+                client.regrow_reserve(len);
                 Ok(answer)
             }
             // `pending` drops here and puts the previous records back.
@@ -181,6 +189,7 @@ impl FileClient {
         capture: fn(&mut StoreState, &I, u64) -> Undo,
         mutation: fn(&mut StoreState, I, u64) -> Result<T, ControlPlaneError>,
         lease_operation: Option<&'static str>,
+        draws_on_reserve: bool,
     ) -> Result<StagedWrite<'_, T>, ControlPlaneError> {
         let now_ms = self.clock.now_ms();
         let mut pending = Pending {
@@ -194,23 +203,56 @@ impl FileClient {
             .as_ref()
             .is_some_and(|undo| undo.changed(&pending.state));
         let file = if changed {
-            let file = StagedFile::encode(
-                &self.path,
-                &Document(&pending.state),
-                self.max_file_bytes,
-                "state file",
-            )?;
-            file.sync()?;
-            Some(file)
+            Some(self.stage_file(&pending.state, draws_on_reserve)?)
         } else {
             None
         };
         Ok(StagedWrite {
             file,
+            client: self,
             pending,
             answer,
             lease_operation,
         })
+    }
+
+    /// Writes and syncs the next generation of `state`, covered by the
+    /// reserve; a release or a deregistration (`draws_on_reserve`) that
+    /// finds the disk full empties the reserve and writes once more.
+    fn stage_file(
+        &self,
+        state: &StoreState,
+        draws_on_reserve: bool,
+    ) -> Result<StagedFile, ControlPlaneError> {
+        let write = || {
+            let file = StagedFile::encode(&self.path, state, self.max_file_bytes, "state file")?;
+            file.sync()?;
+            Ok::<_, ControlPlaneError>(file)
+        };
+        let mut reserve = self.reserve();
+        let file = match write() {
+            Err(error) if draws_on_reserve && reserve::is_full(&error) => {
+                tracing::warn!(%error, "the disk is full: drawing on the reserve");
+                reserve.draw()?;
+                write()?
+            }
+            written => written?,
+        };
+        match reserve.ensure(file.len()) {
+            Ok(()) => Ok(file),
+            // Regrown after the rename frees the old generation.
+            Err(_) if draws_on_reserve => Ok(file),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Regrows the reserve after a committed write, as far as the disk
+    /// allows; a shortfall is logged (the next mutation that needs the
+    /// reserve refuses without it).
+    fn regrow_reserve(&self, state_len: u64) {
+        if let Err(error) = self.reserve().ensure(state_len) {
+            tracing::warn!(%error, "the full-disk reserve is short");
+        }
     }
 
     /// Registers (or replaces) an instance and stages the new state.
@@ -235,6 +277,7 @@ impl FileClient {
             },
             |state, registration, now_ms| state.register(registration, now_ms),
             None,
+            false,
         )
     }
 
@@ -253,11 +296,13 @@ impl FileClient {
             |state, key, _| Undo::presence(state, key),
             |state, key, now_ms| state.heartbeat(&key, now_ms),
             None,
+            false,
         )
     }
 
     /// Removes a registration and stages the new state (nothing is staged
-    /// when it was absent).
+    /// when it was absent). On a full disk it draws on the state file's
+    /// reserve (see [the module docs](crate::file)), so it still succeeds.
     ///
     /// # Errors
     ///
@@ -274,6 +319,7 @@ impl FileClient {
                 Ok(())
             },
             None,
+            true,
         )
     }
 
@@ -292,6 +338,7 @@ impl FileClient {
             |state, request, _| Undo::lease(state, &request.key),
             |state, request, now_ms| state.acquire(request, now_ms),
             Some("acquire"),
+            false,
         )
     }
 
@@ -310,10 +357,13 @@ impl FileClient {
             |state, grant, _| Undo::lease(state, &grant.key),
             |state, grant, now_ms| state.renew(grant, now_ms),
             Some("renew"),
+            false,
         )
     }
 
-    /// Releases a held lease and stages the new state.
+    /// Releases a held lease and stages the new state. On a full disk it
+    /// draws on the state file's reserve (see [the module
+    /// docs](crate::file)), so it still succeeds.
     ///
     /// # Errors
     ///
@@ -328,6 +378,7 @@ impl FileClient {
             |state, grant, _| Undo::lease(state, &grant.key),
             |state, grant, now_ms| state.release(&grant, now_ms),
             Some("release"),
+            true,
         )
     }
 }

@@ -49,14 +49,25 @@ impl Place {
         fs::read(&self.path).expect("state file readable")
     }
 
-    /// Every entry of the directory except the state file, its lock and
-    /// `keep`: what a writer left behind.
+    /// The state file's full-disk reserve.
+    pub fn reserve(&self) -> PathBuf {
+        self.path.with_file_name("control-plane.json.reserve")
+    }
+
+    /// Every entry of the directory except the state file, its lock, its
+    /// reserve and `keep`: what a writer left behind.
     pub fn leftovers(&self, keep: &[&Path]) -> Vec<String> {
         let lock = self.path.with_file_name("control-plane.json.lock");
+        let reserve = self.reserve();
         let mut left: Vec<String> = fs::read_dir(self.directory.path())
             .expect("directory listed")
             .map(|entry| entry.expect("entry").path())
-            .filter(|path| *path != self.path && *path != lock && !keep.contains(&path.as_path()))
+            .filter(|path| {
+                *path != self.path
+                    && *path != lock
+                    && *path != reserve
+                    && !keep.contains(&path.as_path())
+            })
             .map(|path| path.display().to_string())
             .collect();
         left.sort();

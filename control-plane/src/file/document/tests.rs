@@ -2,6 +2,8 @@
 
 use std::io::{self, Read, Write};
 
+use sha2::Digest as _;
+
 use super::*;
 
 /// A V1 document of `count` lease slots, generated as it is read.
@@ -66,6 +68,7 @@ fn decoding_stops_at_the_real_record_cap() {
         u64::MAX - 1,
         StoreLimits::FILE_DECODED,
         "state file",
+        Trailer::Absent,
     )
     .expect_err("one record past the cap");
     assert!(
@@ -78,11 +81,19 @@ fn decoding_stops_at_the_real_record_cap() {
 fn the_byte_bound_is_checked_by_reading_one_byte_past_it() {
     let exact = br#"{"version":1,"registrations":[],"leases":[]}"#;
     let limit = exact.len() as u64;
-    assert!(decode_bounded(&exact[..], limit, StoreLimits::FILE_DECODED, "state file").is_ok());
+    let decode = |bytes: &[u8]| {
+        decode_bounded(
+            bytes,
+            limit,
+            StoreLimits::FILE_DECODED,
+            "state file",
+            Trailer::Absent,
+        )
+    };
+    assert!(decode(exact).is_ok());
     let mut padded = exact.to_vec();
     padded.push(b' ');
-    let error = decode_bounded(&padded[..], limit, StoreLimits::FILE_DECODED, "state file")
-        .expect_err("one byte over");
+    let error = decode(&padded).expect_err("one byte over");
     assert!(
         matches!(error, ControlPlaneError::TooLarge { what: "state file", limit: l } if l == limit),
         "{error:?}"
@@ -90,8 +101,26 @@ fn the_byte_bound_is_checked_by_reading_one_byte_past_it() {
 }
 
 #[test]
-fn the_encoding_is_the_v1_document_with_version_first() {
+fn the_encoding_is_the_version_2_document_with_version_first_and_its_checksum_last() {
     let state = StoreState::new(StoreLimits::FILE_DECODED);
-    let encoded = serde_json::to_string(&Document(&state)).expect("encodes");
-    assert_eq!(encoded, r#"{"version":1,"registrations":[],"leases":[]}"#);
+    let mut encoded = Vec::new();
+    write(&mut encoded, &state).expect("encodes");
+    let body = br#"{"version":2,"registrations":[],"leases":[]"#;
+    assert!(encoded.starts_with(body));
+    let digest: [u8; 32] = sha2::Sha256::digest(body).into();
+    assert_eq!(
+        &encoded[body.len()..],
+        format!(r#","sha256":"{}"}}"#, crate::file::checksum::hex(&digest)).as_bytes()
+    );
+    let verified = crate::file::checksum::verify(&encoded[..], 1 << 20, "state file")
+        .expect("its checksum verifies");
+    let (_decoded, format) = decode_bounded(
+        &encoded[..],
+        1 << 20,
+        StoreLimits::FILE_DECODED,
+        "state file",
+        verified,
+    )
+    .expect("decodes");
+    assert_eq!(format, Format::Verified);
 }

@@ -1,0 +1,113 @@
+//! [`WaitNotice`]: how a client's parks and destroyed connections reach the
+//! epoch actor while callers wait for a connection of that client.
+//!
+//! The epoch actor keeps the callers waiting on a client (behind its dial in
+//! flight, or for a connection while the client is at
+//! `connections_per_client`). Two things done outside the actor can serve
+//! them: a request's task parking a connection in the client's stash, and a
+//! connection of the client being destroyed (its client charge returned, so
+//! a dial fits). Each is followed by [`WaitNotice::notify`], which sends the
+//! actor one `Wake` when callers wait.
+//!
+//! Invariants:
+//! - No lost wake-up: the actor publishes its waiter count
+//!   ([`WaitNotice::set_waiting`]) before it looks at the stash and the
+//!   client budget a last time, and a notifier changes the stash or the
+//!   budget before it reads the count; a `SeqCst` fence on each side
+//!   between the write and the read means at least one of the two sees the
+//!   other.
+//! - At most one `Wake` per client is in the actor's mailbox, sent on a
+//!   release slot reserved for it, so a full mailbox never loses it; the
+//!   actor re-arms the slot ([`WaitNotice::arm`]) before it looks, so a
+//!   change after the re-arm sends the next one.
+//! - With nobody waiting, a notify is one fence and one load.
+
+use std::sync::PoisonError;
+
+use crate::epoch::actor::Msg as EpochMsg;
+use crate::mailbox::ReleaseSlot;
+use crate::sync::{fence, AtomicUsize, Mutex, Ordering::SeqCst};
+
+/// A reserved way to send one `Wake` to the epoch actor.
+pub(crate) trait WakeSlot: Send {
+    /// Sends `Wake { client }`; a stopped actor loses it.
+    fn wake(self, client: usize);
+}
+
+impl WakeSlot for ReleaseSlot<EpochMsg> {
+    fn wake(self, client: usize) {
+        // A stopped actor has no waiters left to serve.
+        let _ = self.send(EpochMsg::Wake { client });
+    }
+}
+
+/// One client's waiter count and its reserved wake-up slot.
+pub(crate) struct WaitNotice<S = ReleaseSlot<EpochMsg>> {
+    client: usize,
+    waiting: AtomicUsize,
+    slot: Mutex<Option<S>>,
+}
+
+impl<S: WakeSlot> WaitNotice<S> {
+    /// The notice of client `client`, unarmed and with nobody waiting.
+    pub(crate) fn new(client: usize) -> Self {
+        Self {
+            client,
+            waiting: AtomicUsize::new(0),
+            slot: Mutex::new(None),
+        }
+    }
+
+    /// Records how many callers the epoch actor keeps waiting on this
+    /// client, before the actor's last look at the stash and the budget.
+    pub(crate) fn set_waiting(&self, waiting: usize) {
+        self.waiting.store(waiting, SeqCst);
+        fence(SeqCst);
+    }
+
+    /// True when callers wait on this client.
+    pub(crate) fn has_waiters(&self) -> bool {
+        self.waiting.load(SeqCst) > 0
+    }
+
+    /// Gives the notice a fresh slot of the (current) epoch actor's
+    /// mailbox, replacing (and so returning) any older one.
+    pub(crate) fn arm(&self, slot: Option<S>) {
+        let old = std::mem::replace(
+            &mut *self.slot.lock().unwrap_or_else(PoisonError::into_inner),
+            slot,
+        );
+        drop(old);
+    }
+
+    /// Tells the epoch actor, when callers wait, that this client's stash or
+    /// connection budget changed. Call after the change.
+    pub(crate) fn notify(&self) {
+        fence(SeqCst);
+        if self.waiting.load(SeqCst) == 0 {
+            return;
+        }
+        let slot = self
+            .slot
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        // A slot already taken means a `Wake` is on its way, and the actor,
+        // re-arming before it looks, will see this change too.
+        if let Some(slot) = slot {
+            slot.wake(self.client);
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for WaitNotice<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitNotice")
+            .field("client", &self.client)
+            .field("waiting", &self.waiting.load(SeqCst))
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, pools_loom))]
+mod model;
