@@ -1,8 +1,9 @@
 //! Streaming HTTP against a real loopback hyper origin: a finished stream
 //! parks its connection; a dropped one destroys it (the origin reads EOF)
 //! and returns the running capacity; a slow consumer keeps its capacity;
-//! the response limit holds across chunks; a driver needs a worker slot
-//! before its connection is dialed.
+//! the response limit holds across chunks; a chunk over the tenant's
+//! share ends the stream; a driver needs a worker slot before its
+//! connection is dialed.
 
 mod support;
 
@@ -316,4 +317,51 @@ async fn a_stream_past_its_deadline_is_closed_by_its_driver_and_keeps_its_charge
         snapshot.running_requests == 0 && snapshot.connections == ConnectionCounts::default()
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_streamed_chunk_over_the_tenant_share_ends_the_stream_and_destroys_its_connection() {
+    const SHARE: u32 = 256 * 1024;
+    let mut origin = Origin::start().await;
+    let pools = start(Limits {
+        metadata_per_tenant: SHARE,
+        ..Limits::DEFAULT
+    })
+    .await;
+    let receipt = install(&pools, &origin.target, &[], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let baseline = pools.snapshot().metadata_bytes;
+    let limits = BodyLimits {
+        max_response: BodyLimits::CEILING.max_response,
+        ..BodyLimits::default()
+    };
+    let mut stream = call_streaming(&pools, &request, &dialer, get("/huge"), limits)
+        .await
+        .expect("200");
+    // The consumer keeps every chunk: the share fills.
+    let mut kept = Vec::new();
+    let err = loop {
+        match bounded("a chunk", stream.next_chunk()).await {
+            Some(Ok(chunk)) => kept.push(chunk),
+            Some(Err(err)) => break err,
+            None => panic!("8 MiB read within a 256 KiB share"),
+        }
+    };
+    assert!(matches!(err, HttpError::Staging(_)), "{err:?}");
+    assert_eq!(err.code(), "capacity");
+    assert!(stream.next_chunk().await.is_none(), "the stream ended");
+    origin.client_closed().await;
+    let snapshot = pools.snapshot();
+    assert_eq!(snapshot.connections, ConnectionCounts::default());
+    drop((kept, stream));
+    eventually(
+        "every chunk's charge returned, and the connection's",
+        || {
+            let snapshot = pools.snapshot();
+            snapshot.workers == 0 && snapshot.metadata_bytes == baseline
+        },
+    )
+    .await;
+    drop(request);
 }

@@ -115,10 +115,18 @@ async fn read_capped(
     }
     let mut buffer = running.output_buffer();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|source| HttpError::Protocol {
-            phase: "reading the response body",
-            sent: Sent::Yes,
-            source,
+        let frame = frame.map_err(|source| {
+            // The driver closes the socket at the deadline: its failure
+            // then is the deadline's.
+            if tokio::time::Instant::now() >= running.deadline() {
+                HttpError::Timeout { sent: Sent::Yes }
+            } else {
+                HttpError::Protocol {
+                    phase: "reading the response body",
+                    sent: Sent::Yes,
+                    source,
+                }
+            }
         })?;
         if let Ok(data) = frame.into_data() {
             if buffer.len().saturating_add(data.len()) > max {

@@ -117,6 +117,25 @@ impl HttpConnection {
     }
 }
 
+#[cfg(test)]
+impl HttpConnection {
+    /// A connection whose driver a test runs itself (it must fire
+    /// `watch`'s notifier when the driver ends).
+    pub(crate) fn from_parts(
+        sender: SendRequest<Full<Bytes>>,
+        watch: CloseWatch,
+        driver: JobHandle<()>,
+    ) -> Self {
+        let (expiry, _) = watch::channel(None);
+        Self {
+            sender,
+            expiry,
+            watch,
+            _driver: driver,
+        }
+    }
+}
+
 impl fmt::Debug for HttpConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpConnection")

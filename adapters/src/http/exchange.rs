@@ -9,8 +9,9 @@
 //! - Guest headers never set `Host`, framing headers or the bound header.
 //! - `Host` comes from the client's approved origin, parsed once per client
 //!   and epoch and kept as the client's adapter state.
-//! - A request is sent at most once: only a request a connection handed
-//!   back untouched (it closed first) goes to another connection.
+//! - A request is sent at most once (`delivery`): only a request a
+//!   connection handed back untouched (it closed first) goes to another
+//!   connection.
 //! - A parked connection carries its driver's closure notice, so the idle
 //!   stash drops it as soon as the origin closes it.
 
@@ -26,6 +27,7 @@ use hyper::body::Incoming;
 use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
+use crate::http::delivery::{self, Delivered};
 use crate::http::dialer::{HttpConnection, HttpDialer};
 use crate::http::error::{HttpError, Sent};
 use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
@@ -142,7 +144,8 @@ pub(crate) struct Opened {
 pub(crate) struct Progress(AtomicU8);
 
 impl Progress {
-    fn set(&self, sent: Sent) {
+    /// Records how far the exchange got.
+    pub(crate) fn set(&self, sent: Sent) {
         self.0.store(sent as u8, Ordering::Relaxed);
     }
 
@@ -184,14 +187,10 @@ pub(crate) async fn open(
 }
 
 /// [`open`] without its deadline, for a caller that bounds a longer
-/// exchange with one timer; `progress` says how far it got.
-///
-/// Connection selection: a connection that closes before it took the
-/// request (hyper hands the request back, so no byte of it was written) is
-/// destroyed and the request goes to another idle connection or a fresh
-/// dial. That is no retry — nothing left the process; a request that a
-/// connection took is never sent again, and a fresh connection that fails
-/// so ends the exchange.
+/// exchange with one timer; `progress` says how far it got. The request
+/// is delivered by [`delivery::deliver`]: a stale idle connection that
+/// hands it back unsent is replaced, a request a connection took is never
+/// sent again.
 pub(crate) async fn send(
     pools: &ProviderPools,
     running: &RunningRequest,
@@ -207,97 +206,17 @@ pub(crate) async fn send(
             max: limits.max_request,
         });
     }
-    let mut request = build(running, request)?;
+    let request = build(running, request)?;
     let request_close = asks_close(request.headers());
-    // Bounded by the deadline, and by the client's idle connections: each
-    // turn that continues destroyed one of them.
-    loop {
-        let mut conn = checkout(pools, running, dialer).await?;
-        conn.get().expire_at(Some(running.deadline()));
-        match deliver(&mut conn, request, progress).await {
-            Ok(response) => {
-                progress.answered();
-                let keep_alive = !request_close
-                    && response.version() == Version::HTTP_11
-                    && !asks_close(response.headers());
-                return Ok(Opened {
-                    conn,
-                    response,
-                    keep_alive,
-                });
-            }
-            Err(Undelivered::Unsent(unsent, source)) => {
-                if !conn.is_reused() {
-                    return Err(HttpError::Protocol {
-                        phase: "sending the request",
-                        sent: Sent::No,
-                        source,
-                    });
-                }
-                // A stale idle connection: destroyed, the request kept.
-                drop((conn, source));
-                request = *unsent;
-            }
-            Err(Undelivered::Taken(source)) => {
-                return Err(HttpError::Protocol {
-                    phase: "sending the request",
-                    sent: Sent::Maybe,
-                    source,
-                })
-            }
-        }
-    }
-}
-
-/// Why a connection gave no response head.
-enum Undelivered {
-    /// It closed before taking the request, which comes back untouched.
-    Unsent(Box<http::Request<Full<Bytes>>>, hyper::Error),
-    /// It took the request, so some of it may have been written.
-    Taken(hyper::Error),
-}
-
-/// Hands `request` to `conn` and waits for the response head.
-async fn deliver(
-    conn: &mut PooledConnection<HttpConnection>,
-    request: http::Request<Full<Bytes>>,
-    progress: &Progress,
-) -> Result<http::Response<Incoming>, Undelivered> {
-    let sender = conn.get_mut().sender();
-    if let Err(source) = sender.ready().await {
-        // Not ready means closed: it never saw the request.
-        return Err(Undelivered::Unsent(Box::new(request), source));
-    }
-    progress.set(Sent::Maybe);
-    match sender.try_send_request(request).await {
-        Ok(response) => Ok(response),
-        Err(mut failed) => match failed.take_message() {
-            Some(request) => {
-                progress.set(Sent::No);
-                Err(Undelivered::Unsent(Box::new(request), failed.into_error()))
-            }
-            None => Err(Undelivered::Taken(failed.into_error())),
-        },
-    }
-}
-
-/// A connection that can take a request: idle connections already seen
-/// closed are destroyed by the checkout itself, and one whose sender says
-/// it is closed is destroyed here and the next one taken, before anything
-/// is sent.
-pub(crate) async fn checkout(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-) -> Result<PooledConnection<HttpConnection>, HttpError> {
-    // Bounded by the deadline and the client's idle connections: each turn
-    // that continues destroyed one; a dialed connection ends the loop.
-    loop {
-        let conn = pools.reserve_connection(running, dialer).await?;
-        if !(conn.is_reused() && conn.get().is_closed()) {
-            return Ok(conn);
-        }
-    }
+    let Delivered { conn, response } =
+        delivery::deliver(pools, running, dialer, request, progress).await?;
+    let keep_alive =
+        !request_close && response.version() == Version::HTTP_11 && !asks_close(response.headers());
+    Ok(Opened {
+        conn,
+        response,
+        keep_alive,
+    })
 }
 
 /// The `Host` header of a client's approved origin, parsed once per client

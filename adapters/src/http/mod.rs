@@ -29,6 +29,7 @@
 //!   a failed TLS handshake is a failed dial, and the client backs off.
 
 mod buffered;
+pub(crate) mod delivery;
 mod dialer;
 mod error;
 pub(crate) mod exchange;

@@ -9,7 +9,10 @@
 //! - Only a body read to its end, with keep-alive allowed by both heads and
 //!   the connection ready again, parks the connection; dropping the stream
 //!   earlier destroys it (the origin reads EOF).
-//! - Chunks handed out are the consumer's: they are not charged here.
+//! - Each chunk is charged as the request's `StagedOutput` before it is
+//!   handed out, and is the consumer's from then on; the first chunk that
+//!   cannot be charged ends the stream (`Staging`) and destroys the
+//!   connection, never parked.
 //! - Past the request's deadline the connection's driver closes the socket
 //!   even if nobody reads, and the stream refuses every further read with
 //!   `Timeout`; its connection charges and running owner stay with it until
@@ -123,8 +126,10 @@ impl ResponseStream {
     ///
     /// # Errors
     ///
-    /// [`HttpError::ResponseTooLarge`] and [`HttpError::Protocol`] destroy
-    /// the connection and release the running owner. [`HttpError::Timeout`]
+    /// [`HttpError::ResponseTooLarge`], [`HttpError::Protocol`] and
+    /// [`HttpError::Staging`] (a chunk over the tenant's metadata share or
+    /// the node's budget) end the stream: they destroy the connection and
+    /// release the running owner. [`HttpError::Timeout`]
     /// (the request's deadline passed; its driver has closed the socket) is
     /// answered to this and every later read, while the stream keeps its
     /// connection charges and running owner until it is dropped.
@@ -140,6 +145,11 @@ impl ResponseStream {
                 Ok(None) => {
                     self.finish().await;
                     return None;
+                }
+                // The driver closes the socket at the deadline: its
+                // failure then is the deadline's.
+                Ok(Some(Err(_))) if Instant::now() >= self.deadline => {
+                    return Some(Err(self.expire()))
                 }
                 Ok(Some(Err(source))) => {
                     return Some(Err(self.fail(HttpError::Protocol {
@@ -161,8 +171,10 @@ impl ResponseStream {
             if !data.is_empty() {
                 // Each chunk is charged to the metadata budget and keeps the
                 // request's running owner until the consumer drops it.
-                let running = self.running.as_ref()?;
-                return Some(running.stage_output(data).map_err(HttpError::Staging));
+                let staged = self.running.as_ref()?.stage_output(data);
+                // The first chunk that cannot be charged ends the stream:
+                // the connection is destroyed, never parked.
+                return Some(staged.map_err(|e| self.fail(HttpError::Staging(e))));
             }
         }
     }

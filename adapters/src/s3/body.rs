@@ -160,6 +160,10 @@ impl Body for PooledBody {
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
+            // The driver closes the connection at the request's deadline.
+            Poll::Ready(Some(Err(_))) if reading.deadline.is_elapsed() => {
+                reading.fail(Failure::Timeout)
+            }
             Poll::Ready(Some(Err(source))) => reading.fail(Failure::Protocol {
                 phase: "reading the response body",
                 source,

@@ -11,6 +11,17 @@
 //!   request's deadline; the response body by [`PooledBody`].
 //! - The connection travels with the response body: parked only after the
 //!   body ended on a reusable connection, destroyed otherwise.
+//! - A parked connection the endpoint closed never fails a request: it is
+//!   skipped at checkout, or hands the request back unsent and the request
+//!   goes to another connection; a request a connection took is never
+//!   sent again.
+//! - Where the bytes are charged: the SDK owns the buffering of every
+//!   answer but a streamed get's 2xx body, and it reads the frames of
+//!   [`PooledBody`], so each frame is charged there, before the SDK gets
+//!   it. That covers every answer the SDK reads whole: the operations that
+//!   buffer (`charge_body`) and any non-2xx answer (an error document, also
+//!   of a get, bounded by `max_error`). A streamed get's body is charged
+//!   chunk by chunk by its reader.
 //! - Nothing is retried here (the SDK's retries are disabled too).
 
 use std::sync::Arc;
@@ -27,8 +38,9 @@ use http::{Uri, Version};
 use http_body_util::{BodyExt, Full, Limited};
 use provider_pools_actors::{AdmitError, ConnectError, ProviderPools, RunningRequest};
 
-use crate::http::exchange::{asks_close, checkout};
-use crate::http::{HttpDialer, HttpError};
+use crate::http::delivery::{deliver, Delivered, Undeliverable};
+use crate::http::exchange::{asks_close, Progress};
+use crate::http::HttpDialer;
 use crate::s3::body::{Charged, PooledBody};
 use crate::s3::config::S3Endpoint;
 
@@ -73,6 +85,9 @@ pub(crate) enum Failure {
 pub(crate) struct Bounds {
     pub(crate) max_request: u64,
     pub(crate) max_response: u64,
+    /// Largest error answer (a non-2xx status), which the SDK always
+    /// reads whole; it is always charged.
+    pub(crate) max_error: u64,
     /// The SDK buffers the whole answer (every operation but a streamed
     /// get, whose reader charges its own chunks): each chunk is charged to
     /// the request before the SDK gets it, held until the operation ends.
@@ -150,7 +165,12 @@ impl HttpConnector for PoolConnector {
 }
 
 impl Bound {
-    /// Checks the origin and the body, reserves a connection and sends.
+    /// Checks the origin and the body, reserves a connection and sends. A
+    /// stale idle connection that hands the request back unsent is
+    /// replaced by another (the http adapter's delivery); a request a
+    /// connection took is never sent again.
+    ///
+    /// # Cancel safety
     ///
     /// Dropping the future destroys the connection in use.
     async fn send(&self, request: HttpRequest) -> Result<HttpResponse, Failure> {
@@ -180,35 +200,37 @@ impl Bound {
         let request = http::Request::from_parts(parts, Full::new(body));
         let deadline = self.running.deadline();
         tokio::time::timeout_at(deadline, async {
-            let mut conn = checkout(&self.pools, &self.running, &self.dialer)
-                .await
-                .map_err(|e| match e {
-                    HttpError::Connect(e) => Failure::Connect(e),
-                    _ => Failure::Timeout,
-                })?;
-            let sender = conn.get_mut().sender();
-            let protocol = |source| Failure::Protocol {
-                phase: "sending the request",
-                source,
-            };
-            sender.ready().await.map_err(protocol)?;
-            let response = sender.send_request(request).await.map_err(protocol)?;
+            let Delivered { conn, response } = deliver(
+                &self.pools,
+                &self.running,
+                &*self.dialer,
+                request,
+                &Progress::default(),
+            )
+            .await
+            .map_err(|e| match e {
+                Undeliverable::Connect(e) => Failure::Connect(e),
+                Undeliverable::Send { source, .. } => Failure::Protocol {
+                    phase: "sending the request",
+                    source,
+                },
+                Undeliverable::Expired => Failure::Timeout,
+            })?;
             let keep_alive = !request_close
                 && response.version() == Version::HTTP_11
                 && !asks_close(response.headers());
             let (parts, body) = response.into_parts();
-            let charge = self
-                .bounds
-                .charge_body
-                .then(|| (self.running.clone(), self.charged.clone()));
-            let body = PooledBody::new(
-                body,
-                conn,
-                keep_alive,
-                self.bounds.max_response,
-                deadline,
-                charge,
-            );
+            // The SDK reads an error answer whole to parse it, also for a
+            // streamed get: it is charged and bounded like any buffered
+            // answer.
+            let buffered = self.bounds.charge_body || !parts.status.is_success();
+            let max = if parts.status.is_success() {
+                self.bounds.max_response
+            } else {
+                self.bounds.max_error
+            };
+            let charge = buffered.then(|| (self.running.clone(), self.charged.clone()));
+            let body = PooledBody::new(body, conn, keep_alive, max, deadline, charge);
             let response = http::Response::from_parts(parts, SdkBody::from_body_1_x(body));
             HttpResponse::try_from(response).map_err(|_| Failure::Unapproved("the response"))
         })

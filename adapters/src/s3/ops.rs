@@ -32,6 +32,7 @@ fn small(limits: S3Limits) -> Bounds {
     Bounds {
         max_request: 0,
         max_response: limits.max_response,
+        max_error: limits.max_response,
         charge_body: true,
     }
 }
@@ -102,6 +103,7 @@ pub async fn get(
     let bounds = Bounds {
         max_request: 0,
         max_response: limits.max_object,
+        max_error: limits.max_response,
         // The reader charges each chunk it hands out.
         charge_body: false,
     };
@@ -163,6 +165,7 @@ pub async fn put(
         // was bounded above.
         max_request: limits.max_object.saturating_add(64 * 1024),
         max_response: limits.max_response,
+        max_error: limits.max_response,
         charge_body: true,
     };
     let call = Call::new(pools, running, dialer, bounds)?;

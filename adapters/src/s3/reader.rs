@@ -5,7 +5,10 @@
 //! - Until the body ends or the reader is dropped, the reader holds the
 //!   connection (inside the body) and the request's running owner.
 //! - Each chunk is charged as the request's `StagedOutput` before it is
-//!   handed out.
+//!   handed out; the first chunk that cannot be charged ends the reader
+//!   ([`S3Error::Staging`]): its connection is destroyed, never parked,
+//!   and the chunk is dropped, so the bytes held never exceed the charges
+//!   (plus hyper's read buffer).
 //! - Field order is drop order: the body (and with it the connection) goes
 //!   before the running owner.
 
@@ -65,7 +68,8 @@ impl S3Reader {
     /// at the request's deadline, [`S3Error::Protocol`] for a broken
     /// exchange or a body shorter than announced; each destroys the
     /// connection and releases the running owner. [`S3Error::Staging`]
-    /// when a chunk cannot be charged.
+    /// when a chunk cannot be charged, also ending the reader the same
+    /// way (the chunks handed out before keep their own charges).
     pub async fn next_chunk(&mut self) -> Option<Result<StagedOutput, S3Error>> {
         loop {
             let body = self.body.as_mut()?;
@@ -82,7 +86,13 @@ impl S3Reader {
             }
             self.received = self.received.saturating_add(data.len() as u64);
             let running = self.running.as_ref()?;
-            return Some(running.stage_output(data).map_err(S3Error::Staging));
+            return Some(running.stage_output(data).map_err(|e| {
+                // The first chunk that cannot be charged ends the read:
+                // the connection is destroyed, never parked.
+                self.body = None;
+                self.running = None;
+                S3Error::Staging(e)
+            }));
         }
     }
 

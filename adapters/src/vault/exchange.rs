@@ -13,6 +13,14 @@
 //!   request's deadline.
 //! - A response body never grows past its cap; past it the exchange fails
 //!   and its connection is destroyed.
+//! - Each body chunk is charged to the request's tenant share and the
+//!   node's metadata budget (`OutputBuffer`) before it is kept; the first
+//!   chunk that does not fit fails the call with [`VaultError::Staging`]
+//!   and destroys the connection, so the bytes held never exceed the
+//!   charge (plus hyper's read buffer).
+//! - A parked connection the server closed never fails a request: it is
+//!   skipped at checkout, or hands the request back unsent and the
+//!   request goes to another connection.
 //! - A connection is parked only by the http adapter's rule: the answer
 //!   was read to its end, it is HTTP/1.1 without `Connection: close`, and
 //!   the connection is ready again within `REUSE_WAIT`; a transport error,
@@ -28,8 +36,9 @@ use hyper::body::{Body, Incoming};
 use provider_pools_actors::{OriginKind, ProviderPools, RunningRequest, StagedOutput};
 use zeroize::Zeroizing;
 
-use crate::http::exchange::{asks_close, checkout, park_if_reusable};
-use crate::http::{HttpConnection, HttpDialer, HttpError};
+use crate::http::delivery::{deliver, Delivered, Undeliverable};
+use crate::http::exchange::{asks_close, park_if_reusable, Progress};
+use crate::http::{HttpConnection, HttpDialer};
 use crate::vault::config::{self, VaultAddress, MOUNT_SETTING, NAMESPACE_SETTING};
 use crate::vault::error::{bounded_messages, VaultError};
 use crate::vault::wire::{Endpoint, ErrorBody};
@@ -76,9 +85,16 @@ impl Slot {
 }
 
 /// Sends `endpoint` on a pooled connection of `running`'s client and
-/// returns the body of a 2xx answer; other statuses become errors.
+/// returns the body of a 2xx answer; other statuses become errors. A
+/// stale idle connection that hands the request back unsent is replaced
+/// by another (the http adapter's delivery); a request a connection took
+/// is never sent again.
 ///
-/// Dropping the future destroys the connection in use.
+/// # Cancel safety
+///
+/// Dropping the future destroys the connection in use and drops the
+/// answer's charged bytes read so far (their charges are released with
+/// them).
 pub(crate) async fn exchange(
     pools: &ProviderPools,
     running: &RunningRequest,
@@ -90,20 +106,16 @@ pub(crate) async fn exchange(
     let request = build(running, slot, endpoint)?;
     let deadline = running.deadline();
     let (conn, keep_alive, status, body) = tokio::time::timeout_at(deadline, async {
-        let mut conn = checkout(pools, running, dialer)
-            .await
-            .map_err(|e| match e {
-                HttpError::Connect(e) => VaultError::Connect(e),
-                _ => VaultError::Protocol {
-                    phase: "reserving a connection",
-                },
-            })?;
-        let sender = conn.get_mut().sender();
-        let sending = |_| VaultError::Protocol {
-            phase: "sending the request",
-        };
-        sender.ready().await.map_err(sending)?;
-        let response = sender.send_request(request).await.map_err(sending)?;
+        let Delivered { conn, response } =
+            deliver(pools, running, dialer, request, &Progress::default())
+                .await
+                .map_err(|e| match e {
+                    Undeliverable::Connect(e) => VaultError::Connect(e),
+                    Undeliverable::Send { .. } => VaultError::Protocol {
+                        phase: "sending the request",
+                    },
+                    Undeliverable::Expired => VaultError::Timeout,
+                })?;
         // The request never asks to close: only the answer can.
         let keep_alive = response.version() == Version::HTTP_11 && !asks_close(response.headers());
         let status = response.status().as_u16();
@@ -213,8 +225,15 @@ async fn read_capped(
     }
     let mut buffer = running.output_buffer();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| VaultError::Protocol {
-            phase: "reading the response",
+        let frame = frame.map_err(|_| {
+            // The driver closes the connection at the request's deadline.
+            if tokio::time::Instant::now() >= running.deadline() {
+                VaultError::Timeout
+            } else {
+                VaultError::Protocol {
+                    phase: "reading the response",
+                }
+            }
         })?;
         if let Ok(data) = frame.into_data() {
             let len = buffer.len().saturating_add(data.len());

@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+#[cfg(any(feature = "s3", feature = "vault"))]
+pub(crate) mod idle;
 #[cfg(feature = "nats")]
 pub(crate) mod nats;
 #[cfg(feature = "http")]
@@ -217,6 +219,28 @@ where
     F::Output: Send + 'static,
 {
     tokio::spawn(future)
+}
+
+/// Returns once the runtime's I/O driver has taken in every socket event
+/// of this process that happened before the call: a byte sent now on a
+/// fresh loopback pair is readable through tokio only after the driver's
+/// turn that reported it, and epoll reports ready sockets in the order
+/// they became ready. After it, every socket an origin closed before the
+/// call reads as closed (a driver not yet run may still hold it parked).
+pub(crate) async fn io_turn() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (ping, accepted) = tokio::join!(tokio::net::TcpStream::connect(addr), listener.accept());
+    let (mut ping, (mut pong, _)) = (ping.expect("connect"), accepted.expect("accept"));
+    bounded("the probe byte", async {
+        ping.write_all(b"!").await.expect("probe written");
+        let mut byte = [0u8; 1];
+        pong.read_exact(&mut byte).await.expect("probe read");
+    })
+    .await;
 }
 
 /// A deadline [`WAIT`] from now.

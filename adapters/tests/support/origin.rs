@@ -1,11 +1,14 @@
 //! A real hyper HTTP/1.1 origin on 127.0.0.1 that counts accepted
 //! connections, records each request, and reports each connection whose
-//! client closed it (EOF or reset read by the server).
+//! client closed it (EOF or reset read by the server, or a write that
+//! failed).
 //!
 //! Routes: `/ok` ("hello"), `/close` (`Connection: close`), `/big` (64 KiB,
 //! announced), `/big-chunked` (64 KiB in 4 KiB chunks, not announced),
 //! `/chunks` (three chunks), `/hang` (one chunk, then never ends),
-//! `/huge` (8 MiB in 64 KiB chunks, not announced),
+//! `/huge` (8 MiB in 64 KiB chunks, not announced), any path ending in
+//! `/endless` or `/endless/` (16 KiB chunks that never end, not announced),
+//! any path ending in `/endless-404` (the same, as a 404),
 //! `/status/404`, `/status/503`.
 
 use std::collections::VecDeque;
@@ -121,6 +124,12 @@ fn answer(log: &Mutex<Vec<Seen>>, req: Request<hyper::body::Incoming>) -> Respon
             StatusCode::OK,
             Chunks::open((0..128).map(|_| Bytes::from(vec![b'h'; 65536])), false),
         ),
+        p if p.ends_with("/endless-404") => {
+            (StatusCode::NOT_FOUND, Chunks::endless(vec![b'n'; 16384]))
+        }
+        p if p.trim_end_matches('/').ends_with("/endless") => {
+            (StatusCode::OK, Chunks::endless(vec![b'e'; 16384]))
+        }
         "/status/404" => (StatusCode::NOT_FOUND, Chunks::exact(chunk("not found"))),
         "/status/503" => (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -148,6 +157,8 @@ pub(crate) struct Chunks {
     chunks: VecDeque<Bytes>,
     exact: Option<u64>,
     hang: bool,
+    /// Sent again and again once `chunks` are out.
+    endless: Option<Bytes>,
 }
 
 impl Chunks {
@@ -156,6 +167,16 @@ impl Chunks {
             exact: Some(bytes.len() as u64),
             chunks: VecDeque::from([bytes]),
             hang: false,
+            endless: None,
+        }
+    }
+
+    fn endless(chunk: Vec<u8>) -> Self {
+        Self {
+            chunks: VecDeque::new(),
+            exact: None,
+            hang: false,
+            endless: Some(Bytes::from(chunk)),
         }
     }
 
@@ -164,6 +185,7 @@ impl Chunks {
             chunks: chunks.into_iter().collect(),
             exact: None,
             hang,
+            endless: None,
         }
     }
 }
@@ -176,6 +198,9 @@ impl Body for Chunks {
         mut self: Pin<&mut Self>,
         _: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let (true, Some(chunk)) = (self.chunks.is_empty(), &self.endless) {
+            return Poll::Ready(Some(Ok(Frame::data(chunk.clone()))));
+        }
         match self.chunks.pop_front() {
             Some(chunk) => Poll::Ready(Some(Ok(Frame::data(chunk)))),
             // Never woken: the connection ends only when the client leaves.
@@ -185,7 +210,7 @@ impl Body for Chunks {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.chunks.is_empty() && !self.hang
+        self.chunks.is_empty() && !self.hang && self.endless.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
@@ -193,7 +218,8 @@ impl Body for Chunks {
     }
 }
 
-/// The server's socket, reporting the first EOF or reset it reads.
+/// The server's socket, reporting the first EOF or reset it reads, or
+/// the first write that fails.
 struct Watched {
     stream: TcpStream,
     closed: Option<mpsc::Sender<()>>,
@@ -227,7 +253,15 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let polled = Pin::new(&mut self.stream).poll_write(cx, buf);
+        // A client gone while the server writes (an endless body) is seen
+        // as a failed write, not a read.
+        if matches!(polled, Poll::Ready(Err(_))) {
+            if let Some(tx) = self.closed.take() {
+                let _ = tx.try_send(());
+            }
+        }
+        polled
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {

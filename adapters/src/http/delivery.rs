@@ -1,0 +1,197 @@
+//! Delivering one built request on the connections of its client: the
+//! checkout and the hand-back that every adapter on [`HttpConnection`]s
+//! shares (buffered and streaming HTTP, Vault, S3).
+//!
+//! Connection selection, not a retry: a connection that closed before it
+//! took the request (hyper hands the request back, so no byte of it was
+//! written) is destroyed and the request goes to another idle connection
+//! or a fresh dial. Nothing of the request left the process, so the
+//! specification's "never retries an application operation" holds.
+//!
+//! Invariants:
+//! - A request is written at most once: only a request a connection
+//!   handed back untouched goes to another connection; one a connection
+//!   took ([`Sent::Maybe`]) is never sent again.
+//! - Checkout never returns an idle connection already known to be
+//!   closed; each one skipped is destroyed.
+//! - A fresh connection that hands the request back ends the delivery
+//!   with [`Sent::No`]: the loop is bounded by the client's idle
+//!   connections (each turn that continues destroyed one) and by the
+//!   caller's deadline.
+//! - A connection that fails with the request once the request's deadline
+//!   passed failed because of it (the driver closes a connection in use at
+//!   its request's deadline): [`Undeliverable::Expired`], a timeout.
+//! - Generic over the dialer only so that tests can hold a connection's
+//!   driver; every adapter passes the one [`HttpDialer`](crate::http::HttpDialer).
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use provider_pools_actors::{
+    ConnectError, Dialer, PooledConnection, ProviderPools, RunningRequest,
+};
+
+use tokio::time::Instant;
+
+use crate::http::dialer::HttpConnection;
+use crate::http::error::{HttpError, Sent};
+use crate::http::exchange::Progress;
+
+/// A built request as hyper sends it.
+pub(crate) type Built = http::Request<Full<Bytes>>;
+
+/// A request a connection took and answered: the connection (now carrying
+/// the request's deadline) and the response head.
+pub(crate) struct Delivered {
+    pub(crate) conn: PooledConnection<HttpConnection>,
+    pub(crate) response: http::Response<Incoming>,
+}
+
+/// Why a request got no response head.
+#[derive(Debug)]
+pub(crate) enum Undeliverable {
+    /// No connection was reserved; nothing was sent.
+    Connect(ConnectError),
+    /// A connection failed with the request; `sent` says whether any of
+    /// it may have been written. The connection was destroyed.
+    Send {
+        /// [`Sent::No`] for a fresh connection that handed the request
+        /// back, [`Sent::Maybe`] once a connection took it.
+        sent: Sent,
+        /// hyper's error.
+        source: hyper::Error,
+    },
+    /// The connection failed with the request after the request's
+    /// deadline passed: the driver closes a connection in use at that
+    /// deadline, so this is the deadline's failure, not the origin's. Any
+    /// of the request may have been written.
+    Expired,
+}
+
+impl From<Undeliverable> for HttpError {
+    fn from(failure: Undeliverable) -> Self {
+        match failure {
+            Undeliverable::Connect(e) => Self::Connect(e),
+            Undeliverable::Send { sent, source } => Self::Protocol {
+                phase: "sending the request",
+                sent,
+                source,
+            },
+            Undeliverable::Expired => Self::Timeout { sent: Sent::Maybe },
+        }
+    }
+}
+
+/// Sends `request` on a connection of `running`'s client and waits for
+/// the response head; a connection that hands the request back unsent is
+/// destroyed and the request taken to another one (see the module doc).
+/// `progress` says how far it got, for the caller's deadline.
+///
+/// # Cancel safety
+///
+/// Dropping the future destroys the connection in use (never parked); a
+/// dial in progress is the client's, as with any checkout.
+pub(crate) async fn deliver<D>(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &D,
+    mut request: Built,
+    progress: &Progress,
+) -> Result<Delivered, Undeliverable>
+where
+    D: Dialer<Conn = HttpConnection> + Clone + 'static,
+{
+    // Bounded by the deadline, and by the client's idle connections: each
+    // turn that continues destroyed one of them.
+    loop {
+        let mut conn = checkout(pools, running, dialer)
+            .await
+            .map_err(Undeliverable::Connect)?;
+        conn.get().expire_at(Some(running.deadline()));
+        match hand_over(&mut conn, request, progress).await {
+            Ok(response) => {
+                progress.answered();
+                return Ok(Delivered { conn, response });
+            }
+            Err(Handed::Back(unsent, source)) => {
+                if !conn.is_reused() {
+                    return Err(Undeliverable::Send {
+                        sent: Sent::No,
+                        source,
+                    });
+                }
+                // A stale idle connection: destroyed, the request kept.
+                drop((conn, source));
+                request = *unsent;
+            }
+            Err(Handed::Taken(_)) if Instant::now() >= running.deadline() => {
+                return Err(Undeliverable::Expired)
+            }
+            Err(Handed::Taken(source)) => {
+                return Err(Undeliverable::Send {
+                    sent: Sent::Maybe,
+                    source,
+                })
+            }
+        }
+    }
+}
+
+/// Why a connection gave no response head.
+enum Handed {
+    /// It closed before taking the request, which comes back untouched.
+    Back(Box<Built>, hyper::Error),
+    /// It took the request, so some of it may have been written.
+    Taken(hyper::Error),
+}
+
+/// Hands `request` to `conn` and waits for the response head.
+async fn hand_over(
+    conn: &mut PooledConnection<HttpConnection>,
+    request: Built,
+    progress: &Progress,
+) -> Result<http::Response<Incoming>, Handed> {
+    let sender = conn.get_mut().sender();
+    if let Err(source) = sender.ready().await {
+        // Not ready means closed: it never saw the request.
+        return Err(Handed::Back(Box::new(request), source));
+    }
+    progress.set(Sent::Maybe);
+    match sender.try_send_request(request).await {
+        Ok(response) => Ok(response),
+        Err(mut failed) => match failed.take_message() {
+            // hyper gives the request back only when its dispatcher never
+            // started writing it.
+            Some(request) => {
+                progress.set(Sent::No);
+                Err(Handed::Back(Box::new(request), failed.into_error()))
+            }
+            None => Err(Handed::Taken(failed.into_error())),
+        },
+    }
+}
+
+/// A connection that can take a request: idle connections already seen
+/// closed are destroyed by the checkout itself, and one whose sender says
+/// it is closed is destroyed here and the next one taken, before anything
+/// is sent.
+async fn checkout<D>(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &D,
+) -> Result<PooledConnection<HttpConnection>, ConnectError>
+where
+    D: Dialer<Conn = HttpConnection> + Clone + 'static,
+{
+    // Bounded by the deadline and the client's idle connections: each turn
+    // that continues destroyed one; a dialed connection ends the loop.
+    loop {
+        let conn = pools.reserve_connection(running, dialer).await?;
+        if !(conn.is_reused() && conn.get().is_closed()) {
+            return Ok(conn);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
