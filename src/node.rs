@@ -32,20 +32,35 @@
 //! - Only `[[provider]]` sections construct clients; capabilities are names.
 //! - Every error names the key and the line it was found on; none carries a
 //!   credential.
+//! - An HTTP origin is accepted only if [`ApprovedOrigin::parse`] (the code
+//!   the HTTP adapter dials with) accepts it: scheme, host and port only.
+//! - Everything is validated, duplicates included, before the pools start;
+//!   [`NodeConfig::start`] is all or nothing: when an install fails, the
+//!   started registry is shut down before the error is returned.
+//! - `Debug` never shows userinfo or a secret-named setting: values go
+//!   through `provider_pools_redact`, and the file's text is not printed.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::ops::Range;
+use std::time::Duration;
 
+use provider_pools_adapters::http::ApprovedOrigin;
+use provider_pools_redact::{redact_setting, redact_urls_in, redact_userinfo};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
     Authority, Credential, Epoch, InstallReceipt, Installation, Limits, OriginKind, OriginSlot,
-    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName,
+    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName, Snapshot,
 };
 
+/// How long [`NodeConfig::start`] waits for the registry it started to shut
+/// down after an install failed: 5 s.
+pub const ROLLBACK_DEADLINE: Duration = Duration::from_secs(5);
+
 /// A parsed node file.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
     /// The startup limits; missing keys take their defaults.
@@ -82,7 +97,7 @@ pub enum ProviderKind {
 }
 
 /// One provider to install.
-#[derive(Debug, Deserialize)]
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderDecl {
     /// The logical provider id.
@@ -173,14 +188,60 @@ pub enum NodeError {
     /// The pools did not start.
     #[error(transparent)]
     Start(#[from] crate::StartError),
-    /// A provider was refused.
+    /// A provider was refused; the registry started for the node was then
+    /// shut down, so no provider stays installed.
     #[error("installing provider {provider}: {source}")]
     Install {
         /// The provider.
         provider: String,
         /// Why.
         source: crate::InstallError,
+        /// The report of the rollback's shutdown, taken after it: clean
+        /// when every provider installed before the failure is gone and
+        /// the registry stopped within [`ROLLBACK_DEADLINE`].
+        rollback: Box<Snapshot>,
     },
+}
+
+impl fmt::Debug for NodeConfig {
+    /// The declarations, redacted; the file's text is not printed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeConfig")
+            .field("limits", &self.limits)
+            .field("capabilities", &self.capabilities)
+            .field("providers", &self.providers)
+            .field("text_bytes", &self.text.len())
+            .finish()
+    }
+}
+
+impl fmt::Debug for ProviderDecl {
+    /// Authority, origins and settings through `provider_pools_redact`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let origins: Vec<_> = self
+            .origins
+            .get_ref()
+            .iter()
+            .map(|o| redact_userinfo(o))
+            .collect();
+        let settings: BTreeMap<_, _> = self
+            .settings
+            .iter()
+            .map(|(key, value)| (key, redact_setting(key, value)))
+            .collect();
+        f.debug_struct("ProviderDecl")
+            .field("id", self.id.get_ref())
+            .field("kind", &self.kind)
+            .field("service", self.service.get_ref())
+            .field("authority", &redact_userinfo(self.authority.get_ref()))
+            .field("origins", &origins)
+            .field(
+                "credential_env",
+                &self.credential_env.as_ref().map(|v| v.get_ref()),
+            )
+            .field("settings", &settings)
+            .finish()
+    }
 }
 
 impl NodeConfig {
@@ -188,7 +249,8 @@ impl NodeConfig {
     ///
     /// # Errors
     ///
-    /// [`NodeConfigError::Syntax`] with the line of the problem;
+    /// [`NodeConfigError::Syntax`] with the line of the problem (a value it
+    /// quotes is shown without userinfo);
     /// [`NodeConfigError::TooLarge`] above [`MAX_NODE_FILE_BYTES`].
     pub fn parse(text: &str) -> Result<Self, NodeConfigError> {
         if text.len() > MAX_NODE_FILE_BYTES {
@@ -198,7 +260,7 @@ impl NodeConfig {
         }
         let mut config: NodeConfig = toml::from_str(text).map_err(|e| NodeConfigError::Syntax {
             line: e.span().map_or(1, |span| line_of(text, &span)),
-            message: e.message().to_owned(),
+            message: redact_urls_in(e.message()).into_owned(),
         })?;
         config.limits.validate().map_err(NodeConfigError::Limits)?;
         config.text = text.to_owned();
@@ -230,7 +292,10 @@ impl NodeConfig {
     /// # Errors
     ///
     /// [`NodeConfigError::Invalid`] naming the key and its line, also for a
-    /// provider id or service declared twice.
+    /// provider id or service declared twice, and for an HTTP origin
+    /// [`ApprovedOrigin::parse`] refuses (userinfo, port 0 or above 65535,
+    /// a path, a query, a fragment, CR or LF, another scheme) or a blob
+    /// root that is not an absolute directory without control characters.
     pub fn installations(&self) -> Result<Vec<Installation>, NodeConfigError> {
         let mut ids = std::collections::BTreeSet::new();
         let mut services = std::collections::BTreeSet::new();
@@ -286,18 +351,10 @@ impl NodeConfig {
         let mut config = ProviderConfig::new(service);
         for (slot, target) in origins.iter().enumerate() {
             let slot = u32::try_from(slot).unwrap_or(u32::MAX);
-            let well_formed = match decl.kind {
-                ProviderKind::Http => target.starts_with("http://"),
-                ProviderKind::Blob => target.starts_with('/'),
-            };
-            if !well_formed {
-                let expected = match decl.kind {
-                    ProviderKind::Http => "an http:// origin",
-                    ProviderKind::Blob => "an absolute directory",
-                };
-                let message = format!("origin {slot} is not {expected}");
-                return Err(invalid("provider.origins", decl.origins.span(), message));
-            }
+            check_origin(decl.kind, target).map_err(|why| {
+                let message = format!("origin {slot}: {why}");
+                invalid("provider.origins", decl.origins.span(), message)
+            })?;
             config = config.with_origin(OriginSlot::new(slot), kind, target.clone());
         }
         if let Some(name) = decl.settings.get("auth_header") {
@@ -333,21 +390,29 @@ impl NodeConfig {
     }
 
     /// Starts the pools with this file's limits (the rest of `base` as
-    /// given) and installs every provider section. Capabilities construct
-    /// nothing.
+    /// given) and installs every provider section, all or nothing.
+    /// Capabilities construct nothing.
+    ///
+    /// The steps: validate every section ([`NodeConfig::installations`],
+    /// nothing started yet), start the pools, install each provider in
+    /// file order. When an install fails, the registry is shut down
+    /// (waiting at most [`ROLLBACK_DEADLINE`]) before the error is
+    /// returned, so no provider stays installed on a registry no handle
+    /// reaches.
     ///
     /// # Cancel safety
     ///
     /// Not cancel safe: call it to completion. Dropping the future while
     /// the pools start behaves as a dropped [`ProviderPools::start`] (the
-    /// generation may stay claimed); dropping it later leaves the started
-    /// registry running, with the providers installed so far, and no
-    /// handle to shut it down.
+    /// generation may stay claimed); dropping it during the installs or the
+    /// rollback leaves the started registry running (or draining), with
+    /// the providers installed so far, and no handle to shut it down.
     ///
     /// # Errors
     ///
-    /// [`NodeError`] naming what failed; providers installed before a
-    /// failure stay installed.
+    /// [`NodeError::Config`] before anything starts; [`NodeError::Start`]
+    /// when the pools do not start; [`NodeError::Install`] naming the
+    /// provider refused, after the rollback, with the rollback's report.
     pub async fn start(&self, base: PoolsConfig) -> Result<Node, NodeError> {
         let installations = self.installations()?;
         let pools = ProviderPools::start(PoolsConfig {
@@ -358,17 +423,40 @@ impl NodeConfig {
         let mut receipts = BTreeMap::new();
         for installation in installations {
             let provider = installation.provider.clone();
-            let receipt =
-                pools
-                    .install(installation)
-                    .await
-                    .map_err(|source| NodeError::Install {
+            match pools.install(installation).await {
+                Ok(receipt) => {
+                    receipts.insert(provider, receipt);
+                }
+                Err(source) => {
+                    let deadline = tokio::time::Instant::now() + ROLLBACK_DEADLINE;
+                    let rollback = Box::new(pools.shutdown(deadline).await);
+                    return Err(NodeError::Install {
                         provider: provider.to_string(),
                         source,
-                    })?;
-            receipts.insert(provider, receipt);
+                        rollback,
+                    });
+                }
+            }
         }
         Ok(Node { pools, receipts })
+    }
+}
+
+/// Checks one origin of a `kind` section: HTTP origins by
+/// [`ApprovedOrigin::parse`], blob roots as absolute paths without control
+/// characters. The reason never quotes the origin.
+fn check_origin(kind: ProviderKind, target: &str) -> Result<(), String> {
+    match kind {
+        ProviderKind::Http => ApprovedOrigin::parse(target)
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        ProviderKind::Blob if !target.starts_with('/') => {
+            Err("is not an absolute directory".into())
+        }
+        ProviderKind::Blob if target.chars().any(char::is_control) => {
+            Err("contains a control character".into())
+        }
+        ProviderKind::Blob => Ok(()),
     }
 }
 

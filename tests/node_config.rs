@@ -1,8 +1,12 @@
 //! Standalone startup from a TOML node file: providers opt in, capabilities
-//! construct nothing, and every error names its key and line.
+//! construct nothing, origins are checked by the HTTP adapter's own parser,
+//! a failed start leaves nothing installed, and every error names its key
+//! and line.
 
-use provider_pools::node::{NodeConfig, NodeConfigError};
-use provider_pools::{BrokerGeneration, LimitField, LimitsError, PoolsConfig, ProviderId};
+use provider_pools::node::{NodeConfig, NodeConfigError, NodeError};
+use provider_pools::{
+    BrokerGeneration, ControlState, InstallError, LimitField, LimitsError, PoolsConfig, ProviderId,
+};
 
 fn base() -> PoolsConfig {
     PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
@@ -197,5 +201,96 @@ fn reserved_headers_cannot_be_the_auth_header() {
             }
             other => panic!("{reserved}: expected a refusal, got {other:?}"),
         }
+    }
+}
+
+/// A one-provider HTTP file whose only origin is `origin`, on line 6.
+fn http_with_origin(origin: &str) -> String {
+    format!("[[provider]]\nid = \"p\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [{origin:?}]\n")
+}
+
+#[test]
+fn an_origin_with_userinfo_port_zero_a_path_or_crlf_is_refused_naming_the_key_and_line() {
+    const SECRET: &str = "s3cret-PLANTED";
+    let refused = [
+        (format!("http://user:{SECRET}@127.0.0.1:1"), "userinfo"),
+        (format!("https://{SECRET}@api.example.net"), "userinfo"),
+        ("http://127.0.0.1:0".to_owned(), "port"),
+        ("http://127.0.0.1:65536".to_owned(), "port"),
+        ("http://127.0.0.1:".to_owned(), "port"),
+        ("http://127.0.0.1:1/".to_owned(), "path"),
+        ("http://127.0.0.1:1/base".to_owned(), "path"),
+        ("http://127.0.0.1:1?q=1".to_owned(), "query"),
+        ("http://127.0.0.1:1#f".to_owned(), "fragment"),
+        ("http://127.0.0.1:1\r\nX-Injected: 1".to_owned(), "port"),
+        ("http://api.example.net\r\n".to_owned(), "host"),
+        ("http://..".to_owned(), "host"),
+        ("ftp://127.0.0.1:1".to_owned(), "scheme"),
+        (format!("https:user:{SECRET}@api.example.net"), "scheme"),
+    ];
+    for (origin, why) in refused {
+        let config = NodeConfig::parse(&http_with_origin(&origin)).expect("syntax is fine");
+        match config.installations() {
+            Err(error @ NodeConfigError::Invalid { key, line, .. }) => {
+                assert_eq!((key, line), ("provider.origins", 6), "{origin:?}");
+                let text = format!("{error} {error:?}");
+                assert!(text.contains(why), "{origin:?}: {text}");
+                assert!(!text.contains(SECRET), "{origin:?}: {text}");
+            }
+            other => panic!("{origin:?}: expected a refused origin, got {other:?}"),
+        }
+    }
+    for accepted in [
+        "http://127.0.0.1:1",
+        "https://api.example.net",
+        "HTTPS://API.example.net:8443",
+        "http://[::1]:65535",
+    ] {
+        let config = NodeConfig::parse(&http_with_origin(accepted)).expect("syntax is fine");
+        assert!(config.installations().is_ok(), "{accepted}");
+    }
+    let blob = "[[provider]]\nid = \"p\"\nkind = \"blob\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"/tmp/a\\nb\"]\n";
+    let config = NodeConfig::parse(blob).expect("syntax is fine");
+    assert!(matches!(
+        config.installations(),
+        Err(NodeConfigError::Invalid {
+            key: "provider.origins",
+            line: 6,
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn a_start_that_fails_halfway_leaves_no_provider_installed() {
+    // One retained configuration: the first provider installs, the second
+    // is refused by the registry after the first is already published.
+    let text = format!(
+        "[limits]\nretained_configurations = 1\n\n{}",
+        TWO_PROVIDERS.replace("ID", "b").replace("SERVICE", "s2")
+    );
+    let config = NodeConfig::parse(&text).expect("valid file");
+    assert_eq!(config.installations().expect("both validate").len(), 2);
+    match config.start(base()).await {
+        Err(NodeError::Install {
+            provider,
+            source,
+            rollback,
+        }) => {
+            assert_eq!(provider, "b");
+            assert!(
+                matches!(source, InstallError::Capacity(ref e) if e.resource == "retained_configurations"),
+                "{source:?}"
+            );
+            // Taken from the registry the start used, after its shutdown:
+            // provider `a` (installed before the failure) is gone and the
+            // registry completed.
+            assert_eq!(rollback.configured_epochs, 0, "{rollback:?}");
+            assert_eq!(rollback.retained_epochs, 0, "{rollback:?}");
+            assert_eq!(rollback.control, ControlState::Completed, "{rollback:?}");
+            assert!(rollback.is_clean(), "{rollback:?}");
+        }
+        Err(other) => panic!("expected the second install to fail, got {other:?}"),
+        Ok(node) => panic!("expected a failed start, got {node:?}"),
     }
 }

@@ -11,10 +11,15 @@
 //!   public parts only; the same configuration always yields the same digest.
 //! - [`ProviderConfig::accounted_bytes`] is what an epoch charges to the
 //!   node's metadata budget for its public parts.
+//! - `Debug` shows origin targets through
+//!   [`provider_pools_redact::redact_userinfo`] and setting values through
+//!   [`provider_pools_redact::redact_setting`], so userinfo or a secret that
+//!   a target or a setting should never carry is never printed either.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
+use provider_pools_redact::{redact_setting, redact_userinfo};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -35,7 +40,7 @@ pub(crate) const ORIGIN_OVERHEAD: u32 = 64;
 
 /// One approved origin: the slot guests name, its protocol kind and its
 /// public target (for example `https://api.example.com:443`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct OriginSpec {
     /// The opaque slot the trusted adapter assigned.
     pub slot: OriginSlot,
@@ -46,7 +51,7 @@ pub struct OriginSpec {
 }
 
 /// The public configuration of one installation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct ProviderConfig {
     /// The public service name this provider is known by.
     pub service: ServiceName,
@@ -96,6 +101,44 @@ pub enum ConfigError {
 /// SHA-256 digest of a public configuration; never covers credentials.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct ConfigDigest([u8; 32]);
+
+impl fmt::Debug for OriginSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OriginSpec")
+            .field("slot", &self.slot)
+            .field("kind", &self.kind)
+            .field("target", &redact_userinfo(&self.target))
+            .finish()
+    }
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let settings = self
+            .settings
+            .iter()
+            .map(|(key, value)| (key, redact_setting(key, value)));
+        f.debug_struct("ProviderConfig")
+            .field("service", &self.service)
+            .field("origins", &self.origins)
+            .field("settings", &DebugMap(settings))
+            .finish()
+    }
+}
+
+/// Formats an iterator of pairs as a map (`{k: v, …}`).
+struct DebugMap<I>(I);
+
+impl<I, K, V> fmt::Debug for DebugMap<I>
+where
+    I: Iterator<Item = (K, V)> + Clone,
+    K: fmt::Debug,
+    V: fmt::Debug,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.0.clone()).finish()
+    }
+}
 
 impl ConfigDigest {
     /// The digest's bytes.
@@ -229,5 +272,23 @@ impl ProviderConfig {
         let settings: usize = self.settings.iter().map(|(k, v)| k.len() + v.len()).sum();
         let total = self.service.as_str().len() + origins + settings;
         u32::try_from(total).unwrap_or(u32::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_no_userinfo_and_no_secret_named_setting() {
+        let config = ProviderConfig::new(ServiceName::new("s").expect("service"))
+            .with_origin(OriginSlot::new(0), OriginKind::Http, "https:u:s3cret@h:1")
+            .with_setting("password", "s3cret")
+            .with_setting("endpoint", "//u:s3cret@h")
+            .with_setting("mount", "kv");
+        let text = format!("{config:?}");
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("<userinfo>@h:1"), "{text}");
+        assert!(text.contains(r#""mount": "kv""#), "{text}");
     }
 }

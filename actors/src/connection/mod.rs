@@ -126,7 +126,10 @@ pub struct DialTarget<'a> {
 impl std::fmt::Debug for DialTarget<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DialTarget")
-            .field("target", &self.target)
+            .field(
+                "target",
+                &provider_pools_redact::redact_userinfo(self.target),
+            )
             .finish_non_exhaustive()
     }
 }

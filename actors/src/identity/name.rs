@@ -63,8 +63,10 @@ const TENANT_ID: Rules = Rules {
 const AUTHORITY: Rules = Rules {
     kind: "authority",
     max: 256,
-    // `!` (0x21) through `~` (0x7E): printable ASCII without whitespace.
-    allowed: |byte| byte.is_ascii_graphic(),
+    // `!` (0x21) through `~` (0x7E): printable ASCII without whitespace,
+    // and without `@` or `%`, so no userinfo (`user:pw@host`, or its `%40`
+    // spelling) can be made public.
+    allowed: |byte| byte.is_ascii_graphic() && byte != b'@' && byte != b'%',
     start: |byte| byte.is_ascii_graphic(),
     separator: None,
 };
@@ -250,15 +252,17 @@ string_identity! {
     /// The public authority identity of an installation, such as
     /// `https://api.example.com:443` or `vault:kv/app`.
     ///
-    /// 1 to 256 bytes of printable ASCII without whitespace (`!` through `~`).
-    /// It is public and may be logged: never put a credential in it.
+    /// 1 to 256 bytes of printable ASCII without whitespace (`!` through `~`)
+    /// and without `@` or `%`, so it cannot carry userinfo (`user:pw@host`,
+    /// `user:pw%40host`). It is public and may be logged: never put a
+    /// credential in it.
     pub struct Authority(AUTHORITY);
     /// Validates `value` as an authority.
     ///
     /// # Errors
     ///
     /// [`IdentityError`] if `value` is empty, longer than 256 bytes or contains
-    /// whitespace, a control character or non-ASCII.
+    /// whitespace, a control character, `@`, `%` or non-ASCII.
     ///
     /// # Examples
     ///
@@ -268,6 +272,7 @@ string_identity! {
     /// let authority = Authority::new("https://api.example.com:443")?;
     /// assert_eq!(authority.as_str(), "https://api.example.com:443");
     /// assert!(Authority::new("https://api example.com").is_err());
+    /// assert!(Authority::new("https://user:pw@api.example.com").is_err());
     /// # Ok::<(), provider_pools_actors::identity::IdentityError>(())
     /// ```
     pub fn new;

@@ -26,7 +26,6 @@ use crate::error::ControlPlaneError;
 mod bearer_transport;
 mod endpoint;
 mod pooled_transport;
-mod redact;
 mod response_reader;
 mod std_transport;
 mod target;
@@ -38,7 +37,9 @@ pub use pooled_transport::{
     PooledHttpTransport, PooledTransportConfig, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_IDLE_TIMEOUT,
     DEFAULT_POOL_MAX_IDLE_PER_HOST, MAX_POOL_MAX_IDLE_PER_HOST,
 };
-pub use redact::redact_userinfo;
+/// The workspace's one redaction rule for URL-like text (owned by
+/// `provider-pools-redact`, which every crate of the workspace uses).
+pub use provider_pools_redact::redact_userinfo;
 pub use response_reader::MAX_HEAD_BYTES;
 pub use std_transport::StdHttpTransport;
 pub use tls_config::MAX_CA_FILE_BYTES;

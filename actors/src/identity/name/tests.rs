@@ -227,6 +227,22 @@ fn authority_refuses_bad_input() {
                 ch: 'é',
             },
         ),
+        (
+            "https://user:s3cret@host",
+            IdentityError::BadChar {
+                kind,
+                index: 19,
+                ch: '@',
+            },
+        ),
+        (
+            "https://user:s3cret%40host",
+            IdentityError::BadChar {
+                kind,
+                index: 19,
+                ch: '%',
+            },
+        ),
     ];
     for (value, error) in cases {
         assert_eq!(Authority::new(value), Err(error), "{value:?}");
