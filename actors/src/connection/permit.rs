@@ -57,6 +57,8 @@ pub(crate) struct DialPermit {
     /// A dial task took the permit: dropped unfinished, the dial was
     /// cancelled; before that, it was only abandoned.
     started: bool,
+    /// Still counted in the `connecting` gauge.
+    connecting: bool,
 }
 
 impl DialPermit {
@@ -79,6 +81,7 @@ impl DialPermit {
             client,
             span: tracing::Span::none(),
             started: false,
+            connecting: true,
         }
     }
 
@@ -108,7 +111,7 @@ impl DialPermit {
     ) {
         match (dialed, self.charges.take()) {
             (Ok(conn), Some(charges)) => {
-                deliver(Ok(PooledConnection::new(
+                let conn = PooledConnection::new(
                     Box::new(conn),
                     charges,
                     tenant,
@@ -116,7 +119,12 @@ impl DialPermit {
                     self.client,
                     false,
                     owner,
-                )));
+                );
+                // Counted active now: no longer connecting, before anyone
+                // can use it (a requester done within microseconds may
+                // shut the registry down before the report below).
+                self.uncount();
+                deliver(Ok(conn));
                 self.report(DialOutcome::Connected);
             }
             (Ok(conn), None) => {
@@ -139,12 +147,19 @@ impl DialPermit {
         self.report(DialOutcome::Withdrawn);
     }
 
-    fn report(&mut self, outcome: DialOutcome) {
-        if let Some(slot) = self.done.take() {
+    /// Takes this dial out of the `connecting` gauge, once.
+    fn uncount(&mut self) {
+        if std::mem::take(&mut self.connecting) {
             self.ledger
                 .gauges
                 .connections_connecting
                 .fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    fn report(&mut self, outcome: DialOutcome) {
+        self.uncount();
+        if let Some(slot) = self.done.take() {
             let span = std::mem::replace(&mut self.span, tracing::Span::none());
             span.record("outcome", outcome.code());
             // A stopped epoch actor has no dial state left to update.
