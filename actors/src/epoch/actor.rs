@@ -1,5 +1,6 @@
 //! The epoch actor: the runtime owner of one (provider, epoch) — its dial
-//! gates, backoff, dial waiters, and the upkeep of its idle connections.
+//! gates, backoff, the callers waiting for a connection, and the upkeep of
+//! its idle connections.
 //!
 //! Spawned linked to the registry when an epoch is installed; its immutable
 //! installation is the [`PublishedEpoch`] it shares with the directory. It

@@ -5,8 +5,8 @@
 //! A request's task takes the most recently parked connection of its type
 //! ([`IdleStash::take`]) and parks a verified-reusable one ([`park`])
 //! directly. The epoch actor keeps everything else: dials, backoff, the
-//! callers waiting on a dial, the bounded reclaim scan and retirement, which
-//! all reach the same stash.
+//! callers waiting for a connection, the bounded reclaim scan and
+//! retirement, which all reach the same stash.
 //!
 //! Invariants:
 //! - An entry holds its connection's charges and one of the node's
