@@ -8,7 +8,7 @@
 //!
 //! | family | type | labels |
 //! | --- | --- | --- |
-//! | `provider_pools_configured_epochs`, `_retained_epochs`, `_clients`, `_pending_requests`, `_running_requests`, `_workers`, `_cleanup_jobs`, `_failed_cleanup`, `_metadata_bytes` | gauge | — |
+//! | `provider_pools_configured_epochs`, `_retained_epochs`, `_clients`, `_pending_requests`, `_running_requests`, `_workers`, `_cleanup_jobs`, `_failed_cleanup`, `_connection_waiters`, `_metadata_bytes` | gauge | — |
 //! | `provider_pools_connections` | gauge | `state` = `active`, `idle`, `connecting`, `retired` |
 //! | `provider_pools_control` | gauge (1 for the current state, else 0) | `state` = `running`, `retiring`, `completed`, `failed` |
 //! | `provider_pools_admissions_total` | counter | `outcome` = `admitted`, `cancelled` or an `AdmitError::code()` |
@@ -219,6 +219,11 @@ impl Collector for PoolsMetrics {
                 "failed_cleanup",
                 "Resources whose cleanup failed, still owned.",
                 s.failed_cleanup,
+            ),
+            (
+                "connection_waiters",
+                "Callers waiting for a connection of a client (behind its dial, or while it is at connections_per_client).",
+                s.connections.waiting,
             ),
             (
                 "metadata_bytes",

@@ -97,10 +97,20 @@ async fn a_request_at_a_full_client_takes_the_connection_parked_next() {
     let (_first, held) = hold(&pools, &receipt, "a", 1).await;
     let waiting = ask(&pools, &dialer, running(&pools, &receipt, "b", 2).await).await;
     assert!(!waiting.is_finished(), "the full client made it wait");
+    assert_eq!(
+        pools.snapshot().connections.waiting,
+        1,
+        "counted as waiting"
+    );
 
     held.park();
     let (_second, conn) = waiting.await.expect("waiter task");
     let conn = conn.expect("the parked connection");
+    assert_eq!(
+        pools.snapshot().connections.waiting,
+        0,
+        "served, no longer waiting"
+    );
     assert!(conn.is_reused());
     assert_eq!(*conn.get(), 1, "a's connection");
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0, "nothing dialed");
@@ -148,7 +158,16 @@ async fn a_request_at_a_full_client_times_out_at_its_deadline_holding_nothing() 
     held.park();
     quiesce().await;
     let counts = pools.snapshot().connections;
-    assert_eq!((counts.idle, counts.active, counts.connecting), (1, 0, 0));
+    assert_eq!(
+        (
+            counts.idle,
+            counts.active,
+            counts.connecting,
+            counts.waiting
+        ),
+        (1, 0, 0, 0),
+        "the departed waiter is no longer counted once the actor looked"
+    );
     let (_next, conn) = hold(&pools, &receipt, "c", 3).await;
     assert!(conn.is_reused(), "the departed waiter took nothing");
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
@@ -185,6 +204,7 @@ async fn waiters_of_a_full_client_are_served_by_tenant_rotation() {
         let request = running(&pools, &receipt, tenant, session).await;
         waiting.push((tenant, ask(&pools, &dialer, request).await));
     }
+    assert_eq!(pools.snapshot().connections.waiting, 4);
     let mut served = Vec::new();
     // Each served caller keeps its connection: the client stays full.
     let mut kept = Vec::new();
@@ -208,6 +228,7 @@ async fn waiters_of_a_full_client_are_served_by_tenant_rotation() {
         "b does not wait behind all of a"
     );
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
+    assert_eq!(pools.snapshot().connections.waiting, 0);
 }
 
 /// Opens in-memory connections of another type than [`Mem`]'s.

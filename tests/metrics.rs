@@ -109,6 +109,7 @@ async fn a_known_workload_is_exposed_exactly() {
         ("provider_pools_configured_epochs", "gauge"),
         ("provider_pools_running_requests", "gauge"),
         ("provider_pools_connections", "gauge"),
+        ("provider_pools_connection_waiters", "gauge"),
         ("provider_pools_control", "gauge"),
         ("provider_pools_metadata_bytes", "gauge"),
         ("provider_pools_admissions", "counter"),
@@ -129,6 +130,7 @@ async fn a_known_workload_is_exposed_exactly() {
     assert_eq!(e.value("provider_pools_control{state=\"running\"}"), 1.0);
     assert_eq!(e.value("provider_pools_control{state=\"completed\"}"), 0.0);
     assert_eq!(e.value("provider_pools_connections{state=\"active\"}"), 0.0);
+    assert_eq!(e.value("provider_pools_connection_waiters"), 0.0);
 
     assert_eq!(
         e.keys("provider_pools_admissions_total"),

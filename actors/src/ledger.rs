@@ -24,6 +24,8 @@ pub(crate) struct Gauges {
     pub(crate) configured_epochs: AtomicU32,
     pub(crate) connections_active: AtomicU32,
     pub(crate) connections_connecting: AtomicU32,
+    /// Callers the epoch actors keep waiting for a connection.
+    pub(crate) connections_waiting: AtomicU32,
     pub(crate) connections_retired: AtomicU32,
     pub(crate) pending_requests: AtomicU32,
     pub(crate) running_requests: AtomicU32,
@@ -153,6 +155,7 @@ impl Ledger {
                 idle: self.idle.used(),
                 connecting: read(&g.connections_connecting),
                 retired: read(&g.connections_retired),
+                waiting: read(&g.connections_waiting),
             },
             pending_requests: read(&g.pending_requests),
             running_requests: read(&g.running_requests),

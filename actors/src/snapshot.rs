@@ -32,6 +32,11 @@ pub struct ConnectionCounts {
     pub connecting: u32,
     /// Owned by a retired epoch, waiting to be destroyed.
     pub retired: u32,
+    /// Callers waiting for a connection of a client (behind its dial, or
+    /// while it is at `connections_per_client`); they hold no connection.
+    /// Counts a caller that left until the epoch actor next looks at the
+    /// client's queue.
+    pub waiting: u32,
 }
 
 /// Aggregate ownership counts of one registry.
@@ -90,6 +95,7 @@ impl Snapshot {
             idle,
             connecting,
             retired,
+            waiting,
         } = connections;
         [
             configured_epochs,
@@ -99,6 +105,7 @@ impl Snapshot {
             idle,
             connecting,
             retired,
+            waiting,
             pending_requests,
             running_requests,
             workers,

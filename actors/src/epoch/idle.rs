@@ -65,11 +65,12 @@ impl fmt::Debug for IdleStash {
 }
 
 impl IdleStash {
-    /// The empty stash of client `client`.
-    pub(crate) fn new(client: usize) -> Self {
+    /// The empty stash of client `client`, its waiters counted in
+    /// `ledger`'s gauge when given.
+    pub(crate) fn new(client: usize, ledger: Option<Arc<crate::ledger::Ledger>>) -> Self {
         Self {
             entries: Mutex::new(VecDeque::new()),
-            notice: Arc::new(WaitNotice::new(client)),
+            notice: Arc::new(WaitNotice::new(client, ledger)),
         }
     }
 

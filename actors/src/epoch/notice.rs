@@ -22,9 +22,10 @@
 //!   change after the re-arm sends the next one.
 //! - With nobody waiting, a notify is one fence and one load.
 
-use std::sync::PoisonError;
+use std::sync::{Arc, PoisonError};
 
 use crate::epoch::actor::Msg as EpochMsg;
+use crate::ledger::Ledger;
 use crate::mailbox::ReleaseSlot;
 use crate::sync::{fence, AtomicUsize, Mutex, Ordering::SeqCst};
 
@@ -46,23 +47,45 @@ pub(crate) struct WaitNotice<S = ReleaseSlot<EpochMsg>> {
     client: usize,
     waiting: AtomicUsize,
     slot: Mutex<Option<S>>,
+    /// The node's ledger, whose `connections_waiting` gauge follows the
+    /// count (none in the models).
+    ledger: Option<Arc<Ledger>>,
 }
 
 impl<S: WakeSlot> WaitNotice<S> {
-    /// The notice of client `client`, unarmed and with nobody waiting.
-    pub(crate) fn new(client: usize) -> Self {
+    /// The notice of client `client`, unarmed and with nobody waiting,
+    /// counting its waiters in `ledger`'s gauge when given.
+    pub(crate) fn new(client: usize, ledger: Option<Arc<Ledger>>) -> Self {
         Self {
             client,
             waiting: AtomicUsize::new(0),
             slot: Mutex::new(None),
+            ledger,
         }
     }
 
     /// Records how many callers the epoch actor keeps waiting on this
     /// client, before the actor's last look at the stash and the budget.
     pub(crate) fn set_waiting(&self, waiting: usize) {
-        self.waiting.store(waiting, SeqCst);
+        let before = self.waiting.swap(waiting, SeqCst);
         fence(SeqCst);
+        if let Some(ledger) = &self.ledger {
+            // Only the epoch actor sets the count, so the gauge moves by
+            // exactly what this client's count moved.
+            let gauge = &ledger.gauges.connections_waiting;
+            let (up, down) = (
+                waiting.saturating_sub(before),
+                before.saturating_sub(waiting),
+            );
+            gauge.fetch_add(
+                u32::try_from(up).unwrap_or(u32::MAX),
+                crate::sync::Ordering::AcqRel,
+            );
+            gauge.fetch_sub(
+                u32::try_from(down).unwrap_or(u32::MAX),
+                crate::sync::Ordering::AcqRel,
+            );
+        }
     }
 
     /// True when callers wait on this client.

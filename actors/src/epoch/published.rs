@@ -136,7 +136,7 @@ impl PublishedEpoch {
                 connections: Budget::new("connections_per_client", connections_per_client),
                 tenants: ShareTable::new("connections_per_tenant", connections_share),
                 adapter: AdapterState::default(),
-                idle: IdleStash::new(index),
+                idle: IdleStash::new(index, Some(Arc::clone(&ledger))),
             })
             .collect();
         Arc::new(Self {

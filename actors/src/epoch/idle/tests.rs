@@ -32,7 +32,7 @@ impl Budgets {
             charges: ConnCharges::new(
                 self.node.try_reserve(1).expect("node"),
                 self.client.try_reserve(1).expect("client"),
-                Arc::new(WaitNotice::new(0)),
+                Arc::new(WaitNotice::new(0, None)),
             ),
             idle: Some(self.idle.try_reserve(1).expect("idle")),
             type_id: TypeId::of::<T>(),
@@ -53,7 +53,7 @@ fn value<T: Any + Copy>(entry: &IdleConn) -> T {
 #[tokio::test(start_paused = true)]
 async fn take_returns_the_most_recent_of_its_type_and_keeps_the_others_in_order() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     stash.restore(b.entry(1u32));
     stash.restore(b.entry(2u32));
     stash.restore(b.entry("other"));
@@ -75,7 +75,7 @@ async fn take_returns_the_most_recent_of_its_type_and_keeps_the_others_in_order(
 #[tokio::test(start_paused = true)]
 async fn an_expired_entry_is_destroyed_at_checkout_never_returned() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     stash.restore(b.entry(1u32));
     tokio::time::advance(AGE).await;
     stash.restore(b.entry(2u32));
@@ -89,7 +89,7 @@ async fn an_expired_entry_is_destroyed_at_checkout_never_returned() {
 #[tokio::test(start_paused = true)]
 async fn reclaim_destroys_expired_entries_oldest_first_within_its_bound() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     for i in 0..5u32 {
         stash.restore(b.entry(i));
     }
@@ -107,7 +107,7 @@ async fn reclaim_destroys_expired_entries_oldest_first_within_its_bound() {
 #[test]
 fn clear_destroys_everything_and_releases_every_charge() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     stash.restore(b.entry(1u32));
     stash.restore(b.entry(2u64));
     stash.clear();
@@ -126,7 +126,7 @@ impl Drop for Bomb {
 #[tokio::test(start_paused = true)]
 async fn a_panicking_destructor_unwinds_from_clear_after_every_entry_is_released() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     stash.restore(b.entry(Bomb));
     stash.restore(b.entry(1u32));
     stash.restore(b.entry(2u32));
@@ -143,7 +143,7 @@ async fn a_panicking_destructor_unwinds_from_clear_after_every_entry_is_released
 #[tokio::test(start_paused = true)]
 async fn a_stash_dropped_with_a_panicking_entry_contains_it_and_releases_all() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     stash.restore(b.entry(Bomb));
     stash.restore(b.entry(2u32));
 
@@ -156,7 +156,7 @@ async fn a_stash_dropped_with_a_panicking_entry_contains_it_and_releases_all() {
 #[tokio::test(start_paused = true)]
 async fn clear_contained_survives_a_panicking_destructor_and_releases_all() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     stash.restore(b.entry(Bomb));
     stash.restore(b.entry(3u32));
 
@@ -169,7 +169,7 @@ async fn clear_contained_survives_a_panicking_destructor_and_releases_all() {
 #[tokio::test(start_paused = true)]
 async fn a_checkout_never_returns_a_connection_whose_close_was_reported_however_many_are_parked() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     stash.restore(b.entry(0u32));
     for n in 1..=10u32 {
         let (watch, notifier) = crate::connection::close_watch();
@@ -193,7 +193,7 @@ async fn a_checkout_never_returns_a_connection_whose_close_was_reported_however_
 #[tokio::test(start_paused = true)]
 async fn evicting_closed_entries_keeps_the_open_ones_in_order() {
     let b = Budgets::new();
-    let stash = IdleStash::new(0);
+    let stash = IdleStash::new(0, None);
     let mut notifiers = Vec::new();
     for n in 1..=4u32 {
         let (watch, notifier) = crate::connection::close_watch();

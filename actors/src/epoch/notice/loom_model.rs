@@ -55,7 +55,7 @@ fn a_release_racing_the_actors_last_look_is_seen_by_one_of_them() {
             let budget = Budget::new("connections_per_client", 1);
             let held = budget.try_reserve(1).expect("room");
             let wakes = Arc::new(AtomicUsize::new(0));
-            let notice = Arc::new(WaitNotice::new(0));
+            let notice = Arc::new(WaitNotice::new(0, None));
             notice.arm(Some(Counting(Arc::clone(&wakes))));
             let releaser = {
                 let notice = Arc::clone(&notice);
@@ -92,7 +92,7 @@ fn two_releases_racing_the_actor_each_reach_a_waiter_through_one_slot_at_a_time(
                 budget.try_reserve(1).expect("room"),
             ];
             let wakes = Arc::new(AtomicUsize::new(0));
-            let notice = Arc::new(WaitNotice::new(0));
+            let notice = Arc::new(WaitNotice::new(0, None));
             notice.arm(Some(Counting(Arc::clone(&wakes))));
             let releasers: Vec<_> = held
                 .into_iter()
@@ -138,7 +138,7 @@ fn idle_entry(node: &Arc<Budget>, client: &Arc<Budget>) -> IdleConn {
         charges: ConnCharges::new(
             node.try_reserve(1).expect("node"),
             client.try_reserve(1).expect("client"),
-            Arc::new(WaitNotice::new(0)),
+            Arc::new(WaitNotice::new(0, None)),
         ),
         idle: None,
         type_id: TypeId::of::<u32>(),
@@ -155,10 +155,10 @@ fn a_park_racing_the_actors_last_look_reaches_the_waiter() {
         || {
             let node = Budget::new("connections", 1);
             let client = Budget::new("connections_per_client", 1);
-            let stash = Arc::new(IdleStash::new(0));
+            let stash = Arc::new(IdleStash::new(0, None));
             let entry = idle_entry(&node, &client);
             let wakes = Arc::new(AtomicUsize::new(0));
-            let notice = Arc::new(WaitNotice::new(0));
+            let notice = Arc::new(WaitNotice::new(0, None));
             notice.arm(Some(Counting(Arc::clone(&wakes))));
             let parker = {
                 let (stash, notice) = (Arc::clone(&stash), Arc::clone(&notice));
