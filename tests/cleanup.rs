@@ -309,3 +309,61 @@ async fn shutdown_destroys_a_kept_failure_whose_destructor_panics() {
     let report = pools.shutdown(support::deadline()).await;
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// `cleanup_jobs` above `provider_workers`: every one of the cleanup slots
+/// runs at once, and only the next close is refused — the cleanup owner is
+/// sized by its own limit, not by the workers'.
+#[tokio::test]
+async fn cleanups_run_up_to_cleanup_jobs_when_it_differs_from_provider_workers() {
+    const JOBS: u32 = 4;
+    let limits = Limits {
+        provider_workers: 2,
+        cleanup_jobs: JOBS,
+        ..Limits::DEFAULT
+    };
+    let pools = start(limits).await;
+    let receipt = pools
+        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
+        .await
+        .expect("install");
+    let mut releases = Vec::new();
+    let mut tickets = Vec::new();
+    for n in 0..=JOBS {
+        let (release, waits) = oneshot::channel();
+        releases.push(release);
+        let dialer = StubbornDialer(std::sync::Arc::new(std::sync::Mutex::new(Some(waits))));
+        // One tenant per connection: each within its own share.
+        let request = running(&pools, &receipt, &format!("t{n}"), u64::from(n)).await;
+        let conn = bounded("a dial", pools.reserve_connection(&request, &dialer))
+            .await
+            .expect("dialed");
+        drop(request);
+        match pools.close_connection(conn) {
+            Ok(ticket) => tickets.push(ticket),
+            Err(refused) => {
+                assert_eq!(
+                    n, JOBS,
+                    "refused before cleanup_jobs was full: {}",
+                    refused.error
+                );
+                assert_eq!(refused.error.code(), "capacity", "{}", refused.error);
+            }
+        }
+    }
+    assert_eq!(
+        tickets.len() as u32,
+        JOBS,
+        "the close past cleanup_jobs is refused"
+    );
+    eventually("every cleanup slot runs at once", || {
+        pools.snapshot().cleanup_jobs == JOBS
+    })
+    .await;
+    for release in releases {
+        let _ = release.send(());
+    }
+    for ticket in tickets {
+        assert!(bounded("a cleanup", ticket.outcome()).await.is_ok());
+    }
+    eventually("every slot returned", || pools.snapshot().cleanup_jobs == 0).await;
+}
