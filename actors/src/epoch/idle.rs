@@ -236,13 +236,35 @@ pub(crate) fn evict_closed(epoch: &PublishedEpoch, client: usize) {
 ///
 /// An entry that already holds its idle charge (one a departed waiter was
 /// handed) keeps it.
-pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, mut entry: IdleConn) {
-    let Some(stash) = epoch.idle(client).filter(|_| !epoch.is_retired()) else {
+pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, entry: IdleConn) {
+    let Some(stash) = epoch.idle(client) else {
         return; // dropping `entry` destroys, then releases
     };
+    let watch = entry.watch.clone();
+    let retired = || epoch.is_retired();
+    park_into(stash, &retired, &epoch.ledger().idle, entry, || {
+        if let Some(watch) = &watch {
+            watch.set_home(epoch, client);
+        }
+    });
+}
+
+/// [`park`] on the parts it touches: `stash`, the epoch's retired flag
+/// (`retired`), the node's `idle` budget; `homed` runs just before the
+/// push (it points the entry's closure notice at the stash).
+fn park_into(
+    stash: &IdleStash,
+    retired: &dyn Fn() -> bool,
+    idle: &Arc<crate::budget::Budget>,
+    mut entry: IdleConn,
+    homed: impl FnOnce(),
+) {
+    if retired() {
+        return; // dropping `entry` destroys, then releases
+    }
     if entry.idle.is_none() {
-        match epoch.ledger().idle.try_reserve(1) {
-            Ok(idle) => entry.idle = Some(idle),
+        match idle.try_reserve(1) {
+            Ok(charge) => entry.idle = Some(charge),
             Err(full) => {
                 tracing::debug!(%full, "idle pool full; connection destroyed");
                 return;
@@ -250,15 +272,13 @@ pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, mut entry: IdleCo
         }
     }
     let watch = entry.watch.clone();
-    if let Some(watch) = &watch {
-        watch.set_home(epoch, client);
-    }
+    homed();
     stash.put(entry);
     if watch.as_ref().is_some_and(CloseWatch::is_closed) {
         // The notice fired around the push and may have missed the entry.
         stash.evict_closed();
     }
-    if epoch.is_retired() {
+    if retired() {
         // Raced a retirement that may have emptied the stash before the
         // push: empty it again.
         stash.clear();
@@ -269,3 +289,6 @@ pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, mut entry: IdleCo
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, loom))]
+mod loom_model;
