@@ -82,6 +82,30 @@ pub(crate) struct IdleConn {
 }
 
 impl IdleConn {
+    /// A connection `conn` charged to `node` and `client` (and to `idle`
+    /// when given), parked now, with no closure notice: for the stash's
+    /// tests and models.
+    #[cfg(test)]
+    pub(crate) fn charged<T: Any + Send>(
+        conn: T,
+        node: &Arc<crate::budget::Budget>,
+        client: &Arc<crate::budget::Budget>,
+        idle: Option<&Arc<crate::budget::Budget>>,
+    ) -> Self {
+        Self {
+            conn: Box::new(conn),
+            charges: ConnCharges::new(
+                node.try_reserve(1).expect("room for the node's charge"),
+                client.try_reserve(1).expect("room for the client's charge"),
+                Arc::new(WaitNotice::new(0, None)),
+            ),
+            idle: idle.map(|idle| idle.try_reserve(1).expect("room for the idle charge")),
+            type_id: TypeId::of::<T>(),
+            since: Instant::now(),
+            watch: None,
+        }
+    }
+
     /// True when its closure notice has fired.
     pub(crate) fn is_closed(&self) -> bool {
         self.watch.as_ref().is_some_and(CloseWatch::is_closed)

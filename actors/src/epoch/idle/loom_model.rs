@@ -9,9 +9,8 @@ use loom::thread;
 
 use super::{park_into, IdleStash};
 use crate::budget::Budget;
-use crate::connection::{ConnCharges, IdleConn};
+use crate::connection::IdleConn;
 use crate::epoch::lease::LeaseWord;
-use crate::epoch::notice::WaitNotice;
 
 #[test]
 fn a_park_racing_retirement_never_leaves_a_retired_epoch_an_idle_connection() {
@@ -24,18 +23,7 @@ fn a_park_racing_retirement_never_leaves_a_retired_epoch_an_idle_connection() {
             let idle = Budget::new("idle_connections", 1);
             let stash = Arc::new(IdleStash::new(0, None));
             let word = Arc::new(LeaseWord::default());
-            let entry = IdleConn {
-                conn: Box::new(7u32),
-                charges: ConnCharges::new(
-                    node.try_reserve(1).expect("node"),
-                    client.try_reserve(1).expect("client"),
-                    Arc::new(WaitNotice::new(0, None)),
-                ),
-                idle: None,
-                type_id: TypeId::of::<u32>(),
-                since: tokio::time::Instant::now(),
-                watch: None,
-            };
+            let entry = IdleConn::charged(7u32, &node, &client, None);
             let parker = {
                 let (stash, word, idle) =
                     (Arc::clone(&stash), Arc::clone(&word), Arc::clone(&idle));

@@ -2,12 +2,9 @@ use std::any::{Any, TypeId};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use super::IdleStash;
 use crate::budget::Budget;
-use crate::connection::{ConnCharges, IdleConn};
-use crate::epoch::notice::WaitNotice;
+use crate::connection::IdleConn;
 
 const AGE: Duration = Duration::from_secs(30);
 
@@ -27,18 +24,7 @@ impl Budgets {
     }
 
     fn entry<T: Any + Send>(&self, conn: T) -> IdleConn {
-        IdleConn {
-            conn: Box::new(conn),
-            charges: ConnCharges::new(
-                self.node.try_reserve(1).expect("node"),
-                self.client.try_reserve(1).expect("client"),
-                Arc::new(WaitNotice::new(0, None)),
-            ),
-            idle: Some(self.idle.try_reserve(1).expect("idle")),
-            type_id: TypeId::of::<T>(),
-            since: Instant::now(),
-            watch: None,
-        }
+        IdleConn::charged(conn, &self.node, &self.client, Some(&self.idle))
     }
 
     fn used(&self) -> (u32, u32, u32) {

@@ -24,7 +24,7 @@ use loom::thread;
 
 use super::{WaitNotice, WakeSlot};
 use crate::budget::{Budget, Charge};
-use crate::connection::{ConnCharges, IdleConn};
+use crate::connection::IdleConn;
 use crate::epoch::idle::IdleStash;
 
 /// A wake-up slot that counts what it sends.
@@ -133,18 +133,7 @@ fn two_releases_racing_the_actor_each_reach_a_waiter_through_one_slot_at_a_time(
 }
 
 fn idle_entry(node: &Arc<Budget>, client: &Arc<Budget>) -> IdleConn {
-    IdleConn {
-        conn: Box::new(7u32),
-        charges: ConnCharges::new(
-            node.try_reserve(1).expect("node"),
-            client.try_reserve(1).expect("client"),
-            Arc::new(WaitNotice::new(0, None)),
-        ),
-        idle: None,
-        type_id: TypeId::of::<u32>(),
-        since: tokio::time::Instant::now(),
-        watch: None,
-    }
+    IdleConn::charged(7u32, node, client, None)
 }
 
 #[test]
