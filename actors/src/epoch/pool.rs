@@ -220,9 +220,16 @@ impl Pools {
             };
             let mut reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
             if matches!(reserved, Err(NoDial::ClientFull)) {
-                // What is still parked fits no waiter (they were served
-                // above): the oldest makes room, or a caller of another
-                // connection type would wait behind it until it expired.
+                // A connection of its type parked since the look above
+                // serves it; what is still parked then fits no waiter: the
+                // oldest makes room, or a caller of another connection type
+                // would wait behind it until it expired.
+                if let Some(entry) = stash.take(waiter.type_id, idle_age) {
+                    if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
+                        idle::park(&self.epoch, client, back);
+                    }
+                    continue;
+                }
                 if let Some(unwanted) = stash.take_oldest() {
                     drop(unwanted);
                     reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
