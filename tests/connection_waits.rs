@@ -3,7 +3,7 @@
 //! dial once one is destroyed — served by tenant rotation, holding no
 //! connection charge while it waits.
 //!
-//! Paused clock, in-memory connections: [`quiesce`] returns only once every
+//! Paused clock, in-memory connections: [`support::quiesce`] returns only once every
 //! task and actor has run out of work, so each step below is deterministic.
 
 mod support;
@@ -31,12 +31,6 @@ impl Dialer for Mem {
     async fn dial(&self, _: DialTarget<'_>) -> Result<usize, DialError> {
         Ok(self.dials.fetch_add(1, Ordering::SeqCst) + 1)
     }
-}
-
-/// Returns once every task and actor is idle: a paused clock advances only
-/// when nothing else can run.
-async fn quiesce() {
-    tokio::time::sleep(Duration::from_millis(1)).await;
 }
 
 /// A client of `per_client` connections, which one tenant may fill alone.
@@ -73,7 +67,7 @@ async fn ask(pools: &ProviderPools, dialer: &Mem, request: RunningRequest) -> Wa
         let conn = pools.reserve_connection(&request, &dialer).await;
         (request, conn)
     });
-    quiesce().await;
+    support::quiesce().await;
     task
 }
 
@@ -156,7 +150,7 @@ async fn a_request_at_a_full_client_times_out_at_its_deadline_holding_nothing() 
 
     // What frees after it left is still there for the next caller.
     held.park();
-    quiesce().await;
+    support::quiesce().await;
     let counts = pools.snapshot().connections;
     assert_eq!(
         (
@@ -210,7 +204,7 @@ async fn waiters_of_a_full_client_are_served_by_tenant_rotation() {
     let mut kept = Vec::new();
     while let Some((_, conn)) = held.pop() {
         conn.park();
-        quiesce().await;
+        support::quiesce().await;
         let done: Vec<usize> = (0..waiting.len())
             .filter(|&i| waiting[i].1.is_finished())
             .collect();
@@ -248,7 +242,7 @@ async fn a_waiter_of_another_connection_type_is_not_stuck_behind_idle_ones() {
     let (pools, receipt, _) = setup(1).await;
     let (_first, held) = hold(&pools, &receipt, "a", 1).await;
     held.park();
-    quiesce().await;
+    support::quiesce().await;
     assert_eq!(pools.snapshot().connections.idle, 1);
     // The client's only connection is parked, and of a type `b` cannot use:
     // it is destroyed to make room for `b`'s dial.

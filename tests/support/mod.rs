@@ -72,6 +72,12 @@ pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) 
     }
 }
 
+/// Returns once every task and actor is idle, on a paused clock: the clock
+/// advances only when nothing else can run.
+pub(crate) async fn quiesce() {
+    tokio::time::sleep(Duration::from_millis(1)).await;
+}
+
 /// Runs `future` with a bound, failing with `what` if it does not finish.
 pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(WAIT, future)
