@@ -43,21 +43,20 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
-use std::time::Duration;
 
 use provider_pools_adapters::http::ApprovedOrigin;
+mod start;
+
+pub use start::{Node, NodeError, ROLLBACK_DEADLINE};
+
 use provider_pools_redact::{redact_setting, redact_urls_in, redact_userinfo};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    Authority, Credential, Epoch, InstallReceipt, Installation, Limits, OriginKind, OriginSlot,
-    PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName, Snapshot,
+    Authority, Credential, Epoch, Installation, Limits, OriginKind, OriginSlot, ProviderConfig,
+    ProviderId, ServiceName,
 };
-
-/// How long [`NodeConfig::start`] waits for the registry it started to shut
-/// down after an install failed: 5 s.
-pub const ROLLBACK_DEADLINE: Duration = Duration::from_secs(5);
 
 /// A parsed node file.
 #[derive(Deserialize)]
@@ -177,30 +176,6 @@ pub const RESERVED_AUTH_HEADERS: &[&str] = &[
 pub fn is_reserved_header(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     RESERVED_AUTH_HEADERS.contains(&lower.as_str()) || lower.starts_with("proxy-")
-}
-
-/// Starting a node failed.
-#[derive(Debug, thiserror::Error)]
-pub enum NodeError {
-    /// The configuration is unusable.
-    #[error(transparent)]
-    Config(#[from] NodeConfigError),
-    /// The pools did not start.
-    #[error(transparent)]
-    Start(#[from] crate::StartError),
-    /// A provider was refused; the registry started for the node was then
-    /// shut down, so no provider stays installed.
-    #[error("installing provider {provider}: {source}")]
-    Install {
-        /// The provider.
-        provider: String,
-        /// Why.
-        source: crate::InstallError,
-        /// The report of the rollback's shutdown, taken after it: clean
-        /// when every provider installed before the failure is gone and
-        /// the registry stopped within [`ROLLBACK_DEADLINE`].
-        rollback: Box<Snapshot>,
-    },
 }
 
 impl fmt::Debug for NodeConfig {
@@ -388,58 +363,6 @@ impl NodeConfig {
             config,
         })
     }
-
-    /// Starts the pools with this file's limits (the rest of `base` as
-    /// given) and installs every provider section, all or nothing.
-    /// Capabilities construct nothing.
-    ///
-    /// The steps: validate every section ([`NodeConfig::installations`],
-    /// nothing started yet), start the pools, install each provider in
-    /// file order. When an install fails, the registry is shut down
-    /// (waiting at most [`ROLLBACK_DEADLINE`]) before the error is
-    /// returned, so no provider stays installed on a registry no handle
-    /// reaches.
-    ///
-    /// # Cancel safety
-    ///
-    /// Not cancel safe: call it to completion. Dropping the future while
-    /// the pools start behaves as a dropped [`ProviderPools::start`] (the
-    /// generation may stay claimed); dropping it during the installs or the
-    /// rollback leaves the started registry running (or draining), with
-    /// the providers installed so far, and no handle to shut it down.
-    ///
-    /// # Errors
-    ///
-    /// [`NodeError::Config`] before anything starts; [`NodeError::Start`]
-    /// when the pools do not start; [`NodeError::Install`] naming the
-    /// provider refused, after the rollback, with the rollback's report.
-    pub async fn start(&self, base: PoolsConfig) -> Result<Node, NodeError> {
-        let installations = self.installations()?;
-        let pools = ProviderPools::start(PoolsConfig {
-            limits: self.limits,
-            ..base
-        })
-        .await?;
-        let mut receipts = BTreeMap::new();
-        for installation in installations {
-            let provider = installation.provider.clone();
-            match pools.install(installation).await {
-                Ok(receipt) => {
-                    receipts.insert(provider, receipt);
-                }
-                Err(source) => {
-                    let deadline = tokio::time::Instant::now() + ROLLBACK_DEADLINE;
-                    let rollback = Box::new(pools.shutdown(deadline).await);
-                    return Err(NodeError::Install {
-                        provider: provider.to_string(),
-                        source,
-                        rollback,
-                    });
-                }
-            }
-        }
-        Ok(Node { pools, receipts })
-    }
 }
 
 /// Checks one origin of a `kind` section: HTTP origins by
@@ -458,16 +381,6 @@ fn check_origin(kind: ProviderKind, target: &str) -> Result<(), String> {
         }
         ProviderKind::Blob => Ok(()),
     }
-}
-
-/// A started node: its pools and the receipts of the providers it
-/// installed, whose typed slots its adapters use.
-#[derive(Debug)]
-pub struct Node {
-    /// The registry.
-    pub pools: ProviderPools,
-    /// One receipt per installed provider.
-    pub receipts: BTreeMap<ProviderId, InstallReceipt>,
 }
 
 /// The 1-based line of `span`'s start in `text`.
