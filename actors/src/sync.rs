@@ -8,14 +8,24 @@
 //! uses `std` directly.
 
 #[cfg(not(all(test, loom)))]
-pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
+#[cfg(not(all(test, loom)))]
+pub(crate) use tokio::sync::Notify;
 
 #[cfg(all(test, loom))]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
+#[cfg(all(test, loom))]
+mod loom_notify;
+#[cfg(all(test, loom))]
+pub(crate) use loom_notify::Notify;
 
 /// Runs `body` under loom for every interleaving (within `preemptions`
 /// preemptions when given), and prints how many it explored
