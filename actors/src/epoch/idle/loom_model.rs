@@ -1,6 +1,7 @@
 //! Model checks (loom) of the idle stash: a park racing its epoch's
-//! retirement, a park racing a reclaim scan and a checkout (expiry), and a
-//! checkout racing parks of the same client. The real [`IdleStash`],
+//! retirement, a park racing a reclaim scan and a checkout (expiry), a
+//! checkout racing parks of the same client, and a park racing its
+//! connection's closure notice (`connection/watch.rs`). The real [`IdleStash`],
 //! `park_into`, [`LeaseWord`](crate::epoch::lease::LeaseWord) and
 //! [`Budget`]s, every interleaving.
 
@@ -14,7 +15,8 @@ use tokio::time::Instant;
 
 use super::{park_into, IdleStash};
 use crate::budget::Budget;
-use crate::connection::IdleConn;
+use crate::connection::watch::Stashes;
+use crate::connection::{close_watch, IdleConn};
 use crate::epoch::lease::LeaseWord;
 
 #[test]
@@ -197,6 +199,50 @@ fn a_checkout_racing_parks_of_the_same_client_moves_each_connection_once_within_
             stash.clear();
             assert_eq!((node.used(), client.used(), idle.used()), (0, 0, 0));
             assert_eq!((first_gone.load(SeqCst), second_gone.load(SeqCst)), (1, 1));
+        },
+    );
+}
+
+/// An epoch as a closure notice reaches it: one client's stash.
+struct Home(IdleStash);
+
+impl Stashes for Home {
+    fn evict_closed(&self, _client: usize) {
+        self.0.evict_closed();
+    }
+}
+
+#[test]
+fn a_park_racing_its_connections_closure_notice_never_leaves_it_parked() {
+    crate::sync::model(
+        "a_park_racing_its_connections_closure_notice_never_leaves_it_parked",
+        None,
+        || {
+            let node = Budget::new("connections", 1);
+            let client = Budget::new("connections_per_client", 1);
+            let idle = Budget::new("idle_connections", 1);
+            let home = Arc::new(Home(IdleStash::new(0, None)));
+            let (watch, notifier) = close_watch();
+            let (mut entry, gone) = conn(1, &node, &client, None);
+            entry.watch = Some(watch.clone());
+            let parker = {
+                let (home, idle) = (Arc::clone(&home), Arc::clone(&idle));
+                thread::spawn(move || {
+                    park_into(&home.0, &|| false, &idle, entry, || {
+                        watch.set_home(&home, 0);
+                    });
+                })
+            };
+            // The socket's driver sees the peer close it.
+            notifier.closed();
+            parker.join().expect("parker");
+            assert_eq!(home.0.len(), 0, "a closed connection stayed parked");
+            assert_eq!(gone.load(SeqCst), 1, "destroyed once");
+            assert_eq!(
+                (node.used(), client.used(), idle.used()),
+                (0, 0, 0),
+                "every charge returned once"
+            );
         },
     );
 }
