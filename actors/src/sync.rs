@@ -8,24 +8,35 @@
 //! uses `std` directly.
 
 #[cfg(not(all(test, loom)))]
-pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
+#[cfg(not(all(test, loom)))]
+pub(crate) use tokio::sync::Notify;
 
 #[cfg(all(test, loom))]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
+#[cfg(all(test, loom))]
+mod loom_notify;
+#[cfg(all(test, loom))]
+pub(crate) use loom_notify::Notify;
 
 /// Runs `body` under loom for every interleaving (within `preemptions`
-/// preemptions when given), and prints how many it explored
-/// (RELIABILITY.md quotes these counts).
+/// preemptions when given, unless `LOOM_MODEL_UNBOUNDED` is set), and
+/// prints how many it explored (RELIABILITY.md quotes these counts).
 #[cfg(all(test, loom))]
 pub(crate) fn model(
     name: &str,
     preemptions: Option<usize>,
     body: impl Fn() + Sync + Send + 'static,
 ) {
+    let preemptions = preemptions.filter(|_| std::env::var_os("LOOM_MODEL_UNBOUNDED").is_none());
     let explored = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = std::sync::Arc::clone(&explored);
     let mut builder = loom::model::Builder::new();

@@ -35,7 +35,7 @@
 mod dial;
 mod permit;
 mod pooled;
-mod watch;
+pub(crate) mod watch;
 
 use std::future::Future;
 use std::time::Duration;

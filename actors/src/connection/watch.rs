@@ -22,13 +22,26 @@
 //! [`PooledConnection::park_watched`]: crate::PooledConnection::park_watched
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, PoisonError, Weak};
 
 use crate::epoch::published::PublishedEpoch;
+use crate::sync::{AtomicBool, Mutex, MutexGuard, Ordering};
+
+/// What keeps parked connections: an epoch, whose client's stash destroys
+/// its entries whose notice fired (a stand-in in the model checks).
+pub(crate) trait Stashes: Send + Sync {
+    /// Destroys client `client`'s parked entries whose notice fired.
+    fn evict_closed(&self, client: usize);
+}
+
+impl Stashes for PublishedEpoch {
+    fn evict_closed(&self, client: usize) {
+        crate::epoch::idle::evict_closed(self, client);
+    }
+}
 
 /// Where a parked connection sits: its epoch (weakly) and its client.
-type Home = Option<(Weak<PublishedEpoch>, usize)>;
+type Home = Option<(Weak<dyn Stashes>, usize)>;
 
 #[derive(Default)]
 struct Shared {
@@ -67,7 +80,7 @@ impl CloseWatch {
         self.shared.closed.load(Ordering::SeqCst)
     }
 
-    fn home(&self) -> std::sync::MutexGuard<'_, Home> {
+    fn home(&self) -> MutexGuard<'_, Home> {
         self.shared
             .home
             .lock()
@@ -75,8 +88,10 @@ impl CloseWatch {
     }
 
     /// Records where the connection is about to be parked.
-    pub(crate) fn set_home(&self, epoch: &Arc<PublishedEpoch>, client: usize) {
-        *self.home() = Some((Arc::downgrade(epoch), client));
+    pub(crate) fn set_home<S: Stashes + 'static>(&self, epoch: &Arc<S>, client: usize) {
+        let epoch: Weak<S> = Arc::downgrade(epoch);
+        let epoch: Weak<dyn Stashes> = epoch;
+        *self.home() = Some((epoch, client));
     }
 
     /// The connection left its stash (checked out or destroyed).
@@ -103,7 +118,7 @@ impl Drop for CloseNotifier {
             .take();
         if let Some((epoch, client)) = home {
             if let Some(epoch) = epoch.upgrade() {
-                crate::epoch::idle::evict_closed(&epoch, client);
+                epoch.evict_closed(client);
             }
         }
     }

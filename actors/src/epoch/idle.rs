@@ -141,6 +141,12 @@ impl IdleStash {
         self.lock().push_back(entry);
     }
 
+    /// Entries parked now (for the model checks).
+    #[cfg(all(test, loom))]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
     /// Pushes an entry as it is, without the checks of [`park`].
     #[cfg(test)]
     pub(crate) fn restore(&self, entry: IdleConn) {

@@ -24,7 +24,6 @@
 
 use std::fmt;
 use std::future::poll_fn;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -33,9 +32,15 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{Envelope, MailboxBound, MailboxError, MailboxSlots, ReleaseSlot, Target};
+use crate::sync::{AtomicBool, Ordering};
 
 /// Most envelopes one drain takes before handing the worker back.
+#[cfg(not(all(test, loom)))]
 pub(crate) const DRAIN_LIMIT: usize = 256;
+/// Two under the model checks, so that their three envelopes can cut a
+/// drain short (and two need not).
+#[cfg(all(test, loom))]
+pub(crate) const DRAIN_LIMIT: usize = 2;
 
 /// The one ractor message of a batched actor: "your FIFO has envelopes".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,25 +48,44 @@ pub(crate) struct Wake;
 
 /// The actor stopped; its FIFO is gone or will be dropped unread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Stopped;
+pub(crate) struct Stopped;
 
-/// The sending half the mailbox and every release slot share.
-pub(super) struct Shared<M> {
-    queue: mpsc::UnboundedSender<Envelope<M>>,
-    scheduled: Arc<AtomicBool>,
-    actor: ActorRef<Wake>,
+/// Where a batched actor's [`Wake`] goes: the actor itself (a stand-in in
+/// the model checks).
+pub(crate) trait WakeTarget {
+    /// True once the actor takes no more messages.
+    fn stopping(&self) -> bool;
+    /// Sends one [`Wake`]; fails once the actor is gone.
+    fn wake(&self) -> Result<(), Stopped>;
 }
 
-impl<M: Message> Shared<M> {
+impl WakeTarget for ActorRef<Wake> {
+    fn stopping(&self) -> bool {
+        self.get_status() >= ActorStatus::Draining
+    }
+
+    fn wake(&self) -> Result<(), Stopped> {
+        self.send_message(Wake).map_err(|_| Stopped)
+    }
+}
+
+/// The sending half the mailbox and every release slot share.
+pub(super) struct Shared<M, A = ActorRef<Wake>> {
+    queue: mpsc::UnboundedSender<Envelope<M>>,
+    scheduled: Arc<AtomicBool>,
+    actor: A,
+}
+
+impl<M, A: WakeTarget> Shared<M, A> {
     /// Queues `envelope` and wakes the actor if no wake-up is pending.
     pub(super) fn push(&self, envelope: Envelope<M>) -> Result<(), Stopped> {
-        if self.actor.get_status() >= ActorStatus::Draining {
+        if self.actor.stopping() {
             return Err(Stopped);
         }
         self.queue.send(envelope).map_err(|_| Stopped)?;
         if !self.scheduled.swap(true, Ordering::AcqRel) {
             // A stopped actor drops its FIFO, and the envelope with it.
-            self.actor.send_message(Wake).map_err(|_| Stopped)?;
+            self.actor.wake()?;
         }
         Ok(())
     }
@@ -215,11 +239,11 @@ impl<M> fmt::Debug for BatchInbox<M> {
     }
 }
 
-impl<M: Message> BatchInbox<M> {
+impl<M> BatchInbox<M> {
     /// Opens every envelope queued now (at most [`DRAIN_LIMIT`]), oldest
     /// first, and hands each message to `apply`. Call it on every [`Wake`];
     /// `myself` is woken again when the limit cut the drain short.
-    pub(crate) async fn drain(&mut self, myself: &ActorRef<Wake>, mut apply: impl FnMut(M)) {
+    pub(crate) async fn drain(&mut self, myself: &impl WakeTarget, mut apply: impl FnMut(M)) {
         // Lowered before reading: a later push raises it and wakes us again.
         self.scheduled.swap(false, Ordering::AcqRel);
         let (rx, buffer) = (&mut self.rx, &mut self.buffer);
@@ -240,10 +264,13 @@ impl<M: Message> BatchInbox<M> {
         }
         if cut_short && !self.scheduled.swap(true, Ordering::AcqRel) {
             // Stopping: the rest is dropped with the inbox.
-            let _ = myself.send_message(Wake);
+            let _ = myself.wake();
         }
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(all(test, loom))]
+mod loom_model;

@@ -9,18 +9,21 @@
 //! - Slots taken ≤ capacity; a [`Slot`] returns its room exactly once, when
 //!   dropped.
 //! - No lost wake-up: a waiter registers and announces itself before its
-//!   last look at the counter, and a return looks for waiters after adding
-//!   (both sequentially consistent), so one of the two sees the other.
+//!   last look at the counter, and a return looks for waiters after adding,
+//!   with a `SeqCst` fence between the write and the look on each side, so
+//!   one of the two sees the other. (The fences, rather than `SeqCst`
+//!   accesses alone, are what loom models exactly: its model check,
+//!   `pool/loom_model.rs`, proves this.)
 //! - Waiters are woken in the order they registered, but a sender that
 //!   does not wait may take a returned slot first: no FIFO promise between
 //!   waiting senders and new ones.
 
 use std::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::sync::{fence, AtomicUsize, Notify, Ordering::SeqCst};
 
 pub(super) struct SlotPool {
     free: AtomicUsize,
@@ -59,25 +62,37 @@ impl SlotPool {
     /// Cancel safe: a dropped future holds no slot, and a room notice it had
     /// received passes to the next waiter.
     pub(super) async fn take_within(self: &Arc<Self>, deadline: Instant) -> Option<Slot> {
+        tokio::time::timeout_at(deadline, self.take()).await.ok()
+    }
+
+    /// A slot, waiting as long as it takes.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`SlotPool::take_within`].
+    async fn take(self: &Arc<Self>) -> Slot {
         loop {
             if let Some(slot) = self.try_take() {
-                return Some(slot);
+                return slot;
             }
             let notified = self.room.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let _waiting = Waiting::announce(&self.waiting);
+            // The last look, after announcing: a return that missed the
+            // announcement added its slot before this look (the fences
+            // here and in `put` order the two sides).
+            fence(SeqCst);
             if let Some(slot) = self.try_take() {
-                return Some(slot);
+                return slot;
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return None;
-            }
+            notified.await;
         }
     }
 
     fn put(&self) {
         self.free.fetch_add(1, SeqCst);
+        fence(SeqCst);
         if self.waiting.load(SeqCst) > 0 {
             self.room.notify_one();
         }
@@ -180,3 +195,6 @@ mod tests {
         assert_eq!(pool.free(), 2);
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model;

@@ -43,3 +43,34 @@ fn a_lease_racing_retirement_and_the_last_release_never_outlives_the_drain_notic
         },
     );
 }
+
+#[test]
+fn a_lease_taken_racing_the_last_release_of_a_retired_epoch_is_refused() {
+    crate::sync::model(
+        "a_lease_taken_racing_the_last_release_of_a_retired_epoch_is_refused",
+        None,
+        || {
+            let word = Arc::new(LeaseWord::default());
+            assert!(word.acquire());
+            assert!(word.acquire());
+            assert_eq!(word.retire(), Drain::Pending, "two leases outstanding");
+            // The last two releases race a caller that still finds the
+            // epoch published and tries to lease it.
+            let releasers: Vec<_> = (0..2)
+                .map(|_| {
+                    let word = Arc::clone(&word);
+                    thread::spawn(move || word.release())
+                })
+                .collect();
+            let late = word.acquire();
+            let notices = releasers
+                .into_iter()
+                .map(|r| r.join().expect("releaser"))
+                .filter(|d| *d == Drain::Notify)
+                .count();
+            assert!(!late, "a retired epoch was leased");
+            assert_eq!(notices, 1, "the last release sends the drain notice once");
+            assert_eq!(word.leases(), 0);
+        },
+    );
+}
