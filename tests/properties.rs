@@ -109,6 +109,11 @@ impl provider_pools::Cleanup for MemConn {
     }
 }
 
+/// Small enough that the steps reach them. Two tenants together fill a
+/// client's two connections, so a client bound one too large shows. The
+/// tenant share (`connections_per_tenant`) equals the client bound here and
+/// after every lowering, so its own check is implied by the client's: with
+/// a smaller share, a client bound one too large was no longer reached.
 const LIMITS: Limits = Limits {
     retained_configurations: 4,
     configured_clients: 8,
