@@ -95,26 +95,35 @@ async fn block(pools: &ProviderPools, receipt: &InstallReceipt, count: usize) ->
     held
 }
 
-#[tokio::test]
-async fn a_tenant_gains_no_turns_by_using_many_providers() {
+/// Tenant "wide" queues one request on each of 50 providers, tenant
+/// "narrow" 25 on its single provider. The running total is
+/// `running_per_tenant`, all but one slot held throughout by a keeper
+/// tenant, so grants come one at a time and the order of the tenant
+/// rotation alone decides who is next. Returns the tenant of each of the
+/// first 50 grants.
+async fn grants_of_a_wide_and_a_narrow_tenant(running_per_tenant: u32) -> Vec<&'static str> {
     let limits = Limits {
         retained_configurations: 64,
         requests_per_tenant: 64,
-        running_requests: 1,
-        running_per_tenant: 1,
+        running_requests: running_per_tenant,
+        running_per_tenant,
         running_per_provider: 1,
         ..Limits::DEFAULT
     };
     let pools = start(limits).await;
+    let keepers = running_per_tenant as usize - 1;
     let names: Vec<String> = (0..50)
         .map(|i| format!("wide{i}"))
         .chain(["narrow".into()])
+        .chain((0..keepers).map(|i| format!("keep{i}")))
         .collect();
     let receipts = install_providers(&pools, &names).await;
+    let mut kept = Vec::new();
+    for receipt in &receipts[51..] {
+        kept.extend(block(&pools, receipt, 1).await);
+    }
     let mut held = block(&pools, &receipts[50], 1).await;
 
-    // Tenant "wide" queues one request on each of 50 providers, tenant
-    // "narrow" 25 requests on its single provider.
     let mut requests = Requests::new();
     for (i, receipt) in receipts[..50].iter().enumerate() {
         requests.queue(&pools, plan("wide", i as u64), receipt, i);
@@ -139,6 +148,29 @@ async fn a_tenant_gains_no_turns_by_using_many_providers() {
         tenants.push(if tag < 100 { "wide" } else { "narrow" });
         let _ = release.send(());
     }
+    drop(kept);
+    tenants
+}
+
+#[tokio::test]
+async fn a_tenant_gains_no_turns_by_using_many_providers() {
+    // With one running request per tenant, a tenant's grant alone makes it
+    // ineligible until its release.
+    let tenants = grants_of_a_wide_and_a_narrow_tenant(1).await;
+    let expected: Vec<&str> = ["wide", "narrow"].repeat(25);
+    assert_eq!(
+        tenants, expected,
+        "grants alternate between the two tenants"
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_still_eligible_after_its_turn_goes_to_the_back_of_the_rotation() {
+    // Two running requests per tenant: after its grant a tenant is still
+    // eligible, so only the move to the back of the rotation hands the next
+    // turn to the other tenant; "wide" would otherwise keep the front
+    // through its 50 providers.
+    let tenants = grants_of_a_wide_and_a_narrow_tenant(2).await;
     let expected: Vec<&str> = ["wide", "narrow"].repeat(25);
     assert_eq!(
         tenants, expected,

@@ -1,24 +1,28 @@
 //! A waiter that leaves as running capacity frees for it never leaks that
 //! capacity: it serves the next request at once — whether the waiter left
-//! with its grant unread in its channel, or its cancellation reached the
-//! scheduler in the same batch as the release that would have granted it.
+//! with its grant unread in its channel, its cancellation reached the
+//! scheduler in the same batch as the release that would have granted it,
+//! or it left while the scheduler was granting the batch, so that its grant
+//! went into a channel whose receiver was already gone (`scheduler/state.rs`,
+//! `grant_ready`'s `Err` branch).
 //!
-//! Paused clock, no I/O: the waiter's future is polled once by hand (so it
-//! is queued) and never again, so each race is forced, not hoped for.
-//!
-//! Not reachable here: the scheduler sending a grant into a channel whose
-//! receiver was dropped after the batch that held the release was drained
-//! (`scheduler/state.rs`, `grant_ready`'s `Err` branch). On one thread the
-//! drain and the send run without a yield between them, so that path needs
-//! real threads (issue 19's models and multi-threaded chaos).
+//! Paused clock, no I/O: each waiter's future is polled by hand, so each
+//! race is forced, not hoped for. The last race needs a waiter to leave
+//! between the scheduler's drain and its grants, which on one thread run
+//! without a yield: the waiter granted first is polled with a waker that,
+//! when the scheduler's grant wakes it (synchronously, inside the grant
+//! loop), drops the waiter queued behind it — as a hedged admission does
+//! when one of its two requests wins.
 
 mod support;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
-use provider_pools::Limits;
+use provider_pools::{AdmitError, Limits, PoolReady, ProviderPools};
 use support::{bounded, http_config, installation, plan, provider, request, running, start};
 
 /// A registry of one running request, `a`'s, and `b` queued behind it:
@@ -104,4 +108,124 @@ async fn a_waiter_cancelled_as_its_release_arrives_loses_no_running_capacity() {
     drop(first);
     drop(waiting);
     capacity_came_back(&pools, &receipt).await;
+}
+
+type Admitting = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;
+
+/// A waker that drops the admission it holds when it is first woken with
+/// one: the winner's waker, holding the loser.
+#[derive(Default)]
+struct DropOnWake {
+    loser: Mutex<Option<Admitting>>,
+    dropped: AtomicBool,
+}
+
+impl Wake for DropOnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let loser = self.loser.lock().expect("not poisoned").take();
+        if loser.is_some() {
+            drop(loser);
+            self.dropped.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// `request`'s admit future, boxed.
+fn admitting(pools: &ProviderPools, request: provider_pools::AdmitRequest) -> Admitting {
+    let pools = pools.clone();
+    Box::pin(async move { pools.admit(request).await })
+}
+
+/// Polls `future` once with `waker`: true while it is pending.
+fn pending_after_one_poll(future: &mut Admitting, waker: &Waker) -> bool {
+    future
+        .as_mut()
+        .poll(&mut Context::from_waker(waker))
+        .is_pending()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_that_leaves_while_the_scheduler_grants_its_batch_returns_its_running_capacity() {
+    let ceiling = 2;
+    let pools = start(Limits {
+        running_requests: ceiling,
+        running_per_provider: ceiling,
+        running_per_tenant: ceiling,
+        ..Limits::DEFAULT
+    })
+    .await;
+    let receipt = pools
+        .install(installation(
+            &provider("mem"),
+            0,
+            b"k",
+            http_config("mem", 1),
+        ))
+        .await
+        .expect("install");
+    let holders = [
+        running(&pools, &receipt, "a", 1).await,
+        running(&pools, &receipt, "a", 2).await,
+    ];
+    // Tenant b queues a winner, then a loser behind it in the same group;
+    // the winner's waker holds the loser.
+    let hedge = Arc::new(DropOnWake::default());
+    let hedge_waker = Waker::from(Arc::clone(&hedge));
+    let mut winner = admitting(&pools, request(&pools, plan("b", 3), &receipt, b""));
+    let mut loser = admitting(&pools, request(&pools, plan("b", 4), &receipt, b""));
+    assert!(
+        pending_after_one_poll(&mut winner, &hedge_waker),
+        "the running ceiling is reached: the winner waits"
+    );
+    assert!(
+        pending_after_one_poll(&mut loser, Waker::noop()),
+        "the loser waits behind it"
+    );
+    *hedge.loser.lock().expect("not poisoned") = Some(loser);
+    support::quiesce().await;
+    assert_eq!(pools.snapshot().pending_requests, 2, "both are queued");
+
+    // Both releases reach the scheduler in one batch; granting the winner
+    // wakes it, its waker drops the loser (whose cancellation misses the
+    // drained batch), and the loser's grant goes into a closed channel.
+    drop(holders);
+    support::quiesce().await;
+    assert!(
+        hedge.dropped.load(Ordering::SeqCst),
+        "the winner was granted while the loser still waited"
+    );
+    let ready = match winner
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(admitted) => admitted.expect("the winner is granted"),
+        Poll::Pending => panic!("the winner's grant is in its channel"),
+    };
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.pending_requests, snapshot.running_requests),
+        (0, 1),
+        "only the winner holds running capacity: {snapshot:?}"
+    );
+    drop(ready);
+    support::quiesce().await;
+
+    // Every running slot is free again: the ceiling's worth of admissions
+    // are granted at once, and shutdown is clean once they are dropped.
+    let mut admitted = Vec::new();
+    for session in 0..u64::from(ceiling) {
+        let next = bounded(
+            "an admission up to the running ceiling",
+            pools.admit(request(&pools, plan("c", 10 + session), &receipt, b"")),
+        )
+        .await;
+        admitted.push(next.expect("the running capacity came back"));
+    }
+    drop(admitted);
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "not clean after shutdown: {report:?}");
 }

@@ -1,17 +1,24 @@
 //! The accounting invariant under any interleaving (proptest state machine):
-//! after every step every count is within its limit, and after every handle
-//! is dropped and shutdown completes, the snapshot is all zero and clean.
+//! after every step every count is within the limit in force for it — the
+//! snapshot's totals, and the per-tenant, per-provider and per-client counts
+//! the harness attributes to what it holds (see `properties/limits.rs`) —
+//! and after every handle is dropped and shutdown completes, the snapshot is
+//! all zero and clean.
 //!
 //! 1,000 cases by default; `PROPTEST_CASES` raises it.
 
+#[path = "properties/limits.rs"]
+mod limits;
 mod support;
 
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use limits::{within_limits, Held, Owner};
 use proptest::prelude::*;
 use provider_pools::{
     DialError, DialTarget, Dialer, Limits, PoolReady, PooledConnection, ProviderPools,
-    RunningRequest, Snapshot,
+    RunningRequest,
 };
 use support::{allow_all, http_config, installation, plan, provider, request, start};
 use tokio::task::JoinHandle;
@@ -40,7 +47,7 @@ enum Op {
     DropFailed(usize),
     /// Drop the `i`-th running request.
     DropRunning(usize),
-    /// Lower the running and pending ceilings and the idle age.
+    /// Lower the running, pending and connection ceilings and the idle age.
     Lower(u32),
     /// Let time pass.
     Advance(u64),
@@ -52,14 +59,17 @@ enum Op {
     Retire,
 }
 
+/// Providers `p0`, `p1`, `p2`.
+const PROVIDERS: usize = 3;
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        2 => (0..3usize).prop_map(Op::Install),
-        6 => (0..4usize, 0..3usize).prop_map(|(t, p)| Op::Admit(t, p)),
+        2 => (0..PROVIDERS).prop_map(Op::Install),
+        6 => (0..4usize, 0..PROVIDERS).prop_map(|(t, p)| Op::Admit(t, p)),
         1 => any::<usize>().prop_map(Op::Cancel),
         4 => any::<usize>().prop_map(Op::Start),
         1 => any::<usize>().prop_map(Op::DropReady),
-        4 => any::<usize>().prop_map(Op::Checkout),
+        8 => any::<usize>().prop_map(Op::Checkout),
         3 => any::<usize>().prop_map(Op::Park),
         2 => any::<usize>().prop_map(Op::DropConn),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(i, fail)| Op::Close(i, fail)),
@@ -99,12 +109,17 @@ impl provider_pools::Cleanup for MemConn {
     }
 }
 
+/// Small enough that the steps reach them. Two tenants together fill a
+/// client's two connections, so a client bound one too large shows. The
+/// tenant share (`connections_per_tenant`) equals the client bound here and
+/// after every lowering, so its own check is implied by the client's: with
+/// a smaller share, a client bound one too large was no longer reached.
 const LIMITS: Limits = Limits {
     retained_configurations: 4,
     configured_clients: 8,
     clients_per_provider: 2,
     connections: 6,
-    connections_per_client: 3,
+    connections_per_client: 2,
     connections_per_tenant: 2,
     idle_connections: 3,
     pending_requests: 8,
@@ -117,15 +132,64 @@ const LIMITS: Limits = Limits {
     ..Limits::DEFAULT
 };
 
-#[derive(Default)]
+/// A handle the harness holds, with whose request it is: the tag lives
+/// exactly as long as the handle, so the live tags are the requests held.
+type Tagged<T> = (T, Arc<Owner>);
+
+/// An admission still waiting, with its tenant and provider.
+struct Waiting {
+    task: JoinHandle<Result<PoolReady, provider_pools::AdmitError>>,
+    tenant: usize,
+    provider: usize,
+}
+
 struct World {
-    receipts: [Option<provider_pools::InstallReceipt>; 3],
-    waiting: Vec<JoinHandle<Result<PoolReady, provider_pools::AdmitError>>>,
-    ready: Vec<PoolReady>,
-    running: Vec<RunningRequest>,
-    conns: Vec<PooledConnection<MemConn>>,
+    receipts: [Option<provider_pools::InstallReceipt>; PROVIDERS],
+    waiting: Vec<Waiting>,
+    ready: Vec<Tagged<PoolReady>>,
+    running: Vec<Tagged<RunningRequest>>,
+    conns: Vec<Tagged<PooledConnection<MemConn>>>,
     failed: Vec<provider_pools::CleanupFailed<MemConn>>,
+    /// Every granted request's tag, alive while some handle of it is.
+    granted: Vec<Weak<Owner>>,
     sessions: u64,
+    /// The startup limits, or the last lowering that succeeded.
+    in_force: Limits,
+}
+
+impl World {
+    fn new() -> Self {
+        Self {
+            receipts: Default::default(),
+            waiting: Vec::new(),
+            ready: Vec::new(),
+            running: Vec::new(),
+            conns: Vec::new(),
+            failed: Vec::new(),
+            granted: Vec::new(),
+            sessions: 0,
+            in_force: LIMITS,
+        }
+    }
+
+    /// What the harness holds, attributed to tenants, providers and clients.
+    fn held(&mut self) -> Held {
+        self.granted.retain(|tag| tag.strong_count() > 0);
+        Held {
+            waiting: self
+                .waiting
+                .iter()
+                .map(|w| (w.tenant, w.provider))
+                .collect(),
+            running: self
+                .granted
+                .iter()
+                .filter_map(Weak::upgrade)
+                .map(|o| *o)
+                .collect(),
+            conns: self.conns.iter().map(|(_, owner)| **owner).collect(),
+        }
+    }
 }
 
 async fn settle() {
@@ -136,35 +200,6 @@ async fn settle() {
 
 fn pick<T>(items: &mut Vec<T>, i: usize) -> Option<T> {
     (!items.is_empty()).then(|| items.swap_remove(i % items.len()))
-}
-
-fn within_limits(s: &Snapshot, limits: &Limits) -> Result<(), String> {
-    let c = s.connections;
-    let checks = [
-        (
-            "retained",
-            s.retained_epochs,
-            limits.retained_configurations,
-        ),
-        ("clients", s.clients, limits.configured_clients),
-        ("pending", s.pending_requests, limits.pending_requests),
-        ("running", s.running_requests, limits.running_requests),
-        (
-            "connections",
-            c.active + c.idle + c.connecting + c.retired,
-            limits.connections,
-        ),
-        ("idle", c.idle, limits.idle_connections),
-        ("metadata", s.metadata_bytes, limits.metadata_bytes),
-        ("workers", s.workers, limits.provider_workers),
-        ("cleanup", s.cleanup_jobs, limits.cleanup_jobs),
-    ];
-    for (what, used, limit) in checks {
-        if used > limit {
-            return Err(format!("{what} {used} > {limit}: {s:?}"));
-        }
-    }
-    Ok(())
 }
 
 async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
@@ -199,20 +234,22 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
             let mut admit = request(pools, plan, &receipt, b"");
             admit.input = input;
             let pools = pools.clone();
-            world
-                .waiting
-                .push(support::task(async move { pools.admit(admit).await }));
+            world.waiting.push(Waiting {
+                task: support::task(async move { pools.admit(admit).await }),
+                tenant: t,
+                provider: p,
+            });
         }
         Op::Cancel(i) => {
             if let Some(waiter) = pick(&mut world.waiting, i) {
-                waiter.abort();
+                waiter.task.abort();
             }
         }
         Op::Start(i) => {
-            if let Some(ready) = pick(&mut world.ready, i) {
+            if let Some((ready, owner)) = pick(&mut world.ready, i) {
                 if let Ok(call) = pools.dispatch(&allow_all(), ready.plan(), ready.provider()) {
                     if let Ok(running) = ready.start(call) {
-                        world.running.push(running);
+                        world.running.push((running, owner));
                     }
                 }
             }
@@ -222,19 +259,19 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
             if world.running.is_empty() {
                 return;
             }
-            let running = world.running[i % world.running.len()].clone();
+            let (running, owner) = world.running[i % world.running.len()].clone();
             if let Ok(conn) = pools.reserve_connection(&running, &Mem).await {
-                world.conns.push(conn);
+                world.conns.push((conn, owner));
             }
         }
         Op::Park(i) => {
-            if let Some(conn) = pick(&mut world.conns, i) {
+            if let Some((conn, _owner)) = pick(&mut world.conns, i) {
                 conn.park();
             }
         }
         Op::DropConn(i) => drop(pick(&mut world.conns, i)),
         Op::Close(i, fail) => {
-            if let Some(mut conn) = pick(&mut world.conns, i) {
+            if let Some((mut conn, _owner)) = pick(&mut world.conns, i) {
                 conn.get_mut().closes = !fail;
                 if let Ok(ticket) = pools.close_connection(conn) {
                     if let Err(failed) = ticket.outcome().await {
@@ -250,6 +287,7 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
                 n.min(LIMITS.running_requests),
                 (n + 2).min(LIMITS.pending_requests),
             );
+            let per_client = n.min(LIMITS.connections_per_client);
             let lowered = Limits {
                 running_requests: running,
                 running_per_tenant: LIMITS.running_per_tenant.min(running),
@@ -257,13 +295,20 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
                 pending_requests: pending,
                 requests_per_tenant: LIMITS.requests_per_tenant.min(pending),
                 requests_per_provider: LIMITS.requests_per_provider.min(pending),
+                // Never below the idle bound, which stays.
+                connections: (n + LIMITS.idle_connections).min(LIMITS.connections),
+                connections_per_client: per_client,
+                connections_per_tenant: LIMITS.connections_per_tenant.min(per_client),
                 idle_age: Duration::from_secs(u64::from(n) * 3),
                 ..LIMITS
             };
-            let _ = pools.lower_limits(lowered).await;
+            if pools.lower_limits(lowered).await.is_ok() {
+                world.in_force = lowered;
+            }
         }
         Op::Advance(ms) => tokio::time::advance(Duration::from_millis(ms)).await,
         Op::Spawn(i, ms) => {
+            // The job holds the request and its tag, and drops both at once.
             let held =
                 (!world.running.is_empty()).then(|| world.running[i % world.running.len()].clone());
             let _ = pools
@@ -279,12 +324,18 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
         Op::Retire => pools.retire().await,
     }
     settle().await;
-    // Collect admissions that finished.
+    // Collect admissions that finished, tagging each grant with its owner.
     let mut still_waiting = Vec::new();
     for waiter in world.waiting.drain(..) {
-        if waiter.is_finished() {
-            if let Ok(Ok(ready)) = waiter.await {
-                world.ready.push(ready);
+        if waiter.task.is_finished() {
+            if let Ok(Ok(ready)) = waiter.task.await {
+                let owner = Arc::new(Owner {
+                    tenant: waiter.tenant,
+                    provider: waiter.provider,
+                    epoch: ready.epoch().get(),
+                });
+                world.granted.push(Arc::downgrade(&owner));
+                world.ready.push((ready, owner));
             }
         } else {
             still_waiting.push(waiter);
@@ -301,14 +352,22 @@ fn run_case(ops: Vec<Op>) -> Result<(), TestCaseError> {
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     runtime.block_on(async move {
         let pools = start(LIMITS).await;
-        let mut world = World::default();
+        let mut world = World::new();
+        // Every provider exists from the start (installs then rotate), so
+        // requests and connections are held from the first steps.
+        for p in 0..PROVIDERS {
+            apply(&pools, &mut world, Op::Install(p)).await;
+        }
         for op in ops {
+            let step = format!("{op:?}");
             apply(&pools, &mut world, op).await;
-            within_limits(&pools.snapshot(), &LIMITS).map_err(TestCaseError::fail)?;
+            let held = world.held();
+            within_limits(&pools.snapshot(), &world.in_force, &held)
+                .map_err(|e| TestCaseError::fail(format!("after {step}: {e}")))?;
         }
         for waiter in world.waiting.drain(..) {
-            waiter.abort();
-            let _ = waiter.await;
+            waiter.task.abort();
+            let _ = waiter.task.await;
         }
         drop(world);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
