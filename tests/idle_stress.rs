@@ -51,6 +51,8 @@ const TAG: usize = 16;
 #[derive(Debug, Default)]
 struct Sockets {
     accepted: usize,
+    /// The listener's last `accept` error, if any (it keeps accepting).
+    accept_error: Option<String>,
     open: usize,
     /// Open sockets whose tag has not been read yet.
     untagged: usize,
@@ -70,14 +72,22 @@ async fn listener() -> (String, Shared) {
     let sockets = Shared::default();
     let shared = Arc::clone(&sockets);
     support::task(async move {
-        while let Ok((socket, _)) = listener.accept().await {
-            {
-                let mut s = lock(&shared);
-                s.accepted += 1;
-                s.open += 1;
-                s.untagged += 1;
+        loop {
+            match listener.accept().await {
+                Ok((socket, _)) => {
+                    {
+                        let mut s = lock(&shared);
+                        s.accepted += 1;
+                        s.open += 1;
+                        s.untagged += 1;
+                    }
+                    support::task(serve(socket, Arc::clone(&shared)));
+                }
+                Err(err) => {
+                    lock(&shared).accept_error = Some(err.to_string());
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
             }
-            support::task(serve(socket, Arc::clone(&shared)));
         }
     });
     (target, sockets)
@@ -296,10 +306,12 @@ fn quiet(snapshot: &Snapshot) -> Result<(), String> {
     }
 }
 
-/// The listener's open sockets are the snapshot's idle connections, all
-/// of the current epochs.
+/// The listener has accepted every dialed socket (a socket the pool
+/// destroyed may wait in the accept queue a while), and its open sockets
+/// are the snapshot's idle connections, all of the current epochs.
 fn sockets_match(fx: &Fixture, sockets: &Shared) -> Result<(), String> {
     let snapshot = fx.pools.snapshot();
+    let dialed = fx.dialer.dialed.load(SeqCst);
     let s = lock(sockets);
     let current: Vec<u64> = (0..PROVIDERS)
         .map(|p| current_epoch(&fx.pools, &provider_name(p)).get())
@@ -310,14 +322,15 @@ fn sockets_match(fx: &Fixture, sockets: &Shared) -> Result<(), String> {
         .filter(|((p, e), _)| current[*p as usize] != *e)
         .collect();
     let idle = snapshot.connections.idle as usize;
-    if s.open == idle && s.untagged == 0 && stale.is_empty() {
+    if s.accepted == dialed && s.open == idle && s.untagged == 0 && stale.is_empty() {
         Ok(())
     } else {
         Err(format!(
             "{} open at the listener ({} untagged) vs {idle} idle; \
+             {} accepted of {dialed} dialed (last accept error: {:?}); \
              open sockets of retired epochs (provider, epoch): {stale:?}; \
              current epochs {current:?}; {snapshot:?}",
-            s.open, s.untagged
+            s.open, s.untagged, s.accepted, s.accept_error
         ))
     }
 }
@@ -385,12 +398,6 @@ async fn idle_sockets_match_the_snapshot_at_quiescence_while_epochs_rotate() {
             || sockets_match(&fx, &sockets),
         )
         .await;
-        let accepted = lock(&sockets).accepted;
-        assert_eq!(
-            accepted,
-            fx.dialer.dialed.load(SeqCst),
-            "round {round}: every dialed socket reached the listener"
-        );
     }
 
     let t = &fx.tally;
@@ -406,7 +413,7 @@ async fn idle_sockets_match_the_snapshot_at_quiescence_while_epochs_rotate() {
     assert!(report.owns_nothing(), "all zero: {report:?}");
     settle("every socket closed after shutdown", || {
         let s = lock(&sockets);
-        if s.open == 0 {
+        if s.open == 0 && s.accepted == fx.dialer.dialed.load(SeqCst) {
             Ok(())
         } else {
             Err(format!("{s:?}"))
