@@ -35,7 +35,7 @@ pub struct ConnectionCounts {
     /// Callers waiting for a connection of a client (behind its dial, or
     /// while it is at `connections_per_client`); they hold no connection.
     /// Counts a caller that left until the epoch actor next looks at the
-    /// client's queue.
+    /// client's queue, or stops.
     pub waiting: u32,
 }
 

@@ -22,6 +22,11 @@
 //!   last look at the stash and the client budget, and a park or a
 //!   destroyed connection of the client after that look sends a `Wake`.
 //! - A reclaim scan touches at most its bound of idle entries.
+//! - The waiters go with the actor: when it stops (drained, or failed),
+//!   its clients' waiter counts are set back to zero, so the node's
+//!   `waiting` gauge never keeps counting callers of a stopped actor — a
+//!   departed caller is otherwise counted until the actor's next look,
+//!   which a stop that overtakes a queued `Wake` never comes to.
 
 use std::sync::Arc;
 
@@ -281,6 +286,16 @@ impl Pools {
         self.retired = true;
         for stash in self.epoch.all_idle() {
             stash.clear();
+        }
+    }
+}
+
+impl Drop for Pools {
+    fn drop(&mut self) {
+        // The waiters' replies are dropped with `clients` (they hear
+        // `Closed`); nobody waits on this actor any more.
+        for stash in self.epoch.all_idle() {
+            stash.notice().set_waiting(0);
         }
     }
 }
