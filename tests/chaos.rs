@@ -29,6 +29,8 @@ mod call;
 mod faults;
 #[path = "chaos/invariants.rs"]
 mod invariants;
+#[path = "chaos/regressions.rs"]
+mod regressions;
 #[path = "chaos/script.rs"]
 mod script;
 mod support;

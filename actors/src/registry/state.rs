@@ -285,6 +285,9 @@ impl State {
             return;
         };
         record.actor_stopped = true;
+        // Else a drained actor's (or one past its restart budget) would
+        // stay in the `waiting` gauge: no actor of the epoch sets it again.
+        record.published.forget_waiters();
         if record.drained {
             self.collect(instance);
             return;
