@@ -1,14 +1,16 @@
 //! Engine bugs the chaos suite found, each kept as a deterministic test
 //! named for the bug.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools::{
-    BrokerGeneration, DialError, DialTarget, Dialer, Limits, PoolsConfig, ProviderPools,
-    RestartPolicy,
+    BrokerGeneration, Bytes, DialError, DialTarget, Dialer, LimitField, Limits, LowerError,
+    PoolsConfig, ProviderPools, RestartPolicy,
 };
 
-use crate::support::{http_config, installation, provider, quiesce, running, task};
+use crate::support::{http_config, installation, plan, provider, quiesce, running, task};
 
 /// Opens unit connections at once.
 #[derive(Clone, Copy)]
@@ -88,4 +90,83 @@ async fn a_caller_waiting_on_an_epoch_actor_that_stops_for_good_is_no_longer_cou
         .shutdown(tokio::time::Instant::now() + Duration::from_secs(60))
         .await;
     assert!(report.is_clean(), "nothing left owned: {report:?}");
+}
+
+/// Found on four worker threads (seed 11): `lower_limits` may raise a
+/// limit back towards its startup value, and it set every budget before it
+/// asked the scheduler; when the scheduler refused, reservations taken
+/// meanwhile at the raised limit stayed, and the budget could not be put
+/// back (`connections` 3 in use over the 2 in force). The reproduction
+/// raises `metadata_bytes` in a lowering the scheduler refuses, while a
+/// task keeps trying to stage an input that fits only the raised limit.
+#[tokio::test(start_paused = true)]
+async fn a_refused_lowering_lets_nothing_through_at_a_limit_it_would_have_raised() {
+    let startup = Limits {
+        metadata_bytes: 64 * 1024,
+        metadata_per_tenant: 64 * 1024,
+        private_config_bytes: 1024,
+        ..Limits::DEFAULT
+    };
+    let pools = crate::support::start(startup).await;
+    let receipt = pools
+        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
+        .await
+        .expect("install");
+    let _held = (
+        running(&pools, &receipt, "a", 1).await,
+        running(&pools, &receipt, "a", 2).await,
+    );
+    let cap = pools.snapshot().metadata_bytes + 1_000;
+    let capped = Limits {
+        metadata_bytes: cap,
+        metadata_per_tenant: cap,
+        ..startup
+    };
+    pools
+        .lower_limits(capped)
+        .await
+        .expect("the cap is above the use");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (stager, stopped) = (pools.clone(), Arc::clone(&stop));
+    let staging = task(async move {
+        while !stopped.load(Ordering::SeqCst) {
+            let input = Bytes::from(vec![0u8; 2_000]);
+            if let Ok(staged) = stager.stage_input(&plan("b", 9), input) {
+                return Some(staged);
+            }
+            tokio::task::yield_now().await;
+        }
+        None
+    });
+    let refused = pools
+        .lower_limits(Limits {
+            running_requests: 1,
+            running_per_tenant: 1,
+            running_per_provider: 1,
+            ..startup
+        })
+        .await;
+    stop.store(true, Ordering::SeqCst);
+    assert!(
+        matches!(
+            refused,
+            Err(LowerError::InUse {
+                field: LimitField::RunningRequests,
+                ..
+            })
+        ),
+        "two requests run: {refused:?}"
+    );
+    let staged = staging.await.expect("the staging task");
+    assert!(
+        staged.is_none(),
+        "an input beyond the cap in force was staged while the lowering was refused"
+    );
+    assert!(pools.snapshot().metadata_bytes <= cap);
+    let input = Bytes::from(vec![0u8; 2_000]);
+    assert!(
+        pools.stage_input(&plan("b", 10), input).is_err(),
+        "the cap is still in force"
+    );
 }
