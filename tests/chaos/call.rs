@@ -11,13 +11,13 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Duration;
 
 use provider_pools::{
     AdmitRequest, Bytes, InstallReceipt, OriginKind, PooledConnection, ProviderPools,
 };
 
 use crate::faults::{ChaosConn, ChaosDialer, Switch, PANIC};
+use crate::pace::Pace;
 use crate::script::{Cancel, End, Failed, Script, Work};
 use crate::support::{allow_all, plan};
 
@@ -81,11 +81,13 @@ pub(crate) struct Ctx {
     pub(crate) pools: ProviderPools,
     pub(crate) switch: Arc<Switch>,
     pub(crate) tally: Arc<Tally>,
+    /// How the scenario's durations pass.
+    pub(crate) pace: Pace,
 }
 
 /// Runs `script` against `receipt`'s provider, dropped where it says.
 pub(crate) async fn run(ctx: Ctx, receipt: InstallReceipt, script: Script) {
-    let (cancel, switch) = (script.cancel, Arc::clone(&ctx.switch));
+    let (cancel, switch, pace) = (script.cancel, Arc::clone(&ctx.switch), ctx.pace);
     let call = lifecycle(ctx, receipt, script);
     let finished = match cancel {
         Cancel::Never => {
@@ -96,7 +98,7 @@ pub(crate) async fn run(ctx: Ctx, receipt: InstallReceipt, script: Script) {
             tokio::select! {
                 biased;
                 () = call => true,
-                () = tokio::time::sleep(Duration::from_millis(ms)) => false,
+                () = pace.sleep(ms) => false,
             }
         }
         Cancel::Polls(n) => polled(call, n).await,
@@ -118,10 +120,6 @@ async fn polled(future: impl Future<Output = ()>, n: u32) -> bool {
         future.as_mut().poll(cx).map(|()| true)
     })
     .await
-}
-
-fn sleep(ms: u64) -> tokio::time::Sleep {
-    tokio::time::sleep(Duration::from_millis(ms))
 }
 
 async fn lifecycle(ctx: Ctx, receipt: InstallReceipt, script: Script) {
@@ -166,6 +164,7 @@ async fn lifecycle(ctx: Ctx, receipt: InstallReceipt, script: Script) {
         fault: script.dial,
         bomb: script.bomb,
         switch: Arc::clone(switch),
+        pace: ctx.pace,
     };
     let Ok(conn) = pools.reserve_connection(&running.value, &dialer).await else {
         return;
@@ -174,7 +173,7 @@ async fn lifecycle(ctx: Ctx, receipt: InstallReceipt, script: Script) {
         held: Held::new(&ctx.tally, |t| &t.conns),
         value: conn,
     };
-    sleep(script.hold).await;
+    ctx.pace.sleep(script.hold).await;
     finish(&ctx, conn, script.end).await;
 }
 
@@ -183,19 +182,19 @@ async fn lifecycle(ctx: Ctx, receipt: InstallReceipt, script: Script) {
 async fn perform<O: Send + 'static>(ctx: &Ctx, work: Work, owner: O) {
     match work {
         Work::None => {}
-        Work::Sleep(ms) => sleep(ms).await,
+        Work::Sleep(ms) => ctx.pace.sleep(ms).await,
         Work::Panic => {
             ctx.switch.fired("panic: request work");
             panic!("{PANIC} request work panicked")
         }
         Work::Job { ms, panic } => {
-            let (tally, switch) = (Arc::clone(&ctx.tally), Arc::clone(&ctx.switch));
+            let (tally, switch, pace) = (Arc::clone(&ctx.tally), Arc::clone(&ctx.switch), ctx.pace);
             let job = ctx
                 .pools
                 .spawn(move || async move {
                     let _running = Held::new(&tally, |t| &t.jobs);
                     let _owner = owner;
-                    sleep(ms).await;
+                    pace.sleep(ms).await;
                     if panic {
                         switch.fired("panic: provider job");
                         panic!("{PANIC} a provider job panicked");
@@ -266,7 +265,7 @@ async fn close(ctx: &Ctx, conn: PooledConnection<ChaosConn>, wait: bool, failed:
     match failed {
         Failed::Drop => drop(failure),
         Failed::Keep(ms) => {
-            sleep(ms).await;
+            ctx.pace.sleep(ms).await;
             drop(failure);
         }
         Failed::Retry => {

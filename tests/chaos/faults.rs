@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use provider_pools::{Cleanup, CloseFailure, DialError, DialErrorKind, DialTarget, Dialer};
 use tokio::sync::watch;
+
+use crate::pace::Pace;
 
 /// The message every injected panic starts with; the panic hook keeps
 /// them out of the test output.
@@ -91,6 +92,7 @@ pub(crate) struct ChaosConn {
     pub(crate) close: CloseFault,
     bomb: Option<Arc<Switch>>,
     switch: Arc<Switch>,
+    pace: Pace,
 }
 
 impl Drop for ChaosConn {
@@ -117,7 +119,7 @@ impl Cleanup for ChaosConn {
         match self.close {
             CloseFault::Ok => Ok(()),
             CloseFault::Slow(ms) => {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                self.pace.sleep(ms).await;
                 Ok(())
             }
             CloseFault::Fail => Err(CloseFailure::new(self, "refused by chaos")),
@@ -136,6 +138,7 @@ pub(crate) struct ChaosDialer {
     pub(crate) fault: DialFault,
     pub(crate) bomb: bool,
     pub(crate) switch: Arc<Switch>,
+    pub(crate) pace: Pace,
 }
 
 impl ChaosDialer {
@@ -144,6 +147,7 @@ impl ChaosDialer {
             close: CloseFault::Ok,
             bomb: self.bomb.then(|| Arc::clone(&self.switch)),
             switch: Arc::clone(&self.switch),
+            pace: self.pace,
         }
     }
 }
@@ -162,7 +166,7 @@ impl Dialer for ChaosDialer {
         match self.fault {
             DialFault::Ok => Ok(self.open()),
             DialFault::Slow(ms) => {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
+                self.pace.sleep(ms).await;
                 Ok(self.open())
             }
             DialFault::Fail(kind) => Err(DialError::new(kind, "refused by chaos")),

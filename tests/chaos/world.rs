@@ -2,7 +2,6 @@
 //! in flight, the limits in force, and the steps that drive them.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use provider_pools::{
     BrokerGeneration, InstallError, InstallReceipt, JobError, Limits, PoolsConfig, ProviderPools,
@@ -11,35 +10,12 @@ use tokio::task::JoinHandle;
 
 use crate::call::{self, Ctx, Tally};
 use crate::faults::{self, Switch};
-use crate::invariants::brief;
+use crate::limits;
+use crate::pace::Pace;
+use crate::quiet::Quiet;
 use crate::script::Script;
 use crate::support::rng::Rng;
 use crate::support::{http_config, installation, provider, task};
-
-/// The startup limits: small, so every bound is reached.
-pub(crate) const LIMITS: Limits = Limits {
-    retained_configurations: 4,
-    configured_clients: 8,
-    clients_per_provider: 4,
-    connections: 6,
-    connections_per_client: 3,
-    connections_per_tenant: 2,
-    idle_connections: 3,
-    pending_requests: 8,
-    running_requests: 6,
-    requests_per_tenant: 4,
-    requests_per_provider: 6,
-    running_per_tenant: 3,
-    running_per_provider: 4,
-    provider_workers: 4,
-    cleanup_jobs: 2,
-    metadata_bytes: 24 * 1024,
-    metadata_per_tenant: 12 * 1024,
-    private_config_bytes: 1024,
-    queue_age: Duration::from_secs(2),
-    idle_age: Duration::from_secs(5),
-    ..Limits::DEFAULT
-};
 
 /// Steps per seed.
 const STEPS: usize = 40;
@@ -52,8 +28,23 @@ fn steps() -> usize {
         .unwrap_or(STEPS)
 }
 
-/// How long (virtual time) calls and jobs get to end once faults stop.
-pub(crate) const RUN_OUT: Duration = Duration::from_secs(120);
+/// Where a seed runs.
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    /// One thread and a paused clock: a seed replays identically.
+    Paused,
+    /// The workers of a multi-thread runtime and the real clock.
+    Threads(Arc<Quiet>),
+}
+
+impl Mode {
+    pub(crate) fn pace(&self) -> Pace {
+        match self {
+            Self::Paused => Pace::Paused,
+            Self::Threads(_) => Pace::Real,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy)]
 enum Step {
@@ -88,11 +79,15 @@ pub(crate) struct World {
     pub(crate) installed: [u64; 2],
     pub(crate) receipts: [Option<InstallReceipt>; 2],
     pub(crate) calls: Vec<JoinHandle<()>>,
+    /// Aborted calls: on real threads one ends only when a worker next
+    /// runs it, so the run-out waits for these too.
+    pub(crate) aborted: Vec<JoinHandle<()>>,
     pub(crate) jobs: Vec<JoinHandle<()>>,
     /// The limits in force: the startup limits, then each accepted lowering.
     pub(crate) limits: Limits,
     pub(crate) trace: Vec<String>,
     pub(crate) sessions: u64,
+    pub(crate) mode: Mode,
 }
 
 /// Lets every ready task run without moving the paused clock.
@@ -103,9 +98,11 @@ pub(crate) async fn settle() {
 }
 
 impl World {
-    pub(crate) async fn new(seed: u64) -> Self {
+    pub(crate) async fn new(seed: u64, mode: Mode) -> Self {
+        let pace = mode.pace();
         let config = PoolsConfig {
-            limits: LIMITS,
+            limits: limits::startup(pace),
+            restart: limits::restart(pace),
             ..PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
         };
         let pools = ProviderPools::start(config).await.expect("registry starts");
@@ -113,6 +110,7 @@ impl World {
             pools: pools.clone(),
             switch: Switch::new(),
             tally: Arc::new(Tally::default()),
+            pace,
         };
         Self {
             pools,
@@ -121,10 +119,12 @@ impl World {
             installed: [0; 2],
             receipts: [None, None],
             calls: Vec::new(),
+            aborted: Vec::new(),
             jobs: Vec::new(),
-            limits: LIMITS,
+            limits: limits::startup(pace),
             trace: Vec::new(),
             sessions: 0,
+            mode,
         }
     }
 
@@ -136,10 +136,7 @@ impl World {
             let weights = STEPS_WEIGHTED.map(|(_, w)| w);
             let step = STEPS_WEIGHTED[self.rng.weighted(&weights)].0;
             let what = self.step(step).await?;
-            settle().await;
-            let snapshot = self.pools.snapshot();
-            self.trace.push(format!("{what} -> {}", brief(&snapshot)));
-            self.check(&snapshot)?;
+            self.observe(what).await?;
         }
         self.run_out().await
     }
@@ -158,7 +155,7 @@ impl World {
             }
             Step::Advance => {
                 let ms = self.rng.below(2_500);
-                tokio::time::advance(Duration::from_millis(ms)).await;
+                self.mode.pace().pass(ms).await;
                 format!("advance {ms} ms")
             }
             Step::Install => {
@@ -175,7 +172,9 @@ impl World {
                     return Ok("abort (none running)".into());
                 }
                 let i = self.rng.index(self.calls.len());
-                self.calls.swap_remove(i).abort();
+                let call = self.calls.swap_remove(i);
+                call.abort();
+                self.aborted.push(call);
                 self.ctx.switch.fired("call aborted");
                 format!("abort call {i}")
             }
@@ -275,13 +274,14 @@ impl World {
         let (fault, wait) = (self.rng.weighted(&[3, 3, 2, 1]), self.rng.chance(50));
         let ms = self.rng.below(3_000);
         let (switch, tally) = (Arc::clone(&self.ctx.switch), Arc::clone(&self.ctx.tally));
+        let pace = self.mode.pace();
         let spawned = self
             .pools
             .spawn(move || async move {
                 let _running = call::Held::new(&tally, |t| &t.jobs);
                 match fault {
                     0 => {}
-                    1 => tokio::time::sleep(Duration::from_millis(ms)).await,
+                    1 => pace.sleep(ms).await,
                     2 => {
                         switch.fired("panic: provider job");
                         panic!("{} a provider job panicked", faults::PANIC)
@@ -303,47 +303,5 @@ impl World {
             }));
         }
         what
-    }
-
-    /// Lowers limits at random (never above the startup limits); an
-    /// accepted lowering becomes the limits in force.
-    async fn lower(&mut self) -> String {
-        let r = &mut self.rng;
-        let mut pick = |max: u32| 1 + r.below(u64::from(max)) as u32;
-        let running = pick(LIMITS.running_requests);
-        let pending = pick(LIMITS.pending_requests);
-        let connections = pick(LIMITS.connections);
-        let per_client = pick(LIMITS.connections_per_client).min(connections);
-        let metadata = LIMITS.metadata_bytes / 2 + pick(LIMITS.metadata_bytes / 2);
-        let lowered = Limits {
-            running_requests: running,
-            running_per_tenant: pick(LIMITS.running_per_tenant).min(running),
-            running_per_provider: pick(LIMITS.running_per_provider).min(running),
-            pending_requests: pending,
-            requests_per_tenant: pick(LIMITS.requests_per_tenant).min(pending),
-            requests_per_provider: pick(LIMITS.requests_per_provider).min(pending),
-            connections,
-            connections_per_client: per_client,
-            connections_per_tenant: pick(LIMITS.connections_per_tenant).min(per_client),
-            idle_connections: pick(LIMITS.idle_connections).min(connections),
-            provider_workers: pick(LIMITS.provider_workers),
-            cleanup_jobs: pick(LIMITS.cleanup_jobs),
-            metadata_bytes: metadata,
-            metadata_per_tenant: pick(LIMITS.metadata_per_tenant).min(metadata),
-            idle_age: Duration::from_millis(u64::from(pick(5_000))),
-            queue_age: Duration::from_millis(u64::from(pick(2_000))),
-            ..LIMITS
-        };
-        match self.pools.lower_limits(lowered).await {
-            Ok(()) => {
-                self.ctx.switch.fired("limits lowered");
-                self.limits = lowered;
-                format!("lower to {lowered:?}: ok")
-            }
-            Err(e) => {
-                self.ctx.switch.fired("lowering refused (in use)");
-                format!("lower: {e}")
-            }
-        }
     }
 }

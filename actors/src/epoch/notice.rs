@@ -70,7 +70,9 @@ impl<S: WakeSlot> WaitNotice<S> {
         let before = self.waiting.swap(waiting, SeqCst);
         fence(SeqCst);
         if let Some(ledger) = &self.ledger {
-            // Only the epoch actor sets the count, so the gauge moves by
+            // One writer at a time sets the count — the epoch actor, or
+            // the registry once that actor stopped and before a restart —
+            // and the swap returns what it replaced, so the gauge moves by
             // exactly what this client's count moved.
             let gauge = &ledger.gauges.connections_waiting;
             let (up, down) = (

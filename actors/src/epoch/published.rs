@@ -247,6 +247,16 @@ impl PublishedEpoch {
         self.clients.iter().map(|c| &c.idle)
     }
 
+    /// Its actor stopped: the callers it kept waiting heard `Closed` as
+    /// their replies were dropped with it, so none is counted any more.
+    /// Only while no actor of this epoch runs (one that starts sets the
+    /// counts itself).
+    pub(crate) fn forget_waiters(&self) {
+        for stash in self.all_idle() {
+            stash.notice().set_waiting(0);
+        }
+    }
+
     /// Number of configured clients.
     pub(crate) fn client_count(&self) -> usize {
         self.clients.len()

@@ -285,6 +285,9 @@ impl State {
             return;
         };
         record.actor_stopped = true;
+        // Else a drained actor's (or one past its restart budget) would
+        // stay in the `waiting` gauge: no actor of the epoch sets it again.
+        record.published.forget_waiters();
         if record.drained {
             self.collect(instance);
             return;
@@ -410,38 +413,62 @@ impl State {
         if self.ledger.is_closed() {
             return Err(LowerError::Closed);
         }
+        // Until every check passed, what the registry sets itself only goes
+        // down: a limit raised back towards its startup value while the
+        // scheduler is asked would let reservations through that a refusal
+        // could not take back.
+        self.set_owned(&floor(&self.limits, &lowered), Some(&lowered))
+            .await?;
+        // Every check passed: the raises, which nothing refuses.
+        let _ = self.set_owned(&lowered, None).await;
+        self.ledger.set_queue_age(lowered.queue_age);
+        self.ledger.set_idle_age(lowered.idle_age);
+        self.limits = lowered;
+        tracing::info!(?lowered, "limits lowered");
+        Ok(())
+    }
+
+    /// Sets the limits the registry keeps itself (budgets, worker and
+    /// cleanup pools, tenant shares) to `target`, then gives the scheduler
+    /// the ceilings of `scheduler`, if any; on a refusal, puts back
+    /// everything it set.
+    async fn set_owned(
+        &mut self,
+        target: &Limits,
+        scheduler: Option<&Limits>,
+    ) -> Result<(), LowerError> {
         let mut budgets: Vec<(LimitField, &Arc<Budget>, u32)> = vec![
             (
                 LimitField::RetainedConfigurations,
                 &self.ledger.retained,
-                lowered.retained_configurations,
+                target.retained_configurations,
             ),
             (
                 LimitField::ConfiguredClients,
                 &self.ledger.clients,
-                lowered.configured_clients,
+                target.configured_clients,
             ),
             (
                 LimitField::MetadataBytes,
                 &self.ledger.metadata,
-                lowered.metadata_bytes,
+                target.metadata_bytes,
             ),
             (
                 LimitField::Connections,
                 &self.ledger.connections,
-                lowered.connections,
+                target.connections,
             ),
             (
                 LimitField::IdleConnections,
                 &self.ledger.idle,
-                lowered.idle_connections,
+                target.idle_connections,
             ),
         ];
         budgets.extend(self.providers.values().map(|p| {
             (
                 LimitField::ClientsPerProvider,
                 &p.clients,
-                lowered.clients_per_provider,
+                target.clients_per_provider,
             )
         }));
         budgets.extend(self.epochs.values().flat_map(|record| {
@@ -449,7 +476,7 @@ impl State {
                 (
                     LimitField::ConnectionsPerClient,
                     budget,
-                    lowered.connections_per_client,
+                    target.connections_per_client,
                 )
             })
         }));
@@ -472,12 +499,12 @@ impl State {
         let pools = [
             (
                 LimitField::ProviderWorkers,
-                lowered.provider_workers,
+                target.provider_workers,
                 self.limits.provider_workers,
             ),
             (
                 LimitField::CleanupJobs,
-                lowered.cleanup_jobs,
+                target.cleanup_jobs,
                 self.limits.cleanup_jobs,
             ),
         ];
@@ -509,7 +536,7 @@ impl State {
             .collect();
         let mut client_shares_lowered = Vec::new();
         if refusal.is_none() {
-            let share = lowered.connections_share();
+            let share = target.connections_share();
             for table in &client_shares {
                 match table.set_share(share, true) {
                     Ok(previous) => client_shares_lowered.push((*table, previous)),
@@ -526,19 +553,19 @@ impl State {
         }
         if refusal.is_none() {
             let shares = &self.ledger.tenants;
-            match shares.lower(crate::tenants::Lowered::of(&lowered)) {
+            match shares.lower(crate::tenants::Lowered::of(target)) {
                 Ok(previous) => shares_lowered = Some(previous),
                 Err(in_use) => {
                     refusal = Some(LowerError::InUse {
                         field: LimitField::MetadataPerTenant,
                         used: in_use.used,
-                        requested: lowered.metadata_per_tenant,
+                        requested: target.metadata_per_tenant,
                     })
                 }
             }
         }
-        if refusal.is_none() {
-            refusal = self.lower_scheduler(&lowered).await.err();
+        if let (None, Some(ceilings)) = (&refusal, scheduler) {
+            refusal = self.lower_scheduler(ceilings).await.err();
         }
         if let Some(refusal) = refusal {
             if let Some(previous) = shares_lowered {
@@ -559,10 +586,6 @@ impl State {
             }
             return Err(refusal);
         }
-        self.ledger.set_queue_age(lowered.queue_age);
-        self.ledger.set_idle_age(lowered.idle_age);
-        self.limits = lowered;
-        tracing::info!(?lowered, "limits lowered");
         Ok(())
     }
 
@@ -617,5 +640,26 @@ impl State {
             .gauges
             .configured_epochs
             .store(configured, Ordering::Release);
+    }
+}
+
+/// `a` and `b`, field by field, the lower of each limit the registry sets
+/// itself ([`State::set_owned`]); the rest as in `b`.
+fn floor(a: &Limits, b: &Limits) -> Limits {
+    Limits {
+        retained_configurations: a.retained_configurations.min(b.retained_configurations),
+        configured_clients: a.configured_clients.min(b.configured_clients),
+        clients_per_provider: a.clients_per_provider.min(b.clients_per_provider),
+        connections: a.connections.min(b.connections),
+        connections_per_client: a.connections_per_client.min(b.connections_per_client),
+        connections_per_tenant: a.connections_per_tenant.min(b.connections_per_tenant),
+        idle_connections: a.idle_connections.min(b.idle_connections),
+        requests_per_tenant: a.requests_per_tenant.min(b.requests_per_tenant),
+        provider_workers: a.provider_workers.min(b.provider_workers),
+        workers_per_tenant: a.workers_per_tenant.min(b.workers_per_tenant),
+        cleanup_jobs: a.cleanup_jobs.min(b.cleanup_jobs),
+        metadata_bytes: a.metadata_bytes.min(b.metadata_bytes),
+        metadata_per_tenant: a.metadata_per_tenant.min(b.metadata_per_tenant),
+        ..*b
     }
 }
