@@ -23,10 +23,13 @@
 //!   destroyed connection of the client after that look sends a `Wake`.
 //! - A reclaim scan touches at most its bound of idle entries.
 //! - The waiters go with the actor: when it stops (drained, or failed),
-//!   its clients' waiter counts are set back to zero, so the node's
-//!   `waiting` gauge never keeps counting callers of a stopped actor — a
-//!   departed caller is otherwise counted until the actor's next look,
-//!   which a stop that overtakes a queued `Wake` never comes to.
+//!   the registry sets its clients' waiter counts back to zero before any
+//!   restart (`PublishedEpoch::forget_waiters`), so the node's `waiting`
+//!   gauge never keeps counting callers of a stopped actor — a departed
+//!   caller is otherwise counted until the actor's next look, which a stop
+//!   that overtakes a queued `Wake` never comes to. The registry does it,
+//!   not the state's `Drop`, because the registry hears every stop before
+//!   it restarts the actor: one writer at a time sets the counts.
 
 use std::sync::Arc;
 
@@ -286,16 +289,6 @@ impl Pools {
         self.retired = true;
         for stash in self.epoch.all_idle() {
             stash.clear();
-        }
-    }
-}
-
-impl Drop for Pools {
-    fn drop(&mut self) {
-        // The waiters' replies are dropped with `clients` (they hear
-        // `Closed`); nobody waits on this actor any more.
-        for stash in self.epoch.all_idle() {
-            stash.notice().set_waiting(0);
         }
     }
 }
