@@ -1,0 +1,164 @@
+//! The scheduler's mailbox bounds, as the startup limits size them
+//! (`scheduler::mailbox_bound`; these tests kill the mutants of that
+//! arithmetic that the rest of the suite let survive, RELIABILITY.md
+//! "Mutation testing"):
+//!
+//! - release slots cover the worst case the limits allow: every pending
+//!   request's ticket, and every grant still unread in its waiter's channel
+//!   beside that waiter's still-armed ticket;
+//! - message slots bound a burst at `64 + pending_requests`: a burst that
+//!   big is taken, the next admission is refused busy rather than queued
+//!   without bound.
+//!
+//! Paused clock, no I/O: admit futures are polled once by hand (which
+//! queues them) and then held unpolled, so grants stay unread and bursts
+//! reach the mailbox before the scheduler runs: the worst cases are forced,
+//! not hoped for.
+
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use provider_pools::{AdmitError, InstallReceipt, Limits, PoolReady, ProviderPools};
+use support::{bounded, http_config, installation, plan, provider, request, start};
+
+type Admit = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;
+
+async fn with_mem(limits: Limits) -> (ProviderPools, InstallReceipt) {
+    let pools = start(limits).await;
+    let receipt = pools
+        .install(installation(
+            &provider("mem"),
+            0,
+            b"k",
+            http_config("mem", 1),
+        ))
+        .await
+        .expect("install");
+    (pools, receipt)
+}
+
+/// An admission for a tenant of its own (`t{n}`), polled once: `Ok` holds
+/// the still-waiting future, `Err` the answer it gave at once.
+async fn queue(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    n: u64,
+) -> Result<Admit, Result<PoolReady, AdmitError>> {
+    let admitting = pools.clone();
+    let admit = request(pools, plan(&format!("t{n}"), n), receipt, b"");
+    let mut future: Admit = Box::pin(async move { admitting.admit(admit).await });
+    let polled = std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await;
+    match polled {
+        Poll::Pending => Ok(future),
+        Poll::Ready(answer) => Err(answer),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn release_slots_cover_every_pending_ticket_and_every_unread_grant() {
+    let (pools, receipt) = with_mem(Limits {
+        pending_requests: 4,
+        requests_per_tenant: 4,
+        requests_per_provider: 4,
+        running_requests: 4,
+        running_per_tenant: 4,
+        running_per_provider: 4,
+        ..Limits::DEFAULT
+    })
+    .await;
+    // Four grants, left unread: each holds its grant's release slot and its
+    // waiter's armed ticket.
+    let mut granted = Vec::new();
+    for n in 0..4 {
+        granted.push(
+            queue(&pools, &receipt, n)
+                .await
+                .expect("waits for its grant"),
+        );
+    }
+    support::quiesce().await;
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.pending_requests, snapshot.running_requests),
+        (0, 4),
+        "every grant was sent: {snapshot:?}"
+    );
+    // Four more fill the pending bound: one ticket each.
+    let mut pending = Vec::new();
+    for n in 4..8 {
+        match queue(&pools, &receipt, n).await {
+            Ok(waiting) => pending.push(waiting),
+            Err(answer) => panic!("request {n} refused beside unread grants: {answer:?}"),
+        }
+    }
+    support::quiesce().await;
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.pending_requests, snapshot.running_requests),
+        (4, 4),
+        "the four are queued: {snapshot:?}"
+    );
+    // Every request is served in turn.
+    for (n, waiting) in granted.into_iter().enumerate() {
+        let ready = bounded("an unread grant", waiting).await;
+        let ready = ready.unwrap_or_else(|e| panic!("request {n}: {e:?}"));
+        drop(ready);
+    }
+    for (n, waiting) in pending.into_iter().enumerate() {
+        let ready = bounded("a queued request's grant", waiting).await;
+        assert!(ready.is_ok(), "request {}: {ready:?}", n + 4);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_64_plus_pending_requests_is_taken_and_the_next_is_refused_busy() {
+    let pending_requests = 4;
+    let (pools, receipt) = with_mem(Limits {
+        pending_requests,
+        requests_per_tenant: 4,
+        requests_per_provider: 4,
+        // Release slots (1 + pending + 2 × running, one of them the
+        // registry's close) far outnumber the message slots, so the burst
+        // meets the message bound first.
+        running_requests: 64,
+        ..Limits::DEFAULT
+    })
+    .await;
+    let bound = 64 + u64::from(pending_requests);
+    // No await point yields between these polls, so the scheduler takes
+    // none of the burst's messages before the last is sent.
+    let mut burst = Vec::new();
+    let mut refused = None;
+    for n in 0..=bound {
+        let admitting = pools.clone();
+        let admit = request(&pools, plan(&format!("t{n}"), n), &receipt, b"");
+        let mut future: Admit = Box::pin(async move { admitting.admit(admit).await });
+        let waker = std::task::Waker::noop();
+        match future
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(waker))
+        {
+            Poll::Pending => burst.push(future),
+            Poll::Ready(answer) => {
+                refused = Some((n, answer.err()));
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        refused,
+        Some((bound, Some(AdmitError::Busy))),
+        "the first {bound} are taken, the next is refused busy"
+    );
+    drop(burst);
+    support::quiesce().await;
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.pending_requests, snapshot.running_requests),
+        (0, 0),
+        "the burst left nothing behind: {snapshot:?}"
+    );
+}
