@@ -5,7 +5,8 @@
 //!
 //! - release slots cover the worst case the limits allow: every pending
 //!   request's ticket, and every grant still unread in its waiter's channel
-//!   beside that waiter's still-armed ticket;
+//!   beside that waiter's still-armed ticket; a waiter that reads its grant
+//!   frees its ticket's slot at once;
 //! - message slots bound a burst at `64 + pending_requests`: a burst that
 //!   big is taken, the next admission is refused busy rather than queued
 //!   without bound.
@@ -101,10 +102,31 @@ async fn release_slots_cover_every_pending_ticket_and_every_unread_grant() {
         (4, 4),
         "the four are queued: {snapshot:?}"
     );
+    // A waiter that reads its grant frees its ticket's slot there and then:
+    // with every slot in use, the next admission takes that one (and the
+    // full queue refuses it), instead of being refused busy.
+    let mut granted = granted.into_iter();
+    let first = granted.next().expect("four grants");
+    let first = bounded("an unread grant", first).await.expect("granted");
+    let refused = queue(&pools, &receipt, 8)
+        .await
+        .expect("a release slot was free: the request reached the scheduler");
+    let refused = bounded("the full queue's answer", refused).await;
+    assert!(
+        matches!(
+            refused,
+            Err(AdmitError::Capacity {
+                resource: "pending_requests",
+                ..
+            })
+        ),
+        "the full queue refuses: {refused:?}"
+    );
     // Every request is served in turn.
-    for (n, waiting) in granted.into_iter().enumerate() {
+    drop(first);
+    for (n, waiting) in granted.enumerate() {
         let ready = bounded("an unread grant", waiting).await;
-        let ready = ready.unwrap_or_else(|e| panic!("request {n}: {e:?}"));
+        let ready = ready.unwrap_or_else(|e| panic!("request {}: {e:?}", n + 1));
         drop(ready);
     }
     for (n, waiting) in pending.into_iter().enumerate() {
