@@ -9,7 +9,9 @@
 //!   frees its ticket's slot at once;
 //! - message slots bound a burst at `64 + pending_requests`: a burst that
 //!   big is taken, the next admission is refused busy rather than queued
-//!   without bound.
+//!   without bound;
+//! - retirement answers every queued waiter `Closed` there and then (the
+//!   scheduler's `Close`), instead of leaving it to wait out its deadline.
 //!
 //! Paused clock, no I/O: admit futures are polled once by hand (which
 //! queues them) and then held unpolled, so grants stay unread and bursts
@@ -23,7 +25,7 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use provider_pools::{AdmitError, InstallReceipt, Limits, PoolReady, ProviderPools};
-use support::{bounded, http_config, installation, plan, provider, request, start};
+use support::{bounded, http_config, installation, plan, provider, request, running, start};
 
 type Admit = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;
 
@@ -183,4 +185,35 @@ async fn a_burst_of_64_plus_pending_requests_is_taken_and_the_next_is_refused_bu
         (0, 0),
         "the burst left nothing behind: {snapshot:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn retirement_answers_a_queued_waiter_closed_at_once() {
+    let (pools, receipt) = with_mem(Limits {
+        running_requests: 1,
+        running_per_tenant: 1,
+        running_per_provider: 1,
+        ..Limits::DEFAULT
+    })
+    .await;
+    let first = running(&pools, &receipt, "a", 1).await;
+    let mut waiting = queue(&pools, &receipt, 2)
+        .await
+        .expect("the only running slot is taken: the request waits");
+    support::quiesce().await;
+    assert_eq!(
+        pools.snapshot().pending_requests,
+        1,
+        "the request is queued"
+    );
+    pools.retire().await;
+    support::quiesce().await;
+    // Polled once more: its answer is already there, well before its
+    // deadline (the queue age, 5 s).
+    let answer = std::future::poll_fn(|cx| Poll::Ready(waiting.as_mut().poll(cx))).await;
+    assert!(
+        matches!(answer, Poll::Ready(Err(AdmitError::Closed))),
+        "the queued request hears Closed at once: {answer:?}"
+    );
+    drop(first);
 }
