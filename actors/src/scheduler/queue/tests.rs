@@ -340,3 +340,24 @@ fn a_running_key_releases_once() {
     assert_eq!((q.pending(), q.running()), (0, 0));
     q.release_running(grant.running);
 }
+
+/// Both halves of a running key must be live: a key whose provider was
+/// forgotten (and re-created) is stale even while its tenant still runs.
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "stale")]
+fn a_key_of_a_forgotten_provider_is_stale_while_its_tenant_lives() {
+    let mut q = Q::new(wide());
+    push(&mut q, "a", 0, 1);
+    push(&mut q, "a", 1, 2);
+    let _first = q.next_grant().expect("a waiter");
+    let second = q.next_grant().expect("a waiter");
+    let (_, &provider) = q.keys(second.running).expect("live");
+    q.release_running(second.running);
+    assert_eq!(q.provider_counts(&provider), (0, 0), "provider forgotten");
+    push(&mut q, "a", provider, 3);
+    let _again = q.next_grant().expect("the re-created provider's waiter");
+    // Tenant "a" is still live (its first grant runs); the provider is not
+    // the one the old key named.
+    q.release_running(second.running);
+}
