@@ -16,7 +16,7 @@ use provider_pools::{
     ConnectError, DialError, DialTarget, Dialer, InstallReceipt, Limits, PooledConnection,
     ProviderPools, RunningRequest,
 };
-use support::{http_config, installation, provider, running, start};
+use support::{running, with_mem};
 use tokio::task::JoinHandle;
 
 /// Opens in-memory connections numbered from 1.
@@ -35,21 +35,12 @@ impl Dialer for Mem {
 
 /// A client of `per_client` connections, which one tenant may fill alone.
 async fn setup(per_client: u32) -> (ProviderPools, InstallReceipt, Mem) {
-    let pools = start(Limits {
+    let (pools, receipt) = with_mem(Limits {
         connections_per_client: per_client,
         connections_per_tenant: per_client,
         ..Limits::DEFAULT
     })
     .await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
     (pools, receipt, Mem::default())
 }
 

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use provider_pools::{DialError, DialTarget, Dialer, Limits};
-use support::{bounded, eventually, http_config, installation, provider, running, start};
+use support::{bounded, eventually, running, with_mem};
 
 #[derive(Default)]
 struct Probe {
@@ -68,21 +68,12 @@ impl Dialer for WatchedDialer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_gets_the_room_of_a_destroyed_connection_only_after_its_destructor_ran() {
-    let pools = start(Limits {
+    let (pools, receipt) = with_mem(Limits {
         connections_per_client: 1,
         connections_per_tenant: 1,
         ..Limits::DEFAULT
     })
     .await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
     let probe = Arc::new(Probe::default());
     let dialer = WatchedDialer(Arc::clone(&probe));
 

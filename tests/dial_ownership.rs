@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools::{DialError, DialTarget, Dialer, Limits};
-use support::{http_config, installation, provider, running, start};
+use support::{running, with_mem};
 use tokio::sync::Semaphore;
 
 /// Each dial waits for one permit of `gate`, then opens an in-memory
@@ -42,16 +42,7 @@ async fn settle() {
 
 #[tokio::test(start_paused = true)]
 async fn a_guest_dropping_its_call_mid_dial_backs_nothing_off() {
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
     let dialer = Gated {
         gate: Arc::new(Semaphore::new(0)),
         dials: Arc::default(),

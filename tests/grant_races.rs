@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use provider_pools::{AdmitError, Limits, PoolReady, ProviderPools};
-use support::{bounded, http_config, installation, plan, provider, request, running, start};
+use support::{bounded, plan, request, running, with_mem};
 
 /// A registry of one running request, `a`'s, and `b` queued behind it:
 /// `b`'s admit future, polled once.
@@ -33,22 +33,13 @@ async fn one_running_one_queued() -> (
     provider_pools::RunningRequest,
     Pin<Box<impl Future<Output = Result<provider_pools::PoolReady, provider_pools::AdmitError>>>>,
 ) {
-    let pools = start(Limits {
+    let (pools, receipt) = with_mem(Limits {
         running_requests: 1,
         running_per_provider: 1,
         running_per_tenant: 1,
         ..Limits::DEFAULT
     })
     .await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
     let first = running(&pools, &receipt, "a", 1).await;
     let queued = request(&pools, plan("b", 2), &receipt, b"");
     let admitting = pools.clone();
@@ -151,22 +142,13 @@ fn pending_after_one_poll(future: &mut Admitting, waker: &Waker) -> bool {
 #[tokio::test(start_paused = true)]
 async fn a_waiter_that_leaves_while_the_scheduler_grants_its_batch_returns_its_running_capacity() {
     let ceiling = 2;
-    let pools = start(Limits {
+    let (pools, receipt) = with_mem(Limits {
         running_requests: ceiling,
         running_per_provider: ceiling,
         running_per_tenant: ceiling,
         ..Limits::DEFAULT
     })
     .await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
     let holders = [
         running(&pools, &receipt, "a", 1).await,
         running(&pools, &receipt, "a", 2).await,

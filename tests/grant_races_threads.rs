@@ -21,7 +21,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use provider_pools::{InstallReceipt, Limits, ProviderPools};
-use support::{bounded, eventually, http_config, installation, plan, provider, request, start};
+use support::{bounded, eventually, plan, request, with_mem};
 use tokio::sync::Barrier;
 
 /// Hedge tasks per round; the running ceiling is twice this.
@@ -80,16 +80,7 @@ async fn capacity_all_free(pools: &ProviderPools, when: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hedged_admissions_on_real_threads_leave_all_running_capacity_free() {
     let limits = limits();
-    let pools = start(limits).await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
+    let (pools, receipt) = with_mem(limits).await;
     for round in 0..ROUNDS {
         capacity_all_free(&pools, &format!("before round {round}")).await;
         let mut holders = Vec::new();

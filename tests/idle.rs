@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use provider_pools::{DialError, DialTarget, Dialer, Limits, ProviderPools};
-use support::{http_config, installation, provider, running, running_on, start};
+use support::{http_config, installation, provider, running, running_on, start, with_mem};
 use tokio::task::JoinSet;
 
 /// What a connection saw when it was destroyed: the active and idle
@@ -70,16 +70,7 @@ async fn settle() {
 
 #[tokio::test(start_paused = true)]
 async fn a_connection_is_destroyed_before_its_charge_is_released() {
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
     let dialer = MemDialer::new(&pools);
 
     // Active: dropped by its user.
@@ -115,16 +106,7 @@ async fn an_expired_idle_connection_is_never_reused() {
         idle_age: Duration::from_secs(10),
         ..Limits::DEFAULT
     };
-    let pools = start(limits).await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
+    let (pools, receipt) = with_mem(limits).await;
     let dialer = MemDialer::new(&pools);
     // Each checkout belongs to a request of its own: a request's waits share
     // its admission deadline.
@@ -246,16 +228,7 @@ impl Dialer for FirstDialOnly {
 
 #[tokio::test(start_paused = true)]
 async fn a_connection_parked_while_a_caller_waits_on_a_dial_goes_to_that_caller() {
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
     let dialer = Arc::new(FirstDialOnly::default());
     let first = running(&pools, &receipt, "t", 1).await;
     let held = pools

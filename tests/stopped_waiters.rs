@@ -19,7 +19,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use provider_pools::{DialError, DialTarget, Dialer, Limits};
-use support::{deadline, http_config, installation, provider, quiesce, running, start};
+use support::{deadline, quiesce, running, with_mem};
 
 #[derive(Clone)]
 struct Mem;
@@ -34,20 +34,11 @@ impl Dialer for Mem {
 
 #[tokio::test(start_paused = true)]
 async fn a_departed_waiter_is_not_counted_after_its_epoch_actor_stopped() {
-    let pools = start(Limits {
+    let (pools, receipt) = with_mem(Limits {
         connections_per_client: 1,
         ..Limits::DEFAULT
     })
     .await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
     let first = running(&pools, &receipt, "a", 1).await;
     let held = pools
         .reserve_connection(&first, &Mem)

@@ -104,6 +104,23 @@ pub(crate) async fn with_alpha(
     (pools, alpha, receipt)
 }
 
+/// A registry with provider `mem` created (epoch 1) on one HTTP origin,
+/// credential `k`: the setting of the tests that bring a dialer of their
+/// own.
+pub(crate) async fn with_mem(limits: Limits) -> (ProviderPools, provider_pools::InstallReceipt) {
+    let pools = start(limits).await;
+    let receipt = pools
+        .install(installation(
+            &provider("mem"),
+            0,
+            b"k",
+            http_config("mem", 1),
+        ))
+        .await
+        .expect("mem installs");
+    (pools, receipt)
+}
+
 /// A plan for `tenant` whose Store and I/O deadlines are far away.
 pub(crate) fn plan(tenant: &str, session: u64) -> provider_pools::ExecutionPlan {
     let far = tokio::time::Instant::now() + Duration::from_secs(3_600);
