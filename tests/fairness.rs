@@ -6,94 +6,17 @@
 //! running request and waits for exactly one new grant, so the order seen is
 //! the scheduler's order.
 
+#[path = "fairness/driver.rs"]
+mod driver;
 mod support;
 
 use std::collections::HashMap;
 
-use provider_pools::{ExecutionPlan, InstallReceipt, Limits, PoolReady, ProviderPools};
-use support::{
-    admitted, bounded, eventually, http_config, installation, plan, provider, request, start,
-};
-use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
+use driver::{block, install_providers, Requests};
 
-/// A queued request that reports its grant and holds it until released.
-struct Requests {
-    granted: mpsc::Receiver<(usize, oneshot::Sender<()>)>,
-    granted_tx: mpsc::Sender<(usize, oneshot::Sender<()>)>,
-    tasks: JoinSet<()>,
-}
-
-impl Requests {
-    fn new() -> Self {
-        let (granted_tx, granted) = mpsc::channel(4_096);
-        Self {
-            granted,
-            granted_tx,
-            tasks: JoinSet::new(),
-        }
-    }
-
-    /// Queues a request tagged `tag`.
-    fn queue(
-        &mut self,
-        pools: &ProviderPools,
-        plan: ExecutionPlan,
-        receipt: &InstallReceipt,
-        tag: usize,
-    ) {
-        let (pools, granted) = (pools.clone(), self.granted_tx.clone());
-        let request = request(&pools, plan, receipt, b"in");
-        self.tasks.spawn(async move {
-            let ready = pools
-                .admit(request)
-                .await
-                .expect("granted before its deadline");
-            let (release, released) = oneshot::channel();
-            granted
-                .send((tag, release))
-                .await
-                .expect("driver listening");
-            let _ = released.await;
-            drop(ready);
-        });
-    }
-
-    /// Waits for the next grant.
-    async fn next(&mut self) -> (usize, oneshot::Sender<()>) {
-        bounded("next grant", self.granted.recv())
-            .await
-            .expect("a request was granted")
-    }
-}
-
-async fn install_providers(pools: &ProviderPools, names: &[String]) -> Vec<InstallReceipt> {
-    let mut receipts = Vec::new();
-    for name in names {
-        let receipt = pools
-            .install(installation(&provider(name), 0, b"k", http_config(name, 1)))
-            .await
-            .expect("provider installs");
-        receipts.push(receipt);
-    }
-    receipts
-}
-
-/// Holds `count` grants of a blocking tenant so that everything queued
-/// afterwards waits.
-async fn block(pools: &ProviderPools, receipt: &InstallReceipt, count: usize) -> Vec<PoolReady> {
-    let mut held = Vec::new();
-    for i in 0..count {
-        held.push(
-            admitted(
-                pools,
-                request(pools, plan("blocker", i as u64), receipt, b"b"),
-            )
-            .await,
-        );
-    }
-    held
-}
+use provider_pools::Limits;
+use support::{admitted, eventually, http_config, installation, plan, provider, request, start};
+use tokio::sync::oneshot;
 
 /// Tenant "wide" queues one request on each of 50 providers, tenant
 /// "narrow" 25 on its single provider. The running total is
