@@ -19,21 +19,21 @@
 //! Default: 3 rounds, a few seconds. `IDLE_STRESS_ROUNDS=n` runs more
 //! (figures in RELIABILITY.md, "ThreadSanitizer").
 
+#[path = "idle_stress/sockets.rs"]
+mod sockets;
 mod support;
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools::{
-    AdmitError, ConnectError, DialError, DialErrorKind, DialTarget, Dialer, Epoch, InstallError,
-    InstallReceipt, Limits, ProviderId, ProviderPools, Snapshot,
+    AdmitError, ConnectError, Epoch, InstallError, InstallReceipt, Limits, ProviderId,
+    ProviderPools, Snapshot,
 };
+use sockets::{listener, lock, tag, Shared, TaggingDialer};
 use support::rng::Rng;
 use support::{installation, plan, provider, request, start, tcp_config, AllowAll};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 const PROVIDERS: usize = 2;
 const SLOTS: usize = 2;
@@ -43,113 +43,6 @@ const ITERATIONS: usize = 150;
 /// How long quiescence may take to settle (mailbox hops, EOFs reaching the
 /// listener); generous for an instrumented (ThreadSanitizer) build.
 const SETTLE: Duration = Duration::from_secs(30);
-/// A socket's first bytes: its provider index and its epoch, little-endian.
-const TAG: usize = 16;
-
-/// What the listener has seen: every accepted socket, the ones still open,
-/// and the open ones by the (provider, epoch) they were dialed for.
-#[derive(Debug, Default)]
-struct Sockets {
-    accepted: usize,
-    /// The listener's last `accept` error, if any (it keeps accepting).
-    accept_error: Option<String>,
-    open: usize,
-    /// Open sockets whose tag has not been read yet.
-    untagged: usize,
-    by_epoch: BTreeMap<(u64, u64), usize>,
-}
-
-type Shared = Arc<Mutex<Sockets>>;
-
-fn lock(sockets: &Shared) -> std::sync::MutexGuard<'_, Sockets> {
-    sockets.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A loopback listener that reads each socket's tag, then waits for its EOF.
-async fn listener() -> (String, Shared) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let target = listener.local_addr().expect("local addr").to_string();
-    let sockets = Shared::default();
-    let shared = Arc::clone(&sockets);
-    support::task(async move {
-        loop {
-            match listener.accept().await {
-                Ok((socket, _)) => {
-                    {
-                        let mut s = lock(&shared);
-                        s.accepted += 1;
-                        s.open += 1;
-                        s.untagged += 1;
-                    }
-                    support::task(serve(socket, Arc::clone(&shared)));
-                }
-                Err(err) => {
-                    lock(&shared).accept_error = Some(err.to_string());
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                }
-            }
-        }
-    });
-    (target, sockets)
-}
-
-async fn serve(mut socket: TcpStream, sockets: Shared) {
-    let mut tag = [0u8; TAG];
-    let key = match socket.read_exact(&mut tag).await {
-        Ok(_) => {
-            let (p, e) = tag.split_at(8);
-            let key = (le(p), le(e));
-            let mut s = lock(&sockets);
-            s.untagged -= 1;
-            *s.by_epoch.entry(key).or_default() += 1;
-            Some(key)
-        }
-        Err(_) => {
-            lock(&sockets).untagged -= 1;
-            None
-        }
-    };
-    let mut buf = [0u8; 64];
-    while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
-    let mut s = lock(&sockets);
-    s.open -= 1;
-    if let Some(key) = key {
-        let count = s.by_epoch.entry(key).or_default();
-        *count -= 1;
-        if *count == 0 {
-            s.by_epoch.remove(&key);
-        }
-    }
-}
-
-fn le(bytes: &[u8]) -> u64 {
-    u64::from_le_bytes(bytes.try_into().expect("8 bytes"))
-}
-
-fn tag(provider: usize, epoch: u64) -> Vec<u8> {
-    [(provider as u64).to_le_bytes(), epoch.to_le_bytes()].concat()
-}
-
-/// Dials a real socket and writes the epoch's credential (its tag) first.
-#[derive(Debug, Default, Clone)]
-struct TaggingDialer {
-    dialed: Arc<AtomicUsize>,
-}
-
-impl Dialer for TaggingDialer {
-    type Conn = TcpStream;
-
-    async fn dial(&self, target: DialTarget<'_>) -> Result<TcpStream, DialError> {
-        let failed = |e: std::io::Error| DialError::new(DialErrorKind::Other, e.to_string());
-        let mut socket = TcpStream::connect(target.target).await.map_err(failed)?;
-        self.dialed.fetch_add(1, SeqCst);
-        socket
-            .write_all(target.credential.expose_to_adapter())
-            .await
-            .map_err(failed)?;
-        Ok(socket)
-    }
-}
 
 /// What the tasks did, summed over a run.
 #[derive(Debug, Default)]
