@@ -1,9 +1,11 @@
 //! Cleanup tests, by concern: [`outcomes`] (what becomes of a resource and
-//! its charge) and [`capacity`] (slots of its own, refusals, lowering).
+//! its charge), [`capacity`] (slots of its own, refusals, lowering) and
+//! [`span_outcome`] (the cleanup span's `outcome` label).
 //! This file holds the scripted resource and the fixture they share.
 
 mod capacity;
 mod outcomes;
+mod span_outcome;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};

@@ -161,6 +161,22 @@ async fn a_panicking_close_drops_the_resource_before_its_charge() {
     assert_eq!(f.gauges(), (0, 0));
 }
 
+/// Waiting for idleness before shutdown destroys nothing: a failure nobody
+/// waits for stays kept, owned and charged, however often the pool is
+/// waited on, until the pool closes.
+#[tokio::test]
+async fn waiting_for_idleness_before_shutdown_keeps_the_failures() {
+    let f = fixture(2).await;
+    drop(f.submit("kept", Script::Fail));
+    f.idle().await;
+    assert_eq!(f.counts().await.orphaned, 1);
+    // The failure is kept when this wait arrives.
+    f.idle().await;
+    assert_eq!(f.counts().await.orphaned, 1);
+    assert_eq!(f.connections.used(), 1, "still charged");
+    assert_eq!(f.log.events(), events(&[]), "nothing destroyed");
+}
+
 /// Once shutdown closes the pool, waiting for idleness destroys the kept
 /// failures (resource first), and a close that fails afterwards is
 /// destroyed at once: a kept connection holds its request's epoch, which
