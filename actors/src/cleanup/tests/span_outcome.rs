@@ -80,6 +80,9 @@ impl Subscriber for Outcomes {
 async fn a_close_that_panics_is_labelled_panicked() {
     let outcomes = Outcomes::default();
     let _default = tracing::subscriber::set_default(outcomes.clone());
+    // A callsite another test registered while this dispatcher was being
+    // set up may have cached its interest without it: recompute them all.
+    tracing::callsite::rebuild_interest_cache();
     let f = fixture(1).await;
     let ticket = f.submit("bad", Script::Panic);
     within("panicking cleanup", ticket.outcome())
