@@ -25,23 +25,9 @@ use std::pin::Pin;
 use std::task::Poll;
 
 use provider_pools::{AdmitError, InstallReceipt, Limits, PoolReady, ProviderPools};
-use support::{bounded, http_config, installation, plan, provider, request, running, start};
+use support::{bounded, plan, request, running, with_mem};
 
 type Admit = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;
-
-async fn with_mem(limits: Limits) -> (ProviderPools, InstallReceipt) {
-    let pools = start(limits).await;
-    let receipt = pools
-        .install(installation(
-            &provider("mem"),
-            0,
-            b"k",
-            http_config("mem", 1),
-        ))
-        .await
-        .expect("install");
-    (pools, receipt)
-}
 
 /// An admission for a tenant of its own (`t{n}`), polled once: `Ok` holds
 /// the still-waiting future, `Err` the answer it gave at once.
