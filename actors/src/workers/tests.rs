@@ -1,3 +1,6 @@
+mod burst;
+mod shutdown;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

@@ -1,18 +1,20 @@
-//! A close that panics is logged as a warning: the resource was dropped
-//! before its charge, which an operator must hear about (the adapter has a
-//! bug). A task the runtime merely dropped is a debug line; the two must not
-//! swap (RELIABILITY.md "Mutation testing", `cleanup/state.rs`'s join-error
-//! arms).
+//! A panic in provider code is logged as a warning, which an operator must
+//! hear about (the adapter or provider has a bug): a close that panics (the
+//! resource was dropped before its charge) and a worker job that panics. A
+//! task the runtime merely dropped is a debug line; the two must not swap
+//! (RELIABILITY.md "Mutation testing": the join-error arms of
+//! `cleanup/state.rs` and `workers/state.rs`).
 //!
-//! This binary holds one test and sets a process-wide subscriber: tracing
-//! caches each callsite's interest process-wide, so a thread-local
-//! subscriber next to other tests on other threads could miss the event.
+//! The events go to a process-wide subscriber, installed once for this
+//! binary: tracing caches each callsite's interest process-wide, so a
+//! thread-local subscriber next to other tests on other threads could miss
+//! an event. The tests share it; each looks only at its own messages.
 //! Paused clock, no I/O.
 
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use provider_pools::{Cleanup, CloseFailure, DialError, DialTarget, Dialer, Limits};
 use support::{bounded, http_config, installation, provider, running, start};
@@ -22,6 +24,30 @@ use tracing::{Event, Level, Metadata, Subscriber};
 
 /// One event of the engine: its level and message.
 type Seen = Arc<Mutex<Vec<(Level, String)>>>;
+
+/// The events of the engine so far, from the subscriber installed on
+/// first use.
+fn seen() -> Vec<(Level, String)> {
+    static SEEN: OnceLock<Seen> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| {
+        let seen = Seen::default();
+        tracing::subscriber::set_global_default(Capture {
+            seen: Arc::clone(&seen),
+            next: AtomicU64::new(1),
+        })
+        .expect("this binary's only subscriber");
+        seen
+    });
+    seen.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// The events among `seen` whose message is one of `messages`.
+fn only(seen: &[(Level, String)], messages: [&str; 2]) -> Vec<(Level, String)> {
+    seen.iter()
+        .filter(|(_, message)| messages.contains(&message.as_str()))
+        .cloned()
+        .collect()
+}
 
 /// Keeps every event of the provider-pools crates; spans get ids, nothing
 /// else.
@@ -87,18 +113,12 @@ impl Dialer for PanickyDialer {
     }
 }
 
-const PANICKED: &str = "cleanup panicked; the resource was dropped before its charge";
-const DROPPED: &str = "cleanup dropped by the runtime";
+const CLOSE_PANICKED: &str = "cleanup panicked; the resource was dropped before its charge";
+const CLOSE_DROPPED: &str = "cleanup dropped by the runtime";
 
 #[tokio::test(start_paused = true)]
 async fn a_close_that_panics_is_logged_as_a_warning_not_as_a_dropped_task() {
-    let seen = Seen::default();
-    tracing::subscriber::set_global_default(Capture {
-        seen: Arc::clone(&seen),
-        next: AtomicU64::new(1),
-    })
-    .expect("this binary's only subscriber");
-
+    seen();
     let pools = start(Limits::DEFAULT).await;
     let receipt = pools
         .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
@@ -120,15 +140,39 @@ async fn a_close_that_panics_is_logged_as_a_warning_not_as_a_dropped_task() {
     support::quiesce().await;
     assert_eq!(pools.snapshot().cleanup_jobs, 0, "the slot is returned");
 
-    let seen = seen.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    let joined: Vec<_> = seen
-        .iter()
-        .filter(|(_, message)| message == PANICKED || message == DROPPED)
-        .collect();
+    let seen = seen();
     assert_eq!(
-        joined,
-        [&(Level::WARN, PANICKED.to_owned())],
+        only(&seen, [CLOSE_PANICKED, CLOSE_DROPPED]),
+        [(Level::WARN, CLOSE_PANICKED.to_owned())],
         "exactly one warning for the panicked close, no dropped-task line; all events: {seen:?}"
+    );
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}
+
+const JOB_PANICKED: &str = "job panicked";
+const JOB_DROPPED: &str = "job dropped by the runtime";
+
+#[tokio::test(start_paused = true)]
+async fn a_job_that_panics_is_logged_as_a_warning_not_as_a_dropped_task() {
+    seen();
+    let pools = start(Limits::DEFAULT).await;
+    let job = pools
+        .spawn_blocking(|| -> u8 { panic!("provider bug") })
+        .await
+        .expect("a free worker takes the job");
+    assert!(
+        bounded("the job", job.join()).await.is_err(),
+        "the panicking job answers an error"
+    );
+    support::quiesce().await;
+    assert_eq!(pools.snapshot().workers, 0, "the worker is returned");
+
+    let seen = seen();
+    assert_eq!(
+        only(&seen, [JOB_PANICKED, JOB_DROPPED]),
+        [(Level::WARN, JOB_PANICKED.to_owned())],
+        "exactly one warning for the panicked job, no dropped-task line; all events: {seen:?}"
     );
     let report = pools.shutdown(support::deadline()).await;
     assert!(report.is_clean(), "{report:?}");
