@@ -1,4 +1,5 @@
 mod burst;
+mod idle_waiters;
 mod shutdown;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -229,28 +230,6 @@ async fn when_idle_answers_only_after_the_held_job_is_joined() {
     assert_eq!(answer, Ok(Ok(())));
     let after = (f.gauge(), f.ledger.metadata.used());
     assert_eq!(after, (0, 0), "released before answering");
-}
-
-/// Idle waiters are bounded: one past the bound is answered `Busy` at once,
-/// the others when the pool goes idle.
-#[tokio::test]
-async fn idle_waiters_are_bounded() {
-    let f = fixture(1).await;
-    let (gate, _job) = f.hold().await;
-    let mut waiters = Vec::new();
-    for _ in 0..=tasks::IDLE_WAITERS {
-        let (reply, idle) = oneshot::channel();
-        let queued = f.pool.mailbox().try_send(Msg::WhenIdle { reply });
-        assert!(queued.is_ok(), "room in the mailbox");
-        waiters.push(idle);
-    }
-    assert_eq!(f.counts().await.running(), 1);
-    let mut extra = waiters.pop().expect("one past the bound");
-    assert_eq!(extra.try_recv(), Ok(Err(WaitError::Busy)));
-    gate.open();
-    for idle in waiters {
-        assert_eq!(within("idle", idle).await, Ok(Ok(())));
-    }
 }
 
 /// Each job charges its metadata until it is joined; an exhausted metadata
