@@ -1,25 +1,48 @@
 //! Admission end to end, against the limiters a runtime author would
 //! otherwise write, measured in the same run.
 //!
-//! - `admission/admit_start_drop`: one caller, one tenant: stage input,
-//!   `admit` (one hop to the scheduler and its answer), `dispatch`, `start`,
-//!   drop (the release hop).
-//! - `admission/semaphore_baseline`: `Semaphore::acquire` + drop from the same
-//!   lone caller.
+//! The limiters compared:
+//!
+//! - the engine: stage input, `admit` (one hop to the scheduler and its
+//!   answer), `dispatch`, `start`, drop (the release hop);
+//! - `semaphore_baseline`: `tokio::sync::Semaphore::acquire` + drop — the
+//!   unfair floor: no tenant, no queue order beyond arrival, no accounting;
+//! - `fifo_mutex_baseline`: a hand-rolled fair-FIFO limiter,
+//!   `Mutex<(permits, VecDeque<oneshot>)>`, acquire + drop;
+//! - `mea_fair_share_baseline`: mea 0.6's `admission::FairShare` keyed by
+//!   `TenantId` (the nearest published fair peer: a permit goes to the key
+//!   holding the fewest, hand-off under one mutex), `acquire(tenant)` + drop;
+//! - `owner_task_floor`: the least a single-owner design pays — one task
+//!   owns the permits and a FIFO of waiters; an acquire is a message with a
+//!   oneshot to answer, a release a second message. No tenant, no ceiling,
+//!   no accounting: the cost of the hops alone.
+//!
+//! The rows, by group:
+//!
+//! - `admission/admit_start_drop`: one caller, one tenant, one provider.
+//! - `admission/semaphore_baseline`, `admission/fifo_mutex_baseline`,
+//!   `admission/mea_fair_share_baseline`: the same lone caller through each
+//!   baseline (64 permits; mea keyed by that one tenant).
 //! - `admission_1024/admit_start_drop`: the same round trip from 1,024
 //!   concurrent tasks spread over 64 tenants × 8 providers, with 64 running
-//!   requests node-wide, so most tasks wait in the scheduler's queue.
-//! - `admission_1024/semaphore_baseline`: `Semaphore::acquire` + drop from
-//!   the same 1,024 tasks on 64 permits — the unfair floor: no tenant, no
-//!   queue order beyond arrival, no accounting.
-//! - `admission_1024/fifo_mutex_baseline`: the same cycle through a
-//!   hand-rolled fair-FIFO limiter, `Mutex<(permits, VecDeque<oneshot>)>`,
-//!   with 64 permits.
-//! - `admission_1024/owner_task_floor`: the same cycle through the least a
-//!   single-owner design pays — one task owns 64 permits and a FIFO of
-//!   waiters; an acquire is a message with a oneshot to answer, a release a
-//!   second message. No tenant, no ceiling, no accounting: the cost of the
-//!   hops alone, for reading the admission row against.
+//!   requests node-wide (4 per tenant, 16 per provider), so most tasks wait
+//!   in the scheduler's queue.
+//! - `admission_1024/semaphore_baseline`, `admission_1024/fifo_mutex_baseline`,
+//!   `admission_1024/owner_task_floor`: the same 1,024 tasks on 64 permits.
+//! - `admission_1024/mea_fair_share_baseline`: the same 1,024 tasks on 64
+//!   permits, keyed by the same 64 tenants.
+//!
+//! How cost grows with the spread of keys: two more shapes of the same
+//! loaded cycle (1,024 tasks, 64 running node-wide, the node-wide ceiling the
+//! one that binds), each group with the mea and semaphore baselines of the
+//! same run beside the engine, to read against `admission_1024`:
+//!
+//! - `admission_1024_own_tenant/{admit_start_drop, mea_fair_share_baseline,
+//!   semaphore_baseline}`: 1,024 tenants × 1 provider, one task (so one
+//!   waiter) per tenant; 64 running per provider.
+//! - `admission_1024_one_tenant/{admit_start_drop, mea_fair_share_baseline,
+//!   semaphore_baseline}`: 1 tenant × 1 provider, all 1,024 tasks; 64
+//!   running for the tenant and the provider.
 //!
 //! The concurrent rows time `1,024 × rounds` completed cycles and report
 //! total time / completed cycles (`iter_custom`). Everything runs on a
@@ -27,9 +50,8 @@
 //!
 //! Run with `cargo bench --locked --bench admission`.
 
-use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -39,16 +61,56 @@ use provider_pools::{
     ProviderConfig, ProviderId, ProviderPools, ServiceName, SessionId, TenantId, TypedSlot,
 };
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
+
+#[path = "admission/baselines.rs"]
+mod baselines;
+
+use baselines::{Bare, FifoLimiter, MeaFairShare, OwnerTask};
 
 /// Concurrent tasks in the loaded rows.
 const TASKS: usize = 1024;
-/// Tenants and logical providers the tasks are spread over.
-const TENANTS: usize = 64;
-const PROVIDERS: usize = 8;
 /// Running requests node-wide, and the baselines' permits.
 const RUNNING: u32 = 64;
+
+/// How the loaded rows' tasks are spread over tenants and providers, and
+/// the running ceilings per tenant and per provider.
+#[derive(Clone, Copy)]
+struct Shape {
+    group: &'static str,
+    tenants: usize,
+    providers: usize,
+    running_per_tenant: u32,
+    running_per_provider: u32,
+}
+
+/// 64 tenants × 8 providers: the loaded rows of record.
+const SPREAD: Shape = Shape {
+    group: "admission_1024",
+    tenants: 64,
+    providers: 8,
+    running_per_tenant: 4,
+    running_per_provider: 16,
+};
+
+/// 1,024 tenants with one task each, on one provider.
+const OWN_TENANT: Shape = Shape {
+    group: "admission_1024_own_tenant",
+    tenants: TASKS,
+    providers: 1,
+    running_per_tenant: 4,
+    running_per_provider: RUNNING,
+};
+
+/// Every task for one tenant on one provider.
+const ONE_TENANT: Shape = Shape {
+    group: "admission_1024_one_tenant",
+    tenants: 1,
+    providers: 1,
+    running_per_tenant: RUNNING,
+    running_per_provider: RUNNING,
+};
 /// Each task completes at least this many cycles per sample, so that the
 /// start and the tail of a sample stay small beside the loaded middle.
 const MIN_ROUNDS: u64 = 16;
@@ -109,15 +171,16 @@ async fn fixture(runtime: &Runtime, limits: Limits, tenants: usize, providers: u
     }
 }
 
-/// The limits of the loaded rows: 1,024 may wait, 64 may run.
-fn loaded_limits() -> Limits {
+/// The limits of the loaded rows: 1,024 may wait, 64 may run, with
+/// `shape`'s running ceilings per tenant and per provider.
+fn loaded_limits(shape: Shape) -> Limits {
     Limits {
         pending_requests: 1024,
         requests_per_tenant: 1024,
         requests_per_provider: 1024,
         running_requests: RUNNING,
-        running_per_tenant: 4,
-        running_per_provider: 16,
+        running_per_tenant: shape.running_per_tenant,
+        running_per_provider: shape.running_per_provider,
         // Nothing in a sample should time out, however slow the machine.
         queue_age: Duration::from_secs(60),
         ..Limits::DEFAULT
@@ -156,140 +219,25 @@ async fn round_trip(f: &Fixture, route: &Route) {
     drop(ready.start(call).expect("start"));
 }
 
-/// A fair-FIFO limiter as a runtime author would hand-roll it: permits and
-/// a queue of parked waiters behind one mutex; a release hands its permit
-/// straight to the oldest waiter.
-struct FifoLimiter {
-    state: Mutex<FifoState>,
-}
-
-struct FifoState {
-    permits: u32,
-    waiters: VecDeque<oneshot::Sender<()>>,
-}
-
-struct FifoPermit<'a>(&'a FifoLimiter);
-
-impl FifoLimiter {
-    fn new(permits: u32) -> Self {
-        Self {
-            state: Mutex::new(FifoState {
-                permits,
-                waiters: VecDeque::new(),
-            }),
-        }
-    }
-
-    async fn acquire(&self) -> FifoPermit<'_> {
-        let wait = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.permits > 0 {
-                state.permits -= 1;
-                None
-            } else {
-                let (tx, rx) = oneshot::channel();
-                state.waiters.push_back(tx);
-                Some(rx)
-            }
-        };
-        if let Some(rx) = wait {
-            rx.await.expect("a release hands the permit over");
-        }
-        FifoPermit(self)
-    }
-}
-
-impl Drop for FifoPermit<'_> {
-    fn drop(&mut self) {
-        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
-        while let Some(waiter) = state.waiters.pop_front() {
-            if waiter.send(()).is_ok() {
-                return;
-            }
-        }
-        state.permits += 1;
-    }
-}
-
 /// One cycle of a loaded row, run by each of the `TASKS` tasks in turn.
 trait Cycle: Send + Sync + 'static {
     fn cycle(&self, task: usize) -> impl Future<Output = ()> + Send;
 }
 
-struct Admissions(Fixture);
+struct Admissions {
+    fixture: Fixture,
+    shape: Shape,
+}
 
 impl Cycle for Admissions {
     async fn cycle(&self, task: usize) {
-        // Task i admits as tenant i mod 64 on provider (i / 64) mod 8.
-        let route = (task % TENANTS) * PROVIDERS + task / TENANTS % PROVIDERS;
-        round_trip(&self.0, &self.0.routes[route]).await;
-    }
-}
-
-struct Bare(Semaphore);
-
-impl Cycle for Bare {
-    async fn cycle(&self, _task: usize) {
-        drop(self.0.acquire().await.expect("open semaphore"));
-    }
-}
-
-impl Cycle for FifoLimiter {
-    async fn cycle(&self, _task: usize) {
-        drop(self.acquire().await);
-    }
-}
-
-/// The single-owner floor: one task owns the permits and a FIFO of
-/// waiters, and is reached only by messages.
-struct OwnerTask {
-    requests: mpsc::UnboundedSender<Request>,
-}
-
-enum Request {
-    Acquire(oneshot::Sender<()>),
-    Release,
-}
-
-impl OwnerTask {
-    fn start(runtime: &Runtime, permits: u32) -> Self {
-        let (requests, mut inbox) = mpsc::unbounded_channel();
-        // A benchmark fixture, not library code: it runs until the sender
-        // side is dropped with the fixture.
-        #[allow(clippy::disallowed_methods)]
-        runtime.spawn(async move {
-            let (mut free, mut waiters) = (permits, VecDeque::new());
-            let mut batch = Vec::with_capacity(256);
-            while inbox.recv_many(&mut batch, 256).await > 0 {
-                for request in batch.drain(..) {
-                    match request {
-                        Request::Acquire(waiter) if free > 0 => {
-                            free -= 1;
-                            let _ = waiter.send(());
-                        }
-                        Request::Acquire(waiter) => waiters.push_back(waiter),
-                        Request::Release => match waiters.pop_front() {
-                            Some(waiter) => {
-                                let _ = waiter.send(());
-                            }
-                            None => free += 1,
-                        },
-                    }
-                }
-            }
-        });
-        Self { requests }
-    }
-}
-
-impl Cycle for OwnerTask {
-    async fn cycle(&self, _task: usize) {
-        let (tx, rx) = oneshot::channel();
-        self.requests
-            .send(Request::Acquire(tx))
-            .expect("owner running");
-        rx.await.expect("owner answers");
-        self.requests.send(Request::Release).expect("owner running");
+        // Task i admits as tenant i mod T on provider (i / T) mod P; the
+        // routes are tenant-major.
+        let Shape {
+            tenants, providers, ..
+        } = self.shape;
+        let route = (task % tenants) * providers + task / tenants % providers;
+        round_trip(&self.fixture, &self.fixture.routes[route]).await;
     }
 }
 
@@ -337,7 +285,9 @@ fn lone_caller(c: &mut Criterion) {
     let runtime = runtime();
     let fixture = runtime.block_on(fixture(&runtime, Limits::DEFAULT, 1, 1));
     let route = fixture.routes[0].clone();
-    let semaphore = Semaphore::new(64);
+    let semaphore = Semaphore::new(RUNNING as usize);
+    let fifo = FifoLimiter::new(RUNNING);
+    let mea = MeaFairShare::new(RUNNING, 1);
 
     let mut group = c.benchmark_group("admission");
     group.bench_function("admit_start_drop", |b| {
@@ -347,32 +297,66 @@ fn lone_caller(c: &mut Criterion) {
         b.to_async(&runtime)
             .iter(|| async { drop(semaphore.acquire().await.expect("open semaphore")) })
     });
+    group.bench_function("fifo_mutex_baseline", |b| {
+        b.to_async(&runtime).iter(|| fifo.cycle(0))
+    });
+    group.bench_function("mea_fair_share_baseline", |b| {
+        b.to_async(&runtime).iter(|| mea.cycle(0))
+    });
     group.finish();
 }
 
-fn loaded_1024(c: &mut Criterion) {
+/// The engine's loaded cycle in `shape`, with the mea and semaphore
+/// baselines beside it; `extra` adds rows to the same group.
+fn loaded_group(
+    c: &mut Criterion,
+    shape: Shape,
+    extra: impl FnOnce(&Runtime, &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>),
+) {
     let runtime = runtime();
-    let fixture = runtime.block_on(fixture(&runtime, loaded_limits(), TENANTS, PROVIDERS));
-    let admissions = Arc::new(Admissions(fixture));
+    let fixture = runtime.block_on(fixture(
+        &runtime,
+        loaded_limits(shape),
+        shape.tenants,
+        shape.providers,
+    ));
+    let admissions = Arc::new(Admissions { fixture, shape });
     let bare = Arc::new(Bare(Semaphore::new(RUNNING as usize)));
-    let fifo = Arc::new(FifoLimiter::new(RUNNING));
-    let owner = Arc::new(OwnerTask::start(&runtime, RUNNING));
+    let mea = Arc::new(MeaFairShare::new(RUNNING, shape.tenants));
 
-    let mut group = c.benchmark_group("admission_1024");
+    let mut group = c.benchmark_group(shape.group);
     group.bench_function("admit_start_drop", |b| {
         b.iter_custom(|iters| loaded(&runtime, iters, &admissions))
     });
     group.bench_function("semaphore_baseline", |b| {
         b.iter_custom(|iters| loaded(&runtime, iters, &bare))
     });
-    group.bench_function("fifo_mutex_baseline", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &fifo))
-    });
-    group.bench_function("owner_task_floor", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &owner))
+    extra(&runtime, &mut group);
+    group.bench_function("mea_fair_share_baseline", |b| {
+        b.iter_custom(|iters| loaded(&runtime, iters, &mea))
     });
     group.finish();
 }
 
-criterion_group!(benches, lone_caller, loaded_1024);
+fn loaded_1024(c: &mut Criterion) {
+    loaded_group(c, SPREAD, |runtime, group| {
+        let fifo = Arc::new(FifoLimiter::new(RUNNING));
+        let owner = Arc::new(OwnerTask::start(runtime, RUNNING));
+        group.bench_function("fifo_mutex_baseline", |b| {
+            b.iter_custom(|iters| loaded(runtime, iters, &fifo))
+        });
+        group.bench_function("owner_task_floor", |b| {
+            b.iter_custom(|iters| loaded(runtime, iters, &owner))
+        });
+    });
+}
+
+/// How cost grows: the same loaded cycle with one waiter per tenant, and
+/// with every waiter on one tenant and one provider.
+fn key_spread(c: &mut Criterion) {
+    loaded_group(c, OWN_TENANT, |_, _| {});
+    loaded_group(c, ONE_TENANT, |_, _| {});
+}
+
+criterion_group!(benches, lone_caller, loaded_1024, key_spread);
 criterion_main!(benches);
