@@ -44,6 +44,20 @@
 //!   semaphore_baseline}`: 1 tenant × 1 provider, all 1,024 tasks; 64
 //!   running for the tenant and the provider.
 //!
+//! Who actually waits: in these groups every limiter drops its permit as
+//! soon as it has it. The engine's `admit` always waits for the scheduler's
+//! answer, so its tasks do queue; an `acquire` of the semaphore, the FIFO
+//! mutex or mea that finds a permit free returns without yielding, so a
+//! task runs cycle after cycle while the other worker does the same, at
+//! most two permits are ever held, and their queues stay empty: those rows
+//! read a cross-core uncontended hand-off, not 1,024 waiters.
+//!
+//! - `admission_1024_held/*`, `admission_1024_own_tenant_held/*`,
+//!   `admission_1024_one_tenant_held/*`: the three shapes' rows again, each
+//!   cycle holding its permit (or running request) across one
+//!   `tokio::task::yield_now` before dropping it, so 64 are held and the
+//!   rest wait in every limiter's queue; every row pays the same yield.
+//!
 //! The concurrent rows time `1,024 × rounds` completed cycles and report
 //! total time / completed cycles (`iter_custom`). Everything runs on a
 //! 2-worker runtime.
@@ -188,7 +202,7 @@ fn loaded_limits(shape: Shape) -> Limits {
 }
 
 /// stage → admit → dispatch → start → drop, for `route`.
-async fn round_trip(f: &Fixture, route: &Route) {
+async fn round_trip(f: &Fixture, route: &Route, hold: Hold) {
     let far = Instant::now() + Duration::from_secs(60);
     let plan = ExecutionPlan::seal(
         route.tenant.clone(),
@@ -216,12 +230,33 @@ async fn round_trip(f: &Fixture, route: &Route) {
         .pools
         .dispatch(&f.policy, &plan, &route.provider)
         .expect("dispatch");
-    drop(ready.start(call).expect("start"));
+    let running = ready.start(call).expect("start");
+    hold.keep().await;
+    drop(running);
+}
+
+/// Whether a cycle holds its permit across one yield to the runtime
+/// before dropping it.
+#[derive(Clone, Copy)]
+enum Hold {
+    /// Dropped as soon as it is granted.
+    Release,
+    /// Held across one `yield_now`, so other tasks run while it is held.
+    AcrossYield,
+}
+
+impl Hold {
+    /// Called with the permit held.
+    async fn keep(self) {
+        if let Hold::AcrossYield = self {
+            tokio::task::yield_now().await;
+        }
+    }
 }
 
 /// One cycle of a loaded row, run by each of the `TASKS` tasks in turn.
 trait Cycle: Send + Sync + 'static {
-    fn cycle(&self, task: usize) -> impl Future<Output = ()> + Send;
+    fn cycle(&self, task: usize, hold: Hold) -> impl Future<Output = ()> + Send;
 }
 
 struct Admissions {
@@ -230,21 +265,21 @@ struct Admissions {
 }
 
 impl Cycle for Admissions {
-    async fn cycle(&self, task: usize) {
+    async fn cycle(&self, task: usize, hold: Hold) {
         // Task i admits as tenant i mod T on provider (i / T) mod P; the
         // routes are tenant-major.
         let Shape {
             tenants, providers, ..
         } = self.shape;
         let route = (task % tenants) * providers + task / tenants % providers;
-        round_trip(&self.fixture, &self.fixture.routes[route]).await;
+        round_trip(&self.fixture, &self.fixture.routes[route], hold).await;
     }
 }
 
 /// Runs `TASKS` tasks that each complete enough cycles for `iters` cycles
 /// in all, and returns the time `iters` cycles took at the loaded rate
 /// (total time / completed cycles × `iters`).
-fn loaded<C: Cycle>(runtime: &Runtime, iters: u64, limiter: &Arc<C>) -> Duration {
+fn loaded<C: Cycle>(runtime: &Runtime, iters: u64, limiter: &Arc<C>, hold: Hold) -> Duration {
     let rounds = iters.div_ceil(TASKS as u64).max(MIN_ROUNDS);
     let completed = rounds * TASKS as u64;
     let limiter = Arc::clone(limiter);
@@ -259,7 +294,7 @@ fn loaded<C: Cycle>(runtime: &Runtime, iters: u64, limiter: &Arc<C>) -> Duration
             tasks.push(tokio::spawn(async move {
                 gate.acquire().await.expect("open gate").forget();
                 for _ in 0..rounds {
-                    limiter.cycle(task).await;
+                    limiter.cycle(task, hold).await;
                 }
             }));
         }
@@ -291,27 +326,33 @@ fn lone_caller(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("admission");
     group.bench_function("admit_start_drop", |b| {
-        b.to_async(&runtime).iter(|| round_trip(&fixture, &route))
+        b.to_async(&runtime)
+            .iter(|| round_trip(&fixture, &route, Hold::Release))
     });
     group.bench_function("semaphore_baseline", |b| {
         b.to_async(&runtime)
             .iter(|| async { drop(semaphore.acquire().await.expect("open semaphore")) })
     });
     group.bench_function("fifo_mutex_baseline", |b| {
-        b.to_async(&runtime).iter(|| fifo.cycle(0))
+        b.to_async(&runtime).iter(|| fifo.cycle(0, Hold::Release))
     });
     group.bench_function("mea_fair_share_baseline", |b| {
-        b.to_async(&runtime).iter(|| mea.cycle(0))
+        b.to_async(&runtime).iter(|| mea.cycle(0, Hold::Release))
     });
     group.finish();
 }
 
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
 /// The engine's loaded cycle in `shape`, with the mea and semaphore
-/// baselines beside it; `extra` adds rows to the same group.
+/// baselines beside it, each holding its permit as `hold` says (the group's
+/// name gains `_held` when held across a yield); `extra` adds rows to the
+/// same group.
 fn loaded_group(
     c: &mut Criterion,
     shape: Shape,
-    extra: impl FnOnce(&Runtime, &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>),
+    hold: Hold,
+    extra: impl FnOnce(&Runtime, &mut Group<'_>, Hold),
 ) {
     let runtime = runtime();
     let fixture = runtime.block_on(fixture(
@@ -324,39 +365,53 @@ fn loaded_group(
     let bare = Arc::new(Bare(Semaphore::new(RUNNING as usize)));
     let mea = Arc::new(MeaFairShare::new(RUNNING, shape.tenants));
 
-    let mut group = c.benchmark_group(shape.group);
+    let mut group = c.benchmark_group(match hold {
+        Hold::Release => shape.group.to_string(),
+        Hold::AcrossYield => format!("{}_held", shape.group),
+    });
     group.bench_function("admit_start_drop", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &admissions))
+        b.iter_custom(|iters| loaded(&runtime, iters, &admissions, hold))
     });
     group.bench_function("semaphore_baseline", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &bare))
+        b.iter_custom(|iters| loaded(&runtime, iters, &bare, hold))
     });
-    extra(&runtime, &mut group);
+    extra(&runtime, &mut group, hold);
     group.bench_function("mea_fair_share_baseline", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &mea))
+        b.iter_custom(|iters| loaded(&runtime, iters, &mea, hold))
     });
     group.finish();
 }
 
-fn loaded_1024(c: &mut Criterion) {
-    loaded_group(c, SPREAD, |runtime, group| {
-        let fifo = Arc::new(FifoLimiter::new(RUNNING));
-        let owner = Arc::new(OwnerTask::start(runtime, RUNNING));
-        group.bench_function("fifo_mutex_baseline", |b| {
-            b.iter_custom(|iters| loaded(runtime, iters, &fifo))
-        });
-        group.bench_function("owner_task_floor", |b| {
-            b.iter_custom(|iters| loaded(runtime, iters, &owner))
-        });
+/// The FIFO-mutex and single-owner rows of the 64 × 8 groups.
+fn fifo_and_owner(runtime: &Runtime, group: &mut Group<'_>, hold: Hold) {
+    let fifo = Arc::new(FifoLimiter::new(RUNNING));
+    let owner = Arc::new(OwnerTask::start(runtime, RUNNING));
+    group.bench_function("fifo_mutex_baseline", |b| {
+        b.iter_custom(|iters| loaded(runtime, iters, &fifo, hold))
     });
+    group.bench_function("owner_task_floor", |b| {
+        b.iter_custom(|iters| loaded(runtime, iters, &owner, hold))
+    });
+}
+
+fn loaded_1024(c: &mut Criterion) {
+    loaded_group(c, SPREAD, Hold::Release, fifo_and_owner);
 }
 
 /// How cost grows: the same loaded cycle with one waiter per tenant, and
 /// with every waiter on one tenant and one provider.
 fn key_spread(c: &mut Criterion) {
-    loaded_group(c, OWN_TENANT, |_, _| {});
-    loaded_group(c, ONE_TENANT, |_, _| {});
+    loaded_group(c, OWN_TENANT, Hold::Release, |_, _, _| {});
+    loaded_group(c, ONE_TENANT, Hold::Release, |_, _, _| {});
 }
 
-criterion_group!(benches, lone_caller, loaded_1024, key_spread);
+/// The three shapes again with every permit held across one yield, so
+/// that the baselines' queues fill too.
+fn held(c: &mut Criterion) {
+    loaded_group(c, SPREAD, Hold::AcrossYield, fifo_and_owner);
+    loaded_group(c, OWN_TENANT, Hold::AcrossYield, |_, _, _| {});
+    loaded_group(c, ONE_TENANT, Hold::AcrossYield, |_, _, _| {});
+}
+
+criterion_group!(benches, lone_caller, loaded_1024, key_spread, held);
 criterion_main!(benches);

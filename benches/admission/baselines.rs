@@ -10,7 +10,7 @@ use provider_pools::TenantId;
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use super::Cycle;
+use super::{Cycle, Hold};
 
 /// A fair-FIFO limiter as a runtime author would hand-roll it: permits and
 /// a queue of parked waiters behind one mutex; a release hands its permit
@@ -86,9 +86,11 @@ impl MeaFairShare {
 }
 
 impl Cycle for MeaFairShare {
-    async fn cycle(&self, task: usize) {
+    async fn cycle(&self, task: usize, hold: Hold) {
         let tenant = self.tenants[task % self.tenants.len()].clone();
-        drop(self.limiter.acquire(tenant).await);
+        let permit = self.limiter.acquire(tenant).await;
+        hold.keep().await;
+        drop(permit);
     }
 }
 
@@ -96,14 +98,18 @@ impl Cycle for MeaFairShare {
 pub(crate) struct Bare(pub(crate) Semaphore);
 
 impl Cycle for Bare {
-    async fn cycle(&self, _task: usize) {
-        drop(self.0.acquire().await.expect("open semaphore"));
+    async fn cycle(&self, _task: usize, hold: Hold) {
+        let permit = self.0.acquire().await.expect("open semaphore");
+        hold.keep().await;
+        drop(permit);
     }
 }
 
 impl Cycle for FifoLimiter {
-    async fn cycle(&self, _task: usize) {
-        drop(self.acquire().await);
+    async fn cycle(&self, _task: usize, hold: Hold) {
+        let permit = self.acquire().await;
+        hold.keep().await;
+        drop(permit);
     }
 }
 
@@ -150,12 +156,13 @@ impl OwnerTask {
 }
 
 impl Cycle for OwnerTask {
-    async fn cycle(&self, _task: usize) {
+    async fn cycle(&self, _task: usize, hold: Hold) {
         let (tx, rx) = oneshot::channel();
         self.requests
             .send(Request::Acquire(tx))
             .expect("owner running");
         rx.await.expect("owner answers");
+        hold.keep().await;
         self.requests.send(Request::Release).expect("owner running");
     }
 }
