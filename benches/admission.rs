@@ -1,25 +1,62 @@
 //! Admission end to end, against the limiters a runtime author would
 //! otherwise write, measured in the same run.
 //!
-//! - `admission/admit_start_drop`: one caller, one tenant: stage input,
-//!   `admit` (one hop to the scheduler and its answer), `dispatch`, `start`,
-//!   drop (the release hop).
-//! - `admission/semaphore_baseline`: `Semaphore::acquire` + drop from the same
-//!   lone caller.
+//! The limiters compared:
+//!
+//! - the engine: stage input, `admit` (one hop to the scheduler and its
+//!   answer), `dispatch`, `start`, drop (the release hop);
+//! - `semaphore_baseline`: `tokio::sync::Semaphore::acquire` + drop — the
+//!   unfair floor: no tenant, no queue order beyond arrival, no accounting;
+//! - `fifo_mutex_baseline`: a hand-rolled fair-FIFO limiter,
+//!   `Mutex<(permits, VecDeque<oneshot>)>`, acquire + drop;
+//! - `mea_fair_share_baseline`: mea 0.6's `admission::FairShare` keyed by
+//!   `TenantId` (the nearest published fair peer: a permit goes to the key
+//!   holding the fewest, hand-off under one mutex), `acquire(tenant)` + drop;
+//! - `owner_task_floor`: the least a single-owner design pays — one task
+//!   owns the permits and a FIFO of waiters; an acquire is a message with a
+//!   oneshot to answer, a release a second message. No tenant, no ceiling,
+//!   no accounting: the cost of the hops alone.
+//!
+//! The rows, by group:
+//!
+//! - `admission/admit_start_drop`: one caller, one tenant, one provider.
+//! - `admission/semaphore_baseline`, `admission/fifo_mutex_baseline`,
+//!   `admission/mea_fair_share_baseline`: the same lone caller through each
+//!   baseline (64 permits; mea keyed by that one tenant).
 //! - `admission_1024/admit_start_drop`: the same round trip from 1,024
 //!   concurrent tasks spread over 64 tenants × 8 providers, with 64 running
-//!   requests node-wide, so most tasks wait in the scheduler's queue.
-//! - `admission_1024/semaphore_baseline`: `Semaphore::acquire` + drop from
-//!   the same 1,024 tasks on 64 permits — the unfair floor: no tenant, no
-//!   queue order beyond arrival, no accounting.
-//! - `admission_1024/fifo_mutex_baseline`: the same cycle through a
-//!   hand-rolled fair-FIFO limiter, `Mutex<(permits, VecDeque<oneshot>)>`,
-//!   with 64 permits.
-//! - `admission_1024/owner_task_floor`: the same cycle through the least a
-//!   single-owner design pays — one task owns 64 permits and a FIFO of
-//!   waiters; an acquire is a message with a oneshot to answer, a release a
-//!   second message. No tenant, no ceiling, no accounting: the cost of the
-//!   hops alone, for reading the admission row against.
+//!   requests node-wide (4 per tenant, 16 per provider), so most tasks wait
+//!   in the scheduler's queue.
+//! - `admission_1024/semaphore_baseline`, `admission_1024/fifo_mutex_baseline`,
+//!   `admission_1024/owner_task_floor`: the same 1,024 tasks on 64 permits.
+//! - `admission_1024/mea_fair_share_baseline`: the same 1,024 tasks on 64
+//!   permits, keyed by the same 64 tenants.
+//!
+//! How cost grows with the spread of keys: two more shapes of the same
+//! loaded cycle (1,024 tasks, 64 running node-wide, the node-wide ceiling the
+//! one that binds), each group with the mea and semaphore baselines of the
+//! same run beside the engine, to read against `admission_1024`:
+//!
+//! - `admission_1024_own_tenant/{admit_start_drop, mea_fair_share_baseline,
+//!   semaphore_baseline}`: 1,024 tenants × 1 provider, one task (so one
+//!   waiter) per tenant; 64 running per provider.
+//! - `admission_1024_one_tenant/{admit_start_drop, mea_fair_share_baseline,
+//!   semaphore_baseline}`: 1 tenant × 1 provider, all 1,024 tasks; 64
+//!   running for the tenant and the provider.
+//!
+//! Who actually waits: in these groups every limiter drops its permit as
+//! soon as it has it. The engine's `admit` always waits for the scheduler's
+//! answer, so its tasks do queue; an `acquire` of the semaphore, the FIFO
+//! mutex or mea that finds a permit free returns without yielding, so a
+//! task runs cycle after cycle while the other worker does the same, at
+//! most two permits are ever held, and their queues stay empty: those rows
+//! read a cross-core uncontended hand-off, not 1,024 waiters.
+//!
+//! - `admission_1024_held/*`, `admission_1024_own_tenant_held/*`,
+//!   `admission_1024_one_tenant_held/*`: the three shapes' rows again, each
+//!   cycle holding its permit (or running request) across one
+//!   `tokio::task::yield_now` before dropping it, so 64 are held and the
+//!   rest wait in every limiter's queue; every row pays the same yield.
 //!
 //! The concurrent rows time `1,024 × rounds` completed cycles and report
 //! total time / completed cycles (`iter_custom`). Everything runs on a
@@ -27,9 +64,8 @@
 //!
 //! Run with `cargo bench --locked --bench admission`.
 
-use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -39,16 +75,56 @@ use provider_pools::{
     ProviderConfig, ProviderId, ProviderPools, ServiceName, SessionId, TenantId, TypedSlot,
 };
 use tokio::runtime::Runtime;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
+
+#[path = "admission/baselines.rs"]
+mod baselines;
+
+use baselines::{Bare, FifoLimiter, MeaFairShare, OwnerTask};
 
 /// Concurrent tasks in the loaded rows.
 const TASKS: usize = 1024;
-/// Tenants and logical providers the tasks are spread over.
-const TENANTS: usize = 64;
-const PROVIDERS: usize = 8;
 /// Running requests node-wide, and the baselines' permits.
 const RUNNING: u32 = 64;
+
+/// How the loaded rows' tasks are spread over tenants and providers, and
+/// the running ceilings per tenant and per provider.
+#[derive(Clone, Copy)]
+struct Shape {
+    group: &'static str,
+    tenants: usize,
+    providers: usize,
+    running_per_tenant: u32,
+    running_per_provider: u32,
+}
+
+/// 64 tenants × 8 providers: the loaded rows of record.
+const SPREAD: Shape = Shape {
+    group: "admission_1024",
+    tenants: 64,
+    providers: 8,
+    running_per_tenant: 4,
+    running_per_provider: 16,
+};
+
+/// 1,024 tenants with one task each, on one provider.
+const OWN_TENANT: Shape = Shape {
+    group: "admission_1024_own_tenant",
+    tenants: TASKS,
+    providers: 1,
+    running_per_tenant: 4,
+    running_per_provider: RUNNING,
+};
+
+/// Every task for one tenant on one provider.
+const ONE_TENANT: Shape = Shape {
+    group: "admission_1024_one_tenant",
+    tenants: 1,
+    providers: 1,
+    running_per_tenant: RUNNING,
+    running_per_provider: RUNNING,
+};
 /// Each task completes at least this many cycles per sample, so that the
 /// start and the tail of a sample stay small beside the loaded middle.
 const MIN_ROUNDS: u64 = 16;
@@ -109,15 +185,16 @@ async fn fixture(runtime: &Runtime, limits: Limits, tenants: usize, providers: u
     }
 }
 
-/// The limits of the loaded rows: 1,024 may wait, 64 may run.
-fn loaded_limits() -> Limits {
+/// The limits of the loaded rows: 1,024 may wait, 64 may run, with
+/// `shape`'s running ceilings per tenant and per provider.
+fn loaded_limits(shape: Shape) -> Limits {
     Limits {
         pending_requests: 1024,
         requests_per_tenant: 1024,
         requests_per_provider: 1024,
         running_requests: RUNNING,
-        running_per_tenant: 4,
-        running_per_provider: 16,
+        running_per_tenant: shape.running_per_tenant,
+        running_per_provider: shape.running_per_provider,
         // Nothing in a sample should time out, however slow the machine.
         queue_age: Duration::from_secs(60),
         ..Limits::DEFAULT
@@ -125,7 +202,7 @@ fn loaded_limits() -> Limits {
 }
 
 /// stage → admit → dispatch → start → drop, for `route`.
-async fn round_trip(f: &Fixture, route: &Route) {
+async fn round_trip(f: &Fixture, route: &Route, hold: Hold) {
     let far = Instant::now() + Duration::from_secs(60);
     let plan = ExecutionPlan::seal(
         route.tenant.clone(),
@@ -153,150 +230,56 @@ async fn round_trip(f: &Fixture, route: &Route) {
         .pools
         .dispatch(&f.policy, &plan, &route.provider)
         .expect("dispatch");
-    drop(ready.start(call).expect("start"));
+    let running = ready.start(call).expect("start");
+    hold.keep().await;
+    drop(running);
 }
 
-/// A fair-FIFO limiter as a runtime author would hand-roll it: permits and
-/// a queue of parked waiters behind one mutex; a release hands its permit
-/// straight to the oldest waiter.
-struct FifoLimiter {
-    state: Mutex<FifoState>,
+/// Whether a cycle holds its permit across one yield to the runtime
+/// before dropping it.
+#[derive(Clone, Copy)]
+enum Hold {
+    /// Dropped as soon as it is granted.
+    Release,
+    /// Held across one `yield_now`, so other tasks run while it is held.
+    AcrossYield,
 }
 
-struct FifoState {
-    permits: u32,
-    waiters: VecDeque<oneshot::Sender<()>>,
-}
-
-struct FifoPermit<'a>(&'a FifoLimiter);
-
-impl FifoLimiter {
-    fn new(permits: u32) -> Self {
-        Self {
-            state: Mutex::new(FifoState {
-                permits,
-                waiters: VecDeque::new(),
-            }),
+impl Hold {
+    /// Called with the permit held.
+    async fn keep(self) {
+        if let Hold::AcrossYield = self {
+            tokio::task::yield_now().await;
         }
-    }
-
-    async fn acquire(&self) -> FifoPermit<'_> {
-        let wait = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            if state.permits > 0 {
-                state.permits -= 1;
-                None
-            } else {
-                let (tx, rx) = oneshot::channel();
-                state.waiters.push_back(tx);
-                Some(rx)
-            }
-        };
-        if let Some(rx) = wait {
-            rx.await.expect("a release hands the permit over");
-        }
-        FifoPermit(self)
-    }
-}
-
-impl Drop for FifoPermit<'_> {
-    fn drop(&mut self) {
-        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
-        while let Some(waiter) = state.waiters.pop_front() {
-            if waiter.send(()).is_ok() {
-                return;
-            }
-        }
-        state.permits += 1;
     }
 }
 
 /// One cycle of a loaded row, run by each of the `TASKS` tasks in turn.
 trait Cycle: Send + Sync + 'static {
-    fn cycle(&self, task: usize) -> impl Future<Output = ()> + Send;
+    fn cycle(&self, task: usize, hold: Hold) -> impl Future<Output = ()> + Send;
 }
 
-struct Admissions(Fixture);
+struct Admissions {
+    fixture: Fixture,
+    shape: Shape,
+}
 
 impl Cycle for Admissions {
-    async fn cycle(&self, task: usize) {
-        // Task i admits as tenant i mod 64 on provider (i / 64) mod 8.
-        let route = (task % TENANTS) * PROVIDERS + task / TENANTS % PROVIDERS;
-        round_trip(&self.0, &self.0.routes[route]).await;
-    }
-}
-
-struct Bare(Semaphore);
-
-impl Cycle for Bare {
-    async fn cycle(&self, _task: usize) {
-        drop(self.0.acquire().await.expect("open semaphore"));
-    }
-}
-
-impl Cycle for FifoLimiter {
-    async fn cycle(&self, _task: usize) {
-        drop(self.acquire().await);
-    }
-}
-
-/// The single-owner floor: one task owns the permits and a FIFO of
-/// waiters, and is reached only by messages.
-struct OwnerTask {
-    requests: mpsc::UnboundedSender<Request>,
-}
-
-enum Request {
-    Acquire(oneshot::Sender<()>),
-    Release,
-}
-
-impl OwnerTask {
-    fn start(runtime: &Runtime, permits: u32) -> Self {
-        let (requests, mut inbox) = mpsc::unbounded_channel();
-        // A benchmark fixture, not library code: it runs until the sender
-        // side is dropped with the fixture.
-        #[allow(clippy::disallowed_methods)]
-        runtime.spawn(async move {
-            let (mut free, mut waiters) = (permits, VecDeque::new());
-            let mut batch = Vec::with_capacity(256);
-            while inbox.recv_many(&mut batch, 256).await > 0 {
-                for request in batch.drain(..) {
-                    match request {
-                        Request::Acquire(waiter) if free > 0 => {
-                            free -= 1;
-                            let _ = waiter.send(());
-                        }
-                        Request::Acquire(waiter) => waiters.push_back(waiter),
-                        Request::Release => match waiters.pop_front() {
-                            Some(waiter) => {
-                                let _ = waiter.send(());
-                            }
-                            None => free += 1,
-                        },
-                    }
-                }
-            }
-        });
-        Self { requests }
-    }
-}
-
-impl Cycle for OwnerTask {
-    async fn cycle(&self, _task: usize) {
-        let (tx, rx) = oneshot::channel();
-        self.requests
-            .send(Request::Acquire(tx))
-            .expect("owner running");
-        rx.await.expect("owner answers");
-        self.requests.send(Request::Release).expect("owner running");
+    async fn cycle(&self, task: usize, hold: Hold) {
+        // Task i admits as tenant i mod T on provider (i / T) mod P; the
+        // routes are tenant-major.
+        let Shape {
+            tenants, providers, ..
+        } = self.shape;
+        let route = (task % tenants) * providers + task / tenants % providers;
+        round_trip(&self.fixture, &self.fixture.routes[route], hold).await;
     }
 }
 
 /// Runs `TASKS` tasks that each complete enough cycles for `iters` cycles
 /// in all, and returns the time `iters` cycles took at the loaded rate
 /// (total time / completed cycles × `iters`).
-fn loaded<C: Cycle>(runtime: &Runtime, iters: u64, limiter: &Arc<C>) -> Duration {
+fn loaded<C: Cycle>(runtime: &Runtime, iters: u64, limiter: &Arc<C>, hold: Hold) -> Duration {
     let rounds = iters.div_ceil(TASKS as u64).max(MIN_ROUNDS);
     let completed = rounds * TASKS as u64;
     let limiter = Arc::clone(limiter);
@@ -311,7 +294,7 @@ fn loaded<C: Cycle>(runtime: &Runtime, iters: u64, limiter: &Arc<C>) -> Duration
             tasks.push(tokio::spawn(async move {
                 gate.acquire().await.expect("open gate").forget();
                 for _ in 0..rounds {
-                    limiter.cycle(task).await;
+                    limiter.cycle(task, hold).await;
                 }
             }));
         }
@@ -337,42 +320,98 @@ fn lone_caller(c: &mut Criterion) {
     let runtime = runtime();
     let fixture = runtime.block_on(fixture(&runtime, Limits::DEFAULT, 1, 1));
     let route = fixture.routes[0].clone();
-    let semaphore = Semaphore::new(64);
+    let semaphore = Semaphore::new(RUNNING as usize);
+    let fifo = FifoLimiter::new(RUNNING);
+    let mea = MeaFairShare::new(RUNNING, 1);
 
     let mut group = c.benchmark_group("admission");
     group.bench_function("admit_start_drop", |b| {
-        b.to_async(&runtime).iter(|| round_trip(&fixture, &route))
+        b.to_async(&runtime)
+            .iter(|| round_trip(&fixture, &route, Hold::Release))
     });
     group.bench_function("semaphore_baseline", |b| {
         b.to_async(&runtime)
             .iter(|| async { drop(semaphore.acquire().await.expect("open semaphore")) })
     });
+    group.bench_function("fifo_mutex_baseline", |b| {
+        b.to_async(&runtime).iter(|| fifo.cycle(0, Hold::Release))
+    });
+    group.bench_function("mea_fair_share_baseline", |b| {
+        b.to_async(&runtime).iter(|| mea.cycle(0, Hold::Release))
+    });
     group.finish();
+}
+
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+/// The engine's loaded cycle in `shape`, with the mea and semaphore
+/// baselines beside it, each holding its permit as `hold` says (the group's
+/// name gains `_held` when held across a yield); `extra` adds rows to the
+/// same group.
+fn loaded_group(
+    c: &mut Criterion,
+    shape: Shape,
+    hold: Hold,
+    extra: impl FnOnce(&Runtime, &mut Group<'_>, Hold),
+) {
+    let runtime = runtime();
+    let fixture = runtime.block_on(fixture(
+        &runtime,
+        loaded_limits(shape),
+        shape.tenants,
+        shape.providers,
+    ));
+    let admissions = Arc::new(Admissions { fixture, shape });
+    let bare = Arc::new(Bare(Semaphore::new(RUNNING as usize)));
+    let mea = Arc::new(MeaFairShare::new(RUNNING, shape.tenants));
+
+    let mut group = c.benchmark_group(match hold {
+        Hold::Release => shape.group.to_string(),
+        Hold::AcrossYield => format!("{}_held", shape.group),
+    });
+    group.bench_function("admit_start_drop", |b| {
+        b.iter_custom(|iters| loaded(&runtime, iters, &admissions, hold))
+    });
+    group.bench_function("semaphore_baseline", |b| {
+        b.iter_custom(|iters| loaded(&runtime, iters, &bare, hold))
+    });
+    extra(&runtime, &mut group, hold);
+    group.bench_function("mea_fair_share_baseline", |b| {
+        b.iter_custom(|iters| loaded(&runtime, iters, &mea, hold))
+    });
+    group.finish();
+}
+
+/// The FIFO-mutex and single-owner rows of the 64 × 8 groups.
+fn fifo_and_owner(runtime: &Runtime, group: &mut Group<'_>, hold: Hold) {
+    let fifo = Arc::new(FifoLimiter::new(RUNNING));
+    let owner = Arc::new(OwnerTask::start(runtime, RUNNING));
+    group.bench_function("fifo_mutex_baseline", |b| {
+        b.iter_custom(|iters| loaded(runtime, iters, &fifo, hold))
+    });
+    group.bench_function("owner_task_floor", |b| {
+        b.iter_custom(|iters| loaded(runtime, iters, &owner, hold))
+    });
 }
 
 fn loaded_1024(c: &mut Criterion) {
-    let runtime = runtime();
-    let fixture = runtime.block_on(fixture(&runtime, loaded_limits(), TENANTS, PROVIDERS));
-    let admissions = Arc::new(Admissions(fixture));
-    let bare = Arc::new(Bare(Semaphore::new(RUNNING as usize)));
-    let fifo = Arc::new(FifoLimiter::new(RUNNING));
-    let owner = Arc::new(OwnerTask::start(&runtime, RUNNING));
-
-    let mut group = c.benchmark_group("admission_1024");
-    group.bench_function("admit_start_drop", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &admissions))
-    });
-    group.bench_function("semaphore_baseline", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &bare))
-    });
-    group.bench_function("fifo_mutex_baseline", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &fifo))
-    });
-    group.bench_function("owner_task_floor", |b| {
-        b.iter_custom(|iters| loaded(&runtime, iters, &owner))
-    });
-    group.finish();
+    loaded_group(c, SPREAD, Hold::Release, fifo_and_owner);
 }
 
-criterion_group!(benches, lone_caller, loaded_1024);
+/// How cost grows: the same loaded cycle with one waiter per tenant, and
+/// with every waiter on one tenant and one provider.
+fn key_spread(c: &mut Criterion) {
+    loaded_group(c, OWN_TENANT, Hold::Release, |_, _, _| {});
+    loaded_group(c, ONE_TENANT, Hold::Release, |_, _, _| {});
+}
+
+/// The three shapes again with every permit held across one yield, so
+/// that the baselines' queues fill too.
+fn held(c: &mut Criterion) {
+    loaded_group(c, SPREAD, Hold::AcrossYield, fifo_and_owner);
+    loaded_group(c, OWN_TENANT, Hold::AcrossYield, |_, _, _| {});
+    loaded_group(c, ONE_TENANT, Hold::AcrossYield, |_, _, _| {});
+}
+
+criterion_group!(benches, lone_caller, loaded_1024, key_spread, held);
 criterion_main!(benches);

@@ -1,9 +1,11 @@
-//! The two limiters under test: the engine and a FIFO semaphore.
+//! The limiters under test: the engine, a FIFO semaphore and mea's
+//! fair-share limiter.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use mea::admission::{FairShare, OwnedFairSharePermit};
 use provider_pools::{
     AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan,
     Installation, LedgerId, Limits, OriginKind, OriginSlot, PolicyTable, PoolsConfig,
@@ -21,13 +23,20 @@ use crate::BoxError;
 pub(crate) enum Kind {
     Pools,
     Fifo,
+    /// mea 0.6's `admission::FairShare`, keyed by tenant: a freed permit
+    /// goes to the waiting key that holds the fewest.
+    MeaFairShare,
 }
 
 impl Kind {
+    /// Every limiter, in the order the harness runs and reports them.
+    pub(crate) const ALL: [Kind; 3] = [Kind::Pools, Kind::Fifo, Kind::MeaFairShare];
+
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Pools => "provider-pools",
             Kind::Fifo => "FIFO semaphore",
+            Kind::MeaFairShare => "mea FairShare",
         }
     }
 }
@@ -44,6 +53,7 @@ pub(crate) struct Engine {
 pub(crate) enum Limiter {
     Pools(Engine),
     Fifo(Arc<Semaphore>),
+    MeaFairShare(Arc<FairShare<TenantId>>),
 }
 
 /// What a granted submitter holds while it works.
@@ -51,6 +61,7 @@ pub(crate) enum Held {
     // Held only to be dropped: that is the release.
     Pools(#[allow(dead_code)] RunningRequest),
     Fifo(#[allow(dead_code)] OwnedSemaphorePermit),
+    MeaFairShare(#[allow(dead_code)] OwnedFairSharePermit<TenantId>),
 }
 
 impl Limiter {
@@ -59,10 +70,18 @@ impl Limiter {
         settings: &Settings,
         tenants: &[TenantId],
     ) -> Result<Self, BoxError> {
-        if kind == Kind::Fifo {
-            return Ok(Limiter::Fifo(Arc::new(Semaphore::new(
-                settings.running as usize,
-            ))));
+        match kind {
+            Kind::Fifo => {
+                return Ok(Limiter::Fifo(Arc::new(Semaphore::new(
+                    settings.running as usize,
+                ))))
+            }
+            Kind::MeaFairShare => {
+                return Ok(Limiter::MeaFairShare(Arc::new(FairShare::new(
+                    settings.running as usize,
+                ))))
+            }
+            Kind::Pools => {}
         }
         let limits = Limits {
             pending_requests: Limits::CEILING.pending_requests,
@@ -120,6 +139,11 @@ impl Limiter {
                     .map_err(|_| "closed")?;
                 Ok((Held::Fifo(permit), asked.elapsed()))
             }
+            Limiter::MeaFairShare(limiter) => {
+                let asked = Instant::now();
+                let permit = Arc::clone(limiter).acquire_owned(tenant.clone()).await;
+                Ok((Held::MeaFairShare(permit), asked.elapsed()))
+            }
             Limiter::Pools(engine) => {
                 let far = Instant::now() + Duration::from_secs(3_600);
                 let plan = ExecutionPlan::seal(
@@ -159,7 +183,7 @@ impl Limiter {
     /// Shuts the registry down; true when its report is clean.
     pub(crate) async fn stop(self) -> bool {
         match self {
-            Limiter::Fifo(_) => true,
+            Limiter::Fifo(_) | Limiter::MeaFairShare(_) => true,
             Limiter::Pools(engine) => engine
                 .pools
                 .shutdown(Instant::now() + Duration::from_secs(10))

@@ -1,5 +1,5 @@
 //! Fairness under a flood: one heavy tenant against many light ones, through
-//! the real engine and through a plain FIFO semaphore.
+//! the real engine, a plain FIFO semaphore and mea's fair-share limiter.
 //!
 //! Each tenant runs closed-loop submitters: a submitter asks for a running
 //! slot, holds it for a fixed service time (simulated work, a
@@ -9,13 +9,16 @@
 //! offered load, so every tenant is backlogged all the time and only the
 //! limiter's order decides who runs.
 //!
-//! Four runs, one limiter and one scenario each: provider-pools
+//! Six runs, one limiter and one scenario each: provider-pools
 //! (`ProviderPools::start`, one provider, a `PolicyTable`, then
-//! `stage_input` → `admit` → `dispatch` → `start` per request) and a
+//! `stage_input` → `admit` → `dispatch` → `start` per request), a
 //! `tokio::sync::Semaphore` with the same number of permits (its `acquire`
-//! is FIFO: the hand-rolled alternative), each with the flood and without
-//! the heavy tenant; the four are repeated (3 times by default) and the
-//! medians are reported with every run. Reported per run: grants per
+//! is FIFO: the hand-rolled alternative) and mea 0.6's
+//! `admission::FairShare` with the same permits keyed by tenant (the
+//! nearest published fair-share limiter: a freed permit goes to the waiting
+//! tenant holding the fewest), each with the flood and without the heavy
+//! tenant; the six are repeated (3 times by default) and the medians are
+//! reported with every run. Reported per run: grants per
 //! second, Jain's fairness index over the backlogged tenants' grants,
 //! `J = (Σx)² / (n·Σx²)`, the heavy tenant's share, the light tenants'
 //! p50/p99 admission wait (from the `admit` or `acquire` call to its
@@ -224,7 +227,7 @@ async fn main_async(settings: Settings) -> Result<bool, BoxError> {
     report::header("run");
     let mut outcomes = Vec::new();
     for repeat in 1..=settings.repeats {
-        for kind in [Kind::Pools, Kind::Fifo] {
+        for kind in Kind::ALL {
             for flood in [false, true] {
                 let outcome = run(kind, flood, &settings).await?;
                 report::row(&repeat.to_string(), &outcome);

@@ -92,7 +92,7 @@ pub(crate) fn summary(settings: &Settings, outcomes: &[Outcome]) {
         header("median");
     }
     let mut ratios = Vec::new();
-    for kind in [Kind::Pools, Kind::Fifo] {
+    for kind in Kind::ALL {
         let calm = runs(kind, false);
         let flood = runs(kind, true);
         for (flooding, runs) in [(false, &calm), (true, &flood)] {
