@@ -37,6 +37,9 @@ mod permit;
 mod pooled;
 pub(crate) mod watch;
 
+#[cfg(test)]
+mod tests;
+
 use std::future::Future;
 use std::time::Duration;
 
