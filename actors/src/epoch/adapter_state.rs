@@ -90,4 +90,22 @@ mod tests {
         assert_eq!(*other, "x");
         assert_eq!(state.kept_type(), Some(TypeId::of::<u32>()));
     }
+
+    /// Two first users racing: the one that loses the race to keep its
+    /// value serves the winner's, so every user shares one value. The race
+    /// is made deterministic by winning it from inside the loser's build.
+    #[test]
+    fn the_loser_of_a_first_build_race_serves_the_kept_value() {
+        let state = AdapterState::default();
+        let mut winner = None;
+        let loser = state
+            .get_or_build(|| {
+                winner = Some(state.get_or_build(|| Ok::<_, ()>(2u32)).expect("built"));
+                Ok::<_, ()>(1u32)
+            })
+            .expect("served");
+        let winner = winner.expect("the inner build ran");
+        assert_eq!(*loser, 2, "the loser serves the kept value, not its own");
+        assert!(Arc::ptr_eq(&loser, &winner));
+    }
 }
