@@ -1,0 +1,139 @@
+//! Closure notices through the public API, without an adapter: a connection
+//! parked with `park_watched` leaves its idle stash, destroyed, the moment
+//! its notifier fires, and its charges return after it; a notifier that
+//! fires while its connection is checked out evicts nothing else. (The
+//! adapters' tests prove the same against real peers; these kill the
+//! engine's mutants without them, RELIABILITY.md "Mutation testing".)
+//!
+//! Paused clock, no I/O.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use provider_pools::{
+    close_watch, DialError, DialTarget, Dialer, Limits, PooledConnection, ProviderPools,
+};
+use support::{bounded, http_config, installation, provider, running, start};
+
+/// A connection that counts its destruction.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[derive(Clone, Default)]
+struct CountedDialer {
+    destroyed: Arc<AtomicUsize>,
+}
+
+impl Dialer for CountedDialer {
+    type Conn = Counted;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<Counted, DialError> {
+        Ok(Counted(Arc::clone(&self.destroyed)))
+    }
+}
+
+/// Installs one provider with one origin and dials one connection for
+/// tenant `t`; the request that dialed it is done.
+async fn one_connection(
+    dialer: &CountedDialer,
+) -> (
+    ProviderPools,
+    provider_pools::InstallReceipt,
+    PooledConnection<Counted>,
+) {
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = pools
+        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
+        .await
+        .expect("install");
+    let request = running(&pools, &receipt, "t", 1).await;
+    let conn = bounded("a dial", pools.reserve_connection(&request, dialer))
+        .await
+        .expect("dialed");
+    drop(request);
+    (pools, receipt, conn)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parked_connection_whose_notifier_fires_is_destroyed_at_once_with_its_charges() {
+    let dialer = CountedDialer::default();
+    let (pools, _receipt, conn) = one_connection(&dialer).await;
+    let (watch, notifier) = close_watch();
+    conn.park_watched(&watch);
+    let connections = pools.snapshot().connections;
+    assert_eq!(
+        (
+            connections.idle,
+            connections.active,
+            dialer.destroyed.load(Ordering::SeqCst)
+        ),
+        (1, 0, 0),
+        "parked with its watch, not destroyed"
+    );
+
+    notifier.closed();
+    // No await: the notifier's caller destroys the parked entry.
+    assert!(watch.is_closed());
+    assert_eq!(
+        dialer.destroyed.load(Ordering::SeqCst),
+        1,
+        "the connection was destroyed when its notifier fired"
+    );
+    let connections = pools.snapshot().connections;
+    assert_eq!(
+        (connections.idle, connections.active),
+        (0, 0),
+        "its idle charge and connection charge are released after it"
+    );
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}
+
+/// A notice fired while its connection is checked out again touches no
+/// other parked connection, and the checked-out one is never parked
+/// closed: its holder sees `is_closed` and destroys it.
+#[tokio::test(start_paused = true)]
+async fn a_notice_for_a_checked_out_connection_evicts_no_other_parked_connection() {
+    let dialer = CountedDialer::default();
+    let (pools, receipt, first) = one_connection(&dialer).await;
+    let (watch, notifier) = close_watch();
+    first.park_watched(&watch);
+
+    // Checked out again (reused), then a second connection parked beside
+    // it with a watch of its own.
+    let request = running(&pools, &receipt, "t", 2).await;
+    let first = bounded("a checkout", pools.reserve_connection(&request, &dialer))
+        .await
+        .expect("reused");
+    assert!(first.is_reused());
+    let second = bounded("a dial", pools.reserve_connection(&request, &dialer))
+        .await
+        .expect("dialed");
+    assert!(!second.is_reused());
+    let (other_watch, _other_notifier) = close_watch();
+    second.park_watched(&other_watch);
+
+    notifier.closed();
+    assert_eq!(
+        (
+            pools.snapshot().connections.idle,
+            dialer.destroyed.load(Ordering::SeqCst)
+        ),
+        (1, 0),
+        "the other parked connection stays; the checked-out one is its holder's"
+    );
+    assert!(watch.is_closed(), "its holder can see the peer closed it");
+    drop(first);
+    drop(request);
+    support::quiesce().await;
+    assert_eq!(dialer.destroyed.load(Ordering::SeqCst), 1);
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}
