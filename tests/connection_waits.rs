@@ -8,8 +8,10 @@
 
 mod support;
 
+use std::future::{poll_fn, Future};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use provider_pools::{
@@ -173,6 +175,33 @@ async fn a_waiter_that_leaves_passes_its_turn_and_loses_no_connection() {
         conn.map(|c| (*c.get(), c.is_reused())).ok(),
         Some((1, true))
     );
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
+}
+
+/// A caller whose checkout reaches the epoch actor just as a connection is
+/// parked does not take it ahead of the caller already waiting: the parked
+/// connection goes to the waiter, and the newcomer waits its turn.
+#[tokio::test(start_paused = true)]
+async fn a_newcomer_does_not_take_a_parked_connection_ahead_of_a_waiter() {
+    let (pools, receipt, dialer) = setup(1).await;
+    let (_first, held) = hold(&pools, &receipt, "a", 1).await;
+    let waiting = ask(&pools, &dialer, running(&pools, &receipt, "b", 2).await).await;
+    let newcomer = running(&pools, &receipt, "c", 3).await;
+    let mut reserve = Box::pin(pools.reserve_connection(&newcomer, &dialer));
+    // Polled once, with no await before the park: its checkout is in the
+    // epoch actor's mailbox ahead of the park's wake-up.
+    let first = poll_fn(|cx| Poll::Ready(reserve.as_mut().poll(cx).is_pending())).await;
+    assert!(first, "a caller waits while the client is full");
+    held.park();
+
+    let (_second, conn) = waiting.await.expect("waiter task");
+    assert_eq!(
+        conn.map(|c| (*c.get(), c.is_reused())).ok(),
+        Some((1, true)),
+        "the waiter gets the parked connection"
+    );
+    let still = poll_fn(|cx| Poll::Ready(reserve.as_mut().poll(cx).is_pending())).await;
+    assert!(still, "the newcomer waits its turn");
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
 }
 
