@@ -17,8 +17,26 @@ async fn the_same_slot_reuses_its_configured_client() {
     let other = pools.client(&p, &slot1, OriginKind::Http).expect("lookup");
     assert_eq!(first.client_id(), again.client_id());
     assert_ne!(first.client_id(), other.client_id());
+    assert_ne!(
+        first.client_id().get(),
+        other.client_id().get(),
+        "the raw instance numbers tell the clients apart too"
+    );
     assert_eq!(first.target(), "http://127.0.0.1:8000");
     assert_eq!(pools.snapshot().clients, 2, "lookups create no client");
+}
+
+#[tokio::test]
+async fn the_descriptor_lists_the_configured_origins_in_slot_order() {
+    let (pools, p, _receipt) = with_alpha(Limits::DEFAULT, 2).await;
+    let origins = pools.describe(&p).map(|d| d.origins);
+    assert_eq!(
+        origins,
+        Some(vec![
+            (OriginSlot::new(0), OriginKind::Http),
+            (OriginSlot::new(1), OriginKind::Http)
+        ])
+    );
 }
 
 #[tokio::test]
