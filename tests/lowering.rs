@@ -1,11 +1,20 @@
 //! Saturation and live lowering: full queues refuse at once naming the
 //! bound; `lower_limits` never raises, never erases reservations, never goes
-//! below actual use, and is all or nothing.
+//! below actual use, is all or nothing, and binds what is already
+//! configured (the connection limits of existing clients).
 
 mod support;
 
-use provider_pools::{AdmitError, Bytes, LimitField, Limits, LimitsError, LowerError};
-use support::{admitted, eventually, http_config, installation, plan, request, task, with_alpha};
+use std::time::Duration;
+
+use provider_pools::{
+    AdmitError, Bytes, DialError, DialTarget, Dialer, InstallReceipt, LimitField, Limits,
+    LimitsError, LowerError, PooledConnection, ProviderPools, RunningRequest,
+};
+use support::{
+    admitted, bounded, eventually, http_config, installation, plan, request, running,
+    running_until, task, with_alpha, with_mem,
+};
 
 #[tokio::test]
 async fn a_full_queue_refuses_at_once_naming_each_bound() {
@@ -216,4 +225,95 @@ async fn live_lowering_applies_to_new_grants() {
         .expect("task")
         .expect("granted after the release");
     assert_eq!(second.provider(), &receipt.provider);
+}
+
+/// In-memory connections, for the connection limits below.
+#[derive(Clone)]
+struct Mem;
+
+impl Dialer for Mem {
+    type Conn = ();
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<(), DialError> {
+        Ok(())
+    }
+}
+
+const CONNECTIONS: Limits = Limits {
+    connections_per_client: 4,
+    connections_per_tenant: 4,
+    ..Limits::DEFAULT
+};
+
+/// Holds one connection of the client for `tenant`, with its request.
+async fn hold(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+) -> (RunningRequest, PooledConnection<()>) {
+    let request = running(pools, receipt, tenant, session).await;
+    let conn = bounded("a dial", pools.reserve_connection(&request, &Mem))
+        .await
+        .expect("room for a connection");
+    (request, conn)
+}
+
+/// What a further connection of the client for `tenant` gets: it waits
+/// for one, within a deadline 100 ms away.
+async fn ask(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+) -> &'static str {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(100);
+    let request = running_until(pools, receipt, tenant, session, deadline).await;
+    match bounded("an ask", pools.reserve_connection(&request, &Mem)).await {
+        Ok(_) => "connected",
+        Err(e) => e.code(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_lowering_of_connections_per_client_binds_the_configured_clients() {
+    let (pools, receipt) = with_mem(CONNECTIONS).await;
+    let _a = hold(&pools, &receipt, "a", 1).await;
+    let _b = hold(&pools, &receipt, "b", 2).await;
+    pools
+        .lower_limits(Limits {
+            connections_per_client: 2,
+            connections_per_tenant: 2,
+            ..CONNECTIONS
+        })
+        .await
+        .expect("two held, lowered to two");
+    assert_eq!(
+        ask(&pools, &receipt, "c", 3).await,
+        "timeout",
+        "the client, lowered to two, is full: a third tenant waits out its deadline"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_lowering_of_connections_per_tenant_binds_the_configured_clients() {
+    let (pools, receipt) = with_mem(CONNECTIONS).await;
+    let _a = hold(&pools, &receipt, "a", 1).await;
+    pools
+        .lower_limits(Limits {
+            connections_per_tenant: 1,
+            ..CONNECTIONS
+        })
+        .await
+        .expect("one held, lowered to one");
+    assert_eq!(
+        ask(&pools, &receipt, "a", 2).await,
+        "timeout",
+        "the tenant's share, lowered to one, is taken: its second request waits out its deadline"
+    );
+    assert_eq!(
+        ask(&pools, &receipt, "b", 3).await,
+        "connected",
+        "another tenant has room"
+    );
 }
