@@ -1,6 +1,7 @@
 //! A dial belongs to the client, not to the request that asked for it: a
-//! guest dropping its call mid-dial cancels nothing and backs nothing off.
-//! Paused clock, in-memory connections.
+//! guest dropping its call mid-dial cancels nothing and backs nothing off;
+//! a dial task that ends without an outcome is a cancelled dial, and backs
+//! the client off. Paused clock, in-memory connections.
 
 mod support;
 
@@ -8,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use provider_pools::{DialError, DialTarget, Dialer, Limits};
+use provider_pools::{ConnectError, DialError, DialErrorKind, DialTarget, Dialer, Limits};
 use support::{running, with_mem};
 use tokio::sync::Semaphore;
 
@@ -77,6 +78,43 @@ async fn a_guest_dropping_its_call_mid_dial_backs_nothing_off() {
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 1, "one dial in all");
     drop(conn);
     drop(b);
+    settle().await;
+    assert_eq!(pools.snapshot().connections, Default::default());
+}
+
+/// A dialer with a bug: every dial panics.
+#[derive(Clone)]
+struct Panicking;
+
+impl Dialer for Panicking {
+    type Conn = u64;
+
+    async fn dial(&self, _: DialTarget<'_>) -> Result<u64, DialError> {
+        panic!("adapter bug: dial panicked");
+    }
+}
+
+/// A dial whose task ends without an outcome (here its dialer panicked)
+/// counts as a cancelled dial: the client backs off, so a broken adapter
+/// is not dialed again by every caller. (A permit dropped before any dial
+/// task took it would be only abandoned, with no backoff.)
+#[tokio::test(start_paused = true)]
+async fn a_dial_whose_task_ends_without_an_outcome_backs_the_client_off_as_cancelled() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let a = running(&pools, &receipt, "tenant-a", 1).await;
+    let first = pools.reserve_connection(&a, &Panicking).await;
+    assert_eq!(first.map(|_| ()).map_err(|e| e.code()), Err("closed"));
+    settle().await;
+
+    let b = running(&pools, &receipt, "tenant-b", 2).await;
+    match pools.reserve_connection(&b, &Panicking).await {
+        Err(ConnectError::Unavailable { kind, .. }) => assert_eq!(kind, DialErrorKind::Cancelled),
+        other => panic!(
+            "expected backoff after the cancelled dial, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    drop((a, b));
     settle().await;
     assert_eq!(pools.snapshot().connections, Default::default());
 }
