@@ -134,6 +134,25 @@ async fn callers_during_backoff_learn_the_last_error_and_the_time_left() {
     );
 }
 
+/// The backoff window is half-open: at the instant it ends, the next caller
+/// dials again (and is not refused with no time left).
+#[tokio::test(start_paused = true)]
+async fn the_next_dial_is_allowed_at_the_instant_the_backoff_ends() {
+    let (pools, receipt) = refusing_pools(Limits::DEFAULT).await;
+    let request = running(&pools, &receipt, "t", 1).await;
+    let dialer = TcpDialer::default();
+    let first = pools.reserve_connection(&request, &dialer).await.err();
+    assert!(matches!(first, Some(ConnectError::Dial(_))), "{first:?}");
+    // `dial_backoff_initial` (100 ms) from the failure, to the instant.
+    tokio::time::advance(Duration::from_millis(100)).await;
+    let second = pools.reserve_connection(&request, &dialer).await.err();
+    assert!(
+        matches!(&second, Some(ConnectError::Dial(e)) if e.kind == DialErrorKind::Refused),
+        "a second dial at the end of the window, refused by the origin: {second:?}"
+    );
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 2);
+}
+
 #[tokio::test(start_paused = true)]
 async fn backoff_doubles_to_its_cap_and_a_success_resets_it() {
     let limits = Limits {
