@@ -8,8 +8,11 @@
 
 mod support;
 
+use std::future::Future;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use provider_pools::{
@@ -99,6 +102,54 @@ async fn a_request_at_a_full_client_takes_the_connection_parked_next() {
     assert!(conn.is_reused());
     assert_eq!(*conn.get(), 1, "a's connection");
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0, "nothing dialed");
+}
+
+/// Polls `ask` once, as its task's first turn would, before any actor runs.
+fn first_poll<F: Future>(ask: Pin<&mut F>) -> Poll<F::Output> {
+    ask.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_nobody_waiting_a_parked_connection_is_taken_without_a_message_hop() {
+    let (pools, receipt, dialer) = setup(1).await;
+    let (_first, held) = hold(&pools, &receipt, "a", 1).await;
+    held.park();
+    support::quiesce().await;
+    let next = running(&pools, &receipt, "b", 2).await;
+    let mut asking = pin!(pools.reserve_connection(&next, &dialer));
+    let Poll::Ready(conn) = first_poll(asking.as_mut()) else {
+        panic!("the checkout waited for the epoch actor");
+    };
+    assert_eq!(
+        conn.map(|c| (*c.get(), c.is_reused())).ok(),
+        Some((1, true)),
+        "a's parked connection, taken from the stash directly"
+    );
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_parked_while_a_caller_waits_goes_to_it_not_to_a_newcomer() {
+    let (pools, receipt, dialer) = setup(1).await;
+    let (_first, held) = hold(&pools, &receipt, "a", 1).await;
+    let waiting = ask(&pools, &dialer, running(&pools, &receipt, "b", 2).await).await;
+    let newcomer = running(&pools, &receipt, "c", 3).await;
+    // Parked, and the epoch actor woken, but it has not run yet when the
+    // newcomer asks: the newcomer must not take the connection from the
+    // stash ahead of the caller already waiting.
+    held.park();
+    let mut late = pin!(pools.reserve_connection(&newcomer, &dialer));
+    assert!(
+        first_poll(late.as_mut()).is_pending(),
+        "the newcomer took the parked connection ahead of the waiter"
+    );
+    let (_second, conn) = waiting.await.expect("waiter task");
+    assert_eq!(
+        conn.map(|c| (*c.get(), c.is_reused())).ok(),
+        Some((1, true)),
+        "the waiter got a's connection"
+    );
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test(start_paused = true)]
