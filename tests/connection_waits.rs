@@ -1,7 +1,10 @@
 //! A request whose client is at `connections_per_client` waits, within its
 //! deadline, for a connection of that client — the next one parked, or a
 //! dial once one is destroyed — served by tenant rotation, holding no
-//! connection charge while it waits.
+//! connection charge while it waits. With nobody waiting, a parked
+//! connection is taken from the stash on the checkout's first poll, without
+//! the epoch actor; once callers wait, a parked one goes to them, never to
+//! a newcomer that asks before the actor has run.
 //!
 //! Paused clock, in-memory connections: [`support::quiesce`] returns only once every
 //! task and actor has run out of work, so each step below is deterministic.

@@ -1,6 +1,6 @@
 //! Idle connections: destroyed before their charge is released, never
-//! reused once expired, and reclaimed by the control owner in bounded scans.
-//! Paused clock.
+//! reused once expired, destroyed at once when their close notice fires,
+//! and reclaimed by the control owner in bounded scans. Paused clock.
 
 mod support;
 
