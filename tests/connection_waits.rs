@@ -1,17 +1,22 @@
 //! A request whose client is at `connections_per_client` waits, within its
 //! deadline, for a connection of that client — the next one parked, or a
 //! dial once one is destroyed — served by tenant rotation, holding no
-//! connection charge while it waits.
+//! connection charge while it waits. With nobody waiting, a parked
+//! connection is taken from the stash on the checkout's first poll, without
+//! the epoch actor; once callers wait, a parked one goes to them, never to
+//! a newcomer — whether it asks before the actor has run or its checkout
+//! is already queued at the actor.
 //!
 //! Paused clock, in-memory connections: [`support::quiesce`] returns only once every
 //! task and actor has run out of work, so each step below is deterministic.
 
 mod support;
 
-use std::future::{poll_fn, Future};
+use std::future::Future;
+use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use provider_pools::{
@@ -103,6 +108,54 @@ async fn a_request_at_a_full_client_takes_the_connection_parked_next() {
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0, "nothing dialed");
 }
 
+/// Polls `ask` once, as its task's first turn would, before any actor runs.
+fn first_poll<F: Future>(ask: Pin<&mut F>) -> Poll<F::Output> {
+    ask.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_nobody_waiting_a_parked_connection_is_taken_without_a_message_hop() {
+    let (pools, receipt, dialer) = setup(1).await;
+    let (_first, held) = hold(&pools, &receipt, "a", 1).await;
+    held.park();
+    support::quiesce().await;
+    let next = running(&pools, &receipt, "b", 2).await;
+    let mut asking = pin!(pools.reserve_connection(&next, &dialer));
+    let Poll::Ready(conn) = first_poll(asking.as_mut()) else {
+        panic!("the checkout waited for the epoch actor");
+    };
+    assert_eq!(
+        conn.map(|c| (*c.get(), c.is_reused())).ok(),
+        Some((1, true)),
+        "a's parked connection, taken from the stash directly"
+    );
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_parked_while_a_caller_waits_goes_to_it_not_to_a_newcomer() {
+    let (pools, receipt, dialer) = setup(1).await;
+    let (_first, held) = hold(&pools, &receipt, "a", 1).await;
+    let waiting = ask(&pools, &dialer, running(&pools, &receipt, "b", 2).await).await;
+    let newcomer = running(&pools, &receipt, "c", 3).await;
+    // Parked, and the epoch actor woken, but it has not run yet when the
+    // newcomer asks: the newcomer must not take the connection from the
+    // stash ahead of the caller already waiting.
+    held.park();
+    let mut late = pin!(pools.reserve_connection(&newcomer, &dialer));
+    assert!(
+        first_poll(late.as_mut()).is_pending(),
+        "the newcomer took the parked connection ahead of the waiter"
+    );
+    let (_second, conn) = waiting.await.expect("waiter task");
+    assert_eq!(
+        conn.map(|c| (*c.get(), c.is_reused())).ok(),
+        Some((1, true)),
+        "the waiter got a's connection"
+    );
+    assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_request_at_a_full_client_dials_once_a_connection_is_destroyed() {
     let (pools, receipt, dialer) = setup(1).await;
@@ -178,20 +231,23 @@ async fn a_waiter_that_leaves_passes_its_turn_and_loses_no_connection() {
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
 }
 
-/// A caller whose checkout reaches the epoch actor just as a connection is
-/// parked does not take it ahead of the caller already waiting: the parked
-/// connection goes to the waiter, and the newcomer waits its turn.
+/// A caller whose checkout is already queued at the epoch actor when a
+/// connection is parked does not take it ahead of the caller already
+/// waiting: the actor hands the parked connection to the waiter, and the
+/// newcomer waits its turn.
 #[tokio::test(start_paused = true)]
-async fn a_newcomer_does_not_take_a_parked_connection_ahead_of_a_waiter() {
+async fn a_checkout_queued_before_a_park_does_not_take_it_ahead_of_a_waiter() {
     let (pools, receipt, dialer) = setup(1).await;
     let (_first, held) = hold(&pools, &receipt, "a", 1).await;
     let waiting = ask(&pools, &dialer, running(&pools, &receipt, "b", 2).await).await;
     let newcomer = running(&pools, &receipt, "c", 3).await;
-    let mut reserve = Box::pin(pools.reserve_connection(&newcomer, &dialer));
     // Polled once, with no await before the park: its checkout is in the
     // epoch actor's mailbox ahead of the park's wake-up.
-    let first = poll_fn(|cx| Poll::Ready(reserve.as_mut().poll(cx).is_pending())).await;
-    assert!(first, "a caller waits while the client is full");
+    let mut late = pin!(pools.reserve_connection(&newcomer, &dialer));
+    assert!(
+        first_poll(late.as_mut()).is_pending(),
+        "a caller waits while the client is full"
+    );
     held.park();
 
     let (_second, conn) = waiting.await.expect("waiter task");
@@ -200,8 +256,10 @@ async fn a_newcomer_does_not_take_a_parked_connection_ahead_of_a_waiter() {
         Some((1, true)),
         "the waiter gets the parked connection"
     );
-    let still = poll_fn(|cx| Poll::Ready(reserve.as_mut().poll(cx).is_pending())).await;
-    assert!(still, "the newcomer waits its turn");
+    assert!(
+        first_poll(late.as_mut()).is_pending(),
+        "the newcomer waits its turn"
+    );
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 0);
 }
 

@@ -1,6 +1,6 @@
 //! Idle connections: destroyed before their charge is released, never
-//! reused once expired, and reclaimed by the control owner in bounded scans.
-//! Paused clock.
+//! reused once expired, destroyed at once when their close notice fires,
+//! and reclaimed by the control owner in bounded scans. Paused clock.
 
 mod support;
 
@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use provider_pools::{DialError, DialTarget, Dialer, Limits, ProviderPools};
+use provider_pools::{close_watch, DialError, DialTarget, Dialer, Limits, ProviderPools};
 use support::{http_config, installation, provider, running, running_on, start, with_mem};
 use tokio::task::JoinSet;
 
@@ -96,6 +96,32 @@ async fn a_connection_is_destroyed_before_its_charge_is_released() {
         log,
         vec![(1, 0), (0, 1)],
         "each connection was still counted when destroyed"
+    );
+    assert_eq!(pools.snapshot().connections, Default::default());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parked_connection_is_destroyed_as_soon_as_its_close_notice_fires() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let dialer = MemDialer::new(&pools);
+    let request = running(&pools, &receipt, "t", 1).await;
+    let (watch, notifier) = close_watch();
+    pools
+        .reserve_connection(&request, dialer.as_ref())
+        .await
+        .expect("dial")
+        .park_watched(&watch);
+    settle().await;
+    assert_eq!(pools.snapshot().connections.idle, 1);
+
+    // The socket's owner saw the peer close: destroyed in this call, not at
+    // the next checkout or at expiry.
+    notifier.closed();
+    let log = dialer.log.lock().expect("log").clone();
+    assert_eq!(
+        log,
+        vec![(0, 1)],
+        "destroyed by the notice, still counted idle while it was"
     );
     assert_eq!(pools.snapshot().connections, Default::default());
 }

@@ -1,5 +1,6 @@
 //! Execution permission: capacity alone never starts a request. The start
-//! needs a fresh dispatch for the same session, ledger, provider and epoch.
+//! needs a fresh dispatch for the same session, ledger, provider and epoch,
+//! and that epoch still current when the request starts.
 
 mod support;
 
@@ -78,6 +79,32 @@ async fn a_provider_rotated_after_the_grant_refuses_the_start() {
         .dispatch(&policy, ready.plan(), ready.provider())
         .expect("allowed");
     assert_eq!(call.epoch(), Epoch::new(2));
+    assert_eq!(
+        ready.start(call).err(),
+        Some(AdmitError::Retired {
+            provider: p.clone()
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_call_dispatched_before_a_rotation_refuses_the_start() {
+    let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
+    let policy = policy_for("t", &p);
+    let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"x")).await;
+    let call = pools
+        .dispatch(&policy, ready.plan(), ready.provider())
+        .expect("allowed");
+    assert_eq!(
+        call.epoch(),
+        Epoch::new(1),
+        "the granted epoch, still current"
+    );
+    pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
+        .await
+        .expect("rotate");
+    // Call and grant agree on epoch 1, but it has been retired since.
     assert_eq!(
         ready.start(call).err(),
         Some(AdmitError::Retired {

@@ -104,6 +104,19 @@ mod tests {
     }
 
     #[test]
+    fn a_saturated_count_refuses_a_lease_and_leaves_the_flags_alone() {
+        let word = LeaseWord(AtomicU64::new(COUNT));
+        assert!(!word.acquire(), "no lease past the count's bound");
+        assert_eq!(word.leases(), COUNT, "the count did not wrap");
+        assert!(!word.is_retired());
+        assert_eq!(
+            word.retire(),
+            Drain::Pending,
+            "leases remain and the notice is still unclaimed"
+        );
+    }
+
+    #[test]
     fn racing_releases_and_retire_notify_exactly_once() {
         for _ in 0..200 {
             let word = Arc::new(LeaseWord::default());

@@ -1,6 +1,8 @@
 //! Model checks (loom) of [`ConnTally`]: checkouts and returns racing the
-//! epoch's retirement, the node's gauges read by an observer meanwhile.
-//! Every interleaving within a preemption bound of 3.
+//! epoch's retirement, the node's gauges read by an observer meanwhile
+//! (every interleaving within a preemption bound of 3); a checkout on a
+//! retired epoch, which only ever adds to the retired gauge (every
+//! interleaving).
 
 use std::sync::Arc;
 
@@ -57,6 +59,31 @@ fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge(
             );
             tally.check_in();
             assert_eq!(gauges(&tally), (0, 0));
+        },
+    );
+}
+
+#[test]
+fn a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_gauge() {
+    crate::sync::model(
+        "a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_gauge",
+        None,
+        || {
+            let tally = Arc::new(ConnTally::new(Ledger::new(&Limits::DEFAULT)));
+            tally.retire();
+            let worker = {
+                let tally = Arc::clone(&tally);
+                thread::spawn(move || tally.check_out())
+            };
+            // Once counted, the connection is never counted less than once.
+            let (_, before) = gauges(&tally);
+            let (_, after) = gauges(&tally);
+            assert!(
+                after >= before,
+                "the retired gauge went from {before} to {after} during a checkout"
+            );
+            worker.join().expect("worker");
+            assert_eq!(gauges(&tally), (0, 1));
         },
     );
 }

@@ -107,3 +107,22 @@ fn departed_callers_are_pruned_before_they_pile_up() {
     );
     assert_eq!(order(&mut waiters), ["live"]);
 }
+
+#[test]
+fn drain_takes_every_queued_caller_and_leaves_none() {
+    let mut waiters = Waiters::default();
+    let mut keep = Vec::new();
+    for name in ["a", "b", "a"] {
+        let (w, rx) = waiter::<u32>(name);
+        waiters.push(w);
+        keep.push(rx);
+    }
+    let mut drained: Vec<String> = waiters
+        .drain()
+        .map(|w| w.tenant.as_str().to_owned())
+        .collect();
+    drained.sort();
+    assert_eq!(drained, ["a", "a", "b"], "every caller, to be refused");
+    assert_eq!(waiters.len(), 0);
+    assert!(waiters.next().is_none(), "nobody left to serve");
+}
