@@ -1,9 +1,7 @@
-//! Closure notices through the public API, without an adapter: a connection
-//! parked with `park_watched` leaves its idle stash, destroyed, the moment
-//! its notifier fires, and its charges return after it; a notifier that
-//! fires while its connection is checked out evicts nothing else. (The
-//! adapters' tests prove the same against real peers; these kill the
-//! engine's mutants without them, RELIABILITY.md "Mutation testing".)
+//! Closure notices through the public API, without an adapter: a notifier
+//! that fires while its connection is checked out again evicts no other
+//! parked connection, and the holder sees the connection closed. (A parked
+//! connection whose notice fires is destroyed at once: `tests/idle.rs`.)
 //!
 //! Paused clock, no I/O.
 
@@ -59,41 +57,6 @@ async fn one_connection(
         .expect("dialed");
     drop(request);
     (pools, receipt, conn)
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_parked_connection_whose_notifier_fires_is_destroyed_at_once_with_its_charges() {
-    let dialer = CountedDialer::default();
-    let (pools, _receipt, conn) = one_connection(&dialer).await;
-    let (watch, notifier) = close_watch();
-    conn.park_watched(&watch);
-    let connections = pools.snapshot().connections;
-    assert_eq!(
-        (
-            connections.idle,
-            connections.active,
-            dialer.destroyed.load(Ordering::SeqCst)
-        ),
-        (1, 0, 0),
-        "parked with its watch, not destroyed"
-    );
-
-    notifier.closed();
-    // No await: the notifier's caller destroys the parked entry.
-    assert!(watch.is_closed());
-    assert_eq!(
-        dialer.destroyed.load(Ordering::SeqCst),
-        1,
-        "the connection was destroyed when its notifier fired"
-    );
-    let connections = pools.snapshot().connections;
-    assert_eq!(
-        (connections.idle, connections.active),
-        (0, 0),
-        "its idle charge and connection charge are released after it"
-    );
-    let report = pools.shutdown(support::deadline()).await;
-    assert!(report.is_clean(), "{report:?}");
 }
 
 /// A notice fired while its connection is checked out again touches no
