@@ -7,35 +7,12 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use provider_pools::{
-    close_watch, DialError, DialTarget, Dialer, Limits, PooledConnection, ProviderPools,
+use provider_pools::{close_watch, Limits, PooledConnection, ProviderPools};
+use support::{
+    bounded, http_config, installation, provider, running, start, Counted, CountedDialer,
 };
-use support::{bounded, http_config, installation, provider, running, start};
-
-/// A connection that counts its destruction.
-struct Counted(Arc<AtomicUsize>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-#[derive(Clone, Default)]
-struct CountedDialer {
-    destroyed: Arc<AtomicUsize>,
-}
-
-impl Dialer for CountedDialer {
-    type Conn = Counted;
-
-    async fn dial(&self, _: DialTarget<'_>) -> Result<Counted, DialError> {
-        Ok(Counted(Arc::clone(&self.destroyed)))
-    }
-}
 
 /// Installs one provider with one origin and dials one connection for
 /// tenant `t`; the request that dialed it is done.

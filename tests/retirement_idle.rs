@@ -8,33 +8,10 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use provider_pools::{DialError, DialTarget, Dialer, Limits};
-use support::{bounded, http_config, installation, provider, running, with_mem};
-
-/// A connection that counts its destruction.
-struct Counted(Arc<AtomicUsize>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-#[derive(Clone, Default)]
-struct CountedDialer {
-    destroyed: Arc<AtomicUsize>,
-}
-
-impl Dialer for CountedDialer {
-    type Conn = Counted;
-
-    async fn dial(&self, _: DialTarget<'_>) -> Result<Counted, DialError> {
-        Ok(Counted(Arc::clone(&self.destroyed)))
-    }
-}
+use provider_pools::Limits;
+use support::{bounded, http_config, installation, provider, running, with_mem, CountedDialer};
 
 #[tokio::test(start_paused = true)]
 async fn rotation_destroys_the_old_epochs_idle_connections_while_a_lease_retains_it() {

@@ -331,3 +331,29 @@ impl GateWait {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
     }
 }
+
+/// An in-memory connection that counts its destruction.
+pub(crate) struct Counted(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Dials [`Counted`] connections at once; `destroyed` counts those gone.
+#[derive(Clone, Default)]
+pub(crate) struct CountedDialer {
+    pub(crate) destroyed: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl provider_pools::Dialer for CountedDialer {
+    type Conn = Counted;
+
+    async fn dial(
+        &self,
+        _: provider_pools::DialTarget<'_>,
+    ) -> Result<Counted, provider_pools::DialError> {
+        Ok(Counted(std::sync::Arc::clone(&self.destroyed)))
+    }
+}

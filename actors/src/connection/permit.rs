@@ -18,11 +18,13 @@ pub(crate) enum DialOutcome {
     Connected,
     /// The dial failed or was cancelled: backoff.
     Failed(DialErrorKind),
-    /// No dial was attempted (the caller had gone).
+    /// No dial was attempted: the caller had gone before the permit
+    /// reached it, so the permit never held the client's dial gate.
     Withdrawn,
     /// The permit reached the caller but no dial was started with it (the
     /// caller left between the actor's answer and its own read): no dial
-    /// happened, so no backoff, and the gate opens for the next waiter.
+    /// happened, so no backoff, and the gate the permit held opens for the
+    /// next waiter.
     Abandoned,
 }
 
@@ -52,6 +54,9 @@ pub(crate) struct DialPermit {
     epoch: Arc<PublishedEpoch>,
     ledger: Arc<Ledger>,
     client: usize,
+    /// Unique within the epoch actor that granted it: its outcome opens the
+    /// client's dial gate only if this permit holds it.
+    id: u64,
     /// The dial's span; it travels to the epoch actor with the outcome.
     span: tracing::Span,
     /// A dial task took the permit: dropped unfinished, the dial was
@@ -68,6 +73,7 @@ impl DialPermit {
         epoch: Arc<PublishedEpoch>,
         ledger: Arc<Ledger>,
         client: usize,
+        id: u64,
     ) -> Self {
         ledger
             .gauges
@@ -79,6 +85,7 @@ impl DialPermit {
             epoch,
             ledger,
             client,
+            id,
             span: tracing::Span::none(),
             started: false,
             connecting: true,
@@ -165,6 +172,7 @@ impl DialPermit {
             // A stopped epoch actor has no dial state left to update.
             let _ = slot.send(EpochMsg::DialDone {
                 client: self.client,
+                dial: self.id,
                 outcome,
                 at: tokio::time::Instant::now(),
                 span,

@@ -60,6 +60,8 @@ pub(crate) enum Msg {
     /// backoff counts from the failure, not from when the actor hears of it.
     DialDone {
         client: usize,
+        /// The permit's id: only the dial holding the client's gate opens it.
+        dial: u64,
         outcome: DialOutcome,
         at: tokio::time::Instant,
         /// The dial's span (`pools.dial`), for the backoff fields.
@@ -130,10 +132,11 @@ impl Actor for EpochActor {
             ),
             Msg::DialDone {
                 client,
+                dial,
                 outcome,
                 at,
                 span,
-            } => pools.dial_done(mailbox, client, outcome, at, &span),
+            } => pools.dial_done(mailbox, client, dial, outcome, at, &span),
             Msg::Wake { client } => pools.wake(mailbox, client),
             Msg::Reclaim { bound, reply } => {
                 let touched = pools.reclaim(bound);

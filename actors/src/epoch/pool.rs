@@ -4,7 +4,9 @@
 //! which request tasks also reach directly for the common checkout and park.
 //!
 //! Invariants:
-//! - At most one dial in flight per client. A caller that finds nothing
+//! - At most one dial in flight per client: the gate records the dial that
+//!   holds it, and only that dial's outcome opens it (a permit withdrawn
+//!   or dropped before it was handed over never held it). A caller that finds nothing
 //!   idle waits here (`epoch::waiters`, by tenant rotation) behind the dial
 //!   in flight, or while the client is at `connections_per_client`, until a
 //!   parked connection or room for a dial reaches it, within its own
@@ -58,7 +60,8 @@ pub(crate) enum Checkout {
 
 #[derive(Default)]
 struct ClientPool {
-    dialing: bool,
+    /// The dial holding the client's gate, if any.
+    dialing: Option<u64>,
     waiters: Waiters,
     failures: u32,
     backoff_until: Option<Instant>,
@@ -81,6 +84,8 @@ pub(crate) struct Pools {
     retired: bool,
     /// Where the next reclaim scan starts.
     cursor: usize,
+    /// The id of the next dial permit (unique within this actor).
+    next_dial: u64,
 }
 
 impl Pools {
@@ -107,6 +112,7 @@ impl Pools {
             ledger,
             backoff,
             cursor: 0,
+            next_dial: 0,
         }
     }
 
@@ -142,12 +148,14 @@ impl Pools {
         self.serve(mailbox, client);
     }
 
-    /// A dial ended: record success or backoff, then serve the waiters —
-    /// from the stash first, then by the next dial.
+    /// Dial `dial` ended: record success or backoff, open the gate if that
+    /// dial held it, then serve the waiters — from the stash first, then by
+    /// the next dial.
     pub(crate) fn dial_done(
         &mut self,
         mailbox: &Mailbox<Msg>,
         client: usize,
+        dial: u64,
         outcome: DialOutcome,
         at: Instant,
         span: &tracing::Span,
@@ -157,9 +165,6 @@ impl Pools {
             return;
         };
         match outcome {
-            // `serve` already cleared the gate when it withdrew the
-            // permit; another dial may be in flight since.
-            DialOutcome::Withdrawn => return,
             DialOutcome::Connected => {
                 pool.failures = 0;
                 pool.backoff_until = None;
@@ -167,9 +172,10 @@ impl Pools {
             // The adapter had no room of its own; the origin was never
             // tried. No backoff: the gate opens for the next waiter.
             DialOutcome::Failed(DialErrorKind::Saturated) => {}
-            // The caller left before dialing with its permit: nothing was
-            // tried, so no backoff either.
-            DialOutcome::Abandoned => {}
+            // No dial happened: the permit was withdrawn before it reached
+            // a caller (which never held the gate), or the caller left
+            // before dialing with it. Nothing was tried, so no backoff.
+            DialOutcome::Withdrawn | DialOutcome::Abandoned => {}
             DialOutcome::Failed(kind) => {
                 pool.failures = pool.failures.saturating_add(1);
                 pool.last_error = Some(kind);
@@ -183,7 +189,9 @@ impl Pools {
                 tracing::debug!(parent: span, client, %kind, failures = pool.failures, "dial failed; backoff");
             }
         }
-        pool.dialing = false;
+        if pool.dialing == Some(dial) {
+            pool.dialing = None;
+        }
         self.serve(mailbox, client);
     }
 
@@ -222,11 +230,13 @@ impl Pools {
                 let _ = waiter.reply.send(Checkout::Refused(refusal.clone()));
             }
         }
-        while !pool.dialing {
+        while pool.dialing.is_none() {
             let Some(waiter) = pool.waiters.next() else {
                 break;
             };
-            let mut reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
+            let dial = self.next_dial;
+            self.next_dial += 1;
+            let mut reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client, dial);
             if matches!(reserved, Err(NoDial::ClientFull)) {
                 // A connection of its type parked since the look above
                 // serves it; what is still parked then fits no waiter: the
@@ -240,7 +250,7 @@ impl Pools {
                 }
                 if let Some(unwanted) = stash.take_oldest() {
                     drop(unwanted);
-                    reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client);
+                    reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client, dial);
                 }
             }
             let permit = match reserved {
@@ -255,8 +265,9 @@ impl Pools {
                 }
             };
             match waiter.reply.send(Checkout::Dial(permit)) {
-                Ok(()) => pool.dialing = true,
-                // The caller left before its turn; no dial happened.
+                Ok(()) => pool.dialing = Some(dial),
+                // The caller left before its turn; no dial happened, and
+                // its permit never held the gate.
                 Err(Checkout::Dial(permit)) => permit.withdraw(),
                 Err(_) => {}
             }
@@ -300,6 +311,7 @@ fn reserve_dial(
     ledger: &Arc<Ledger>,
     mailbox: &Mailbox<Msg>,
     client: usize,
+    dial: u64,
 ) -> Result<DialPermit, NoDial> {
     let (Some(per_client), Some(stash)) = (epoch.client_connections(client), epoch.idle(client))
     else {
@@ -320,6 +332,7 @@ fn reserve_dial(
         Arc::clone(epoch),
         Arc::clone(ledger),
         client,
+        dial,
     ))
 }
 
