@@ -6,7 +6,7 @@
 //! Invariants:
 //! - At most one dial in flight per client: the gate records the dial that
 //!   holds it, and only that dial's outcome opens it (a permit withdrawn
-//!   or dropped before it was handed over never held it). A caller that finds nothing
+//!   before it reached a caller never held it). A caller that finds nothing
 //!   idle waits here (`epoch::waiters`, by tenant rotation) behind the dial
 //!   in flight, or while the client is at `connections_per_client`, until a
 //!   parked connection or room for a dial reaches it, within its own
