@@ -1,6 +1,7 @@
 //! Execution permission: capacity alone never starts a request. The start
 //! needs a fresh dispatch for the same session, ledger, provider and epoch,
-//! and that epoch still current when the request starts.
+//! and that epoch still current when the request starts. A request still
+//! queued when a rotation retires its epoch is granted on the current one.
 
 mod support;
 
@@ -85,6 +86,53 @@ async fn a_provider_rotated_after_the_grant_refuses_the_start() {
             provider: p.clone()
         })
     );
+}
+
+/// A request queued on an epoch that a rotation retires keeps its place:
+/// its grant carries a lease on the provider's current epoch, a fresh
+/// dispatch starts it, and the old epoch drains.
+#[tokio::test]
+async fn a_request_queued_across_a_rotation_is_granted_on_the_current_epoch() {
+    let limits = Limits {
+        running_requests: 1,
+        running_per_tenant: 1,
+        running_per_provider: 1,
+        ..Limits::DEFAULT
+    };
+    let (pools, p, receipt) = with_alpha(limits, 1).await;
+    let policy = policy_for("t", &p);
+    let held = admitted(&pools, request(&pools, plan("holder", 0), &receipt, b"h")).await;
+    let waiter = {
+        let (pools, request) = (pools.clone(), request(&pools, plan("t", 1), &receipt, b"x"));
+        task(async move { pools.admit(request).await })
+    };
+    eventually("the request is queued", || {
+        pools.snapshot().pending_requests == 1
+    })
+    .await;
+    pools
+        .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
+        .await
+        .expect("rotate");
+
+    drop(held);
+    let ready = waiter.await.expect("task").expect("granted");
+    assert_eq!(
+        ready.epoch(),
+        Epoch::new(2),
+        "re-leased on the current epoch"
+    );
+    let call = pools
+        .dispatch(&policy, ready.plan(), ready.provider())
+        .expect("allowed");
+    let running = ready
+        .start(call)
+        .expect("the call matches the re-leased grant");
+    assert_eq!(running.client().epoch(), Epoch::new(2));
+    eventually("epoch 1 drains: nothing leases it any more", || {
+        pools.snapshot().retained_epochs == 1
+    })
+    .await;
 }
 
 #[tokio::test]

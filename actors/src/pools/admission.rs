@@ -47,7 +47,9 @@ impl ProviderPools {
     /// Queues a request for capacity on its provider and waits for its turn.
     ///
     /// Before anything is queued the request's metadata is charged and its
-    /// client leased; the scheduler refuses at once when the pending bound
+    /// client leased (re-leased on the provider's current epoch at the grant
+    /// if a rotation retired that epoch meanwhile: the request keeps its
+    /// place); the scheduler refuses at once when the pending bound
     /// (total, the tenant's, or the provider's) is reached. The wait ends at
     /// the request's deadline: the queue age in force now, narrowed by the
     /// plan's Store and I/O deadlines. The granted [`PoolReady`] keeps that
@@ -95,7 +97,12 @@ impl ProviderPools {
                         .settle(answer)
                         .map(|(grant, lease, charge)| PoolReady {
                             grant,
-                            lease,
+                            lease: self.current_lease(
+                                lease,
+                                &request.slot,
+                                request.kind,
+                                watch.span(),
+                            ),
                             plan: request.plan,
                             input: request.input,
                             charge,
@@ -112,6 +119,33 @@ impl ProviderPools {
         };
         watch.finish(&result);
         result
+    }
+
+    /// The lease a grant carries: the one taken when the request was
+    /// queued, or, when a rotation retired that epoch while the request
+    /// waited, a fresh lease of the same slot on the provider's current
+    /// epoch: a waiter keeps its place across a rotation instead of being
+    /// refused at `start`. A provider retired for good (or a slot its new
+    /// epoch no longer has) has no such lease: the old one stays, and
+    /// `start` refuses `retired` as before. The admission span's `epoch`
+    /// follows the new lease.
+    fn current_lease(
+        &self,
+        lease: ClientLease,
+        slot: &TypedSlot,
+        kind: OriginKind,
+        span: &tracing::Span,
+    ) -> ClientLease {
+        if !lease.is_retired() {
+            return lease;
+        }
+        match self.client(lease.provider(), slot, kind) {
+            Ok(fresh) => {
+                span.record("epoch", fresh.epoch().get());
+                fresh
+            }
+            Err(_) => lease,
+        }
     }
 
     /// Charges the request, leases its client and queues it; from the
