@@ -6,9 +6,11 @@
 mod support;
 
 use provider_pools::{
-    AdmitError, Epoch, ExecutionPlan, LedgerId, Limits, PolicyTable, SessionId, TenantId,
+    AdmitError, Epoch, ExecutionPlan, LedgerId, Limits, PolicyTable, PoolReady, ProviderId,
+    ProviderPools, SessionId, TenantId,
 };
 use support::{admitted, eventually, http_config, installation, plan, request, task, with_alpha};
+use tokio::task::JoinHandle;
 
 fn policy_for(tenant: &str, provider: &provider_pools::ProviderId) -> PolicyTable {
     let policy = PolicyTable::new();
@@ -16,8 +18,15 @@ fn policy_for(tenant: &str, provider: &provider_pools::ProviderId) -> PolicyTabl
     policy
 }
 
-#[tokio::test]
-async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
+/// A node that runs one request at a time, holding one for `holder`, and
+/// tenant `t`'s request (allowed by the returned policy) queued behind it.
+async fn queued_behind_a_holder() -> (
+    ProviderPools,
+    ProviderId,
+    PolicyTable,
+    PoolReady,
+    JoinHandle<Result<PoolReady, AdmitError>>,
+) {
     let limits = Limits {
         running_requests: 1,
         running_per_tenant: 1,
@@ -27,7 +36,6 @@ async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
     let (pools, p, receipt) = with_alpha(limits, 1).await;
     let policy = policy_for("t", &p);
     let held = admitted(&pools, request(&pools, plan("holder", 0), &receipt, b"h")).await;
-
     let waiter = {
         let (pools, request) = (pools.clone(), request(&pools, plan("t", 1), &receipt, b"x"));
         task(async move { pools.admit(request).await })
@@ -36,6 +44,12 @@ async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
         pools.snapshot().pending_requests == 1
     })
     .await;
+    (pools, p, policy, held, waiter)
+}
+
+#[tokio::test]
+async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
+    let (pools, p, policy, held, waiter) = queued_behind_a_holder().await;
     assert!(policy.revoke(&TenantId::new("t").expect("tenant"), &p));
     drop(held);
 
@@ -93,23 +107,7 @@ async fn a_provider_rotated_after_the_grant_refuses_the_start() {
 /// dispatch starts it, and the old epoch drains.
 #[tokio::test]
 async fn a_request_queued_across_a_rotation_is_granted_on_the_current_epoch() {
-    let limits = Limits {
-        running_requests: 1,
-        running_per_tenant: 1,
-        running_per_provider: 1,
-        ..Limits::DEFAULT
-    };
-    let (pools, p, receipt) = with_alpha(limits, 1).await;
-    let policy = policy_for("t", &p);
-    let held = admitted(&pools, request(&pools, plan("holder", 0), &receipt, b"h")).await;
-    let waiter = {
-        let (pools, request) = (pools.clone(), request(&pools, plan("t", 1), &receipt, b"x"));
-        task(async move { pools.admit(request).await })
-    };
-    eventually("the request is queued", || {
-        pools.snapshot().pending_requests == 1
-    })
-    .await;
+    let (pools, p, policy, held, waiter) = queued_behind_a_holder().await;
     pools
         .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
         .await
