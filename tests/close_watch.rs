@@ -10,9 +10,7 @@ mod support;
 use std::sync::atomic::Ordering;
 
 use provider_pools::{close_watch, Limits, PooledConnection, ProviderPools};
-use support::{
-    bounded, http_config, installation, provider, running, start, Counted, CountedDialer,
-};
+use support::{bounded, running, with_mem, Counted, CountedDialer};
 
 /// Installs one provider with one origin and dials one connection for
 /// tenant `t`; the request that dialed it is done.
@@ -23,11 +21,7 @@ async fn one_connection(
     provider_pools::InstallReceipt,
     PooledConnection<Counted>,
 ) {
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = pools
-        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
-        .await
-        .expect("install");
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
     let request = running(&pools, &receipt, "t", 1).await;
     let conn = bounded("a dial", pools.reserve_connection(&request, dialer))
         .await

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use provider_pools::{Cleanup, CloseFailure, DialError, DialTarget, Dialer, Limits};
-use support::{bounded, http_config, installation, provider, running, start};
+use support::{bounded, running, start, with_mem};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -119,11 +119,7 @@ const CLOSE_DROPPED: &str = "cleanup dropped by the runtime";
 #[tokio::test(start_paused = true)]
 async fn a_close_that_panics_is_logged_as_a_warning_not_as_a_dropped_task() {
     seen();
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = pools
-        .install(installation(&provider("p"), 0, b"k", http_config("p", 1)))
-        .await
-        .expect("install");
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
     let request = running(&pools, &receipt, "t", 1).await;
     let conn = bounded("a dial", pools.reserve_connection(&request, &PanickyDialer))
         .await
