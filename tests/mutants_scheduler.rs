@@ -1,22 +1,13 @@
-//! The scheduler's mailbox bounds, as the startup limits size them
-//! (`scheduler::mailbox_bound`; these tests kill the mutants of that
-//! arithmetic that the rest of the suite let survive, RELIABILITY.md
-//! "Mutation testing"):
+//! Admission applied on the caller's task (`scheduler/core.rs`): with the
+//! queue free, an admit is granted, queued or refused within its first poll,
+//! with no task run in between; and retirement answers every queued waiter
+//! `Closed` there and then (the scheduler's `Close`), instead of leaving it
+//! to wait out its deadline. (These tests began as the killers of the
+//! mailbox-bound mutants of the message-driven scheduler, RELIABILITY.md
+//! "Mutation testing"; that mailbox is gone.)
 //!
-//! - release slots cover the worst case the limits allow: every pending
-//!   request's ticket, and every grant still unread in its waiter's channel
-//!   beside that waiter's still-armed ticket; a waiter that reads its grant
-//!   frees its ticket's slot at once;
-//! - message slots bound a burst at `64 + pending_requests`: a burst that
-//!   big is taken, the next admission is refused busy rather than queued
-//!   without bound;
-//! - retirement answers every queued waiter `Closed` there and then (the
-//!   scheduler's `Close`), instead of leaving it to wait out its deadline.
-//!
-//! Paused clock, no I/O: admit futures are polled once by hand (which
-//! queues them) and then held unpolled, so grants stay unread and bursts
-//! reach the mailbox before the scheduler runs: the worst cases are forced,
-//! not hoped for.
+//! Paused clock, no I/O: admit futures are polled once by hand and then held
+//! unpolled, so the answers seen are the ones given at the first poll.
 
 mod support;
 
@@ -47,7 +38,7 @@ async fn queue(
 }
 
 #[tokio::test(start_paused = true)]
-async fn release_slots_cover_every_pending_ticket_and_every_unread_grant() {
+async fn admits_with_capacity_free_are_granted_at_their_first_poll_and_the_rest_queue() {
     let (pools, receipt) = with_mem(Limits {
         pending_requests: 4,
         requests_per_tenant: 4,
@@ -58,65 +49,45 @@ async fn release_slots_cover_every_pending_ticket_and_every_unread_grant() {
         ..Limits::DEFAULT
     })
     .await;
-    // Four grants, left unread: each holds its grant's release slot and its
-    // waiter's armed ticket.
+    // No task runs between these polls: a grant here was made on the
+    // caller's own task, not by the scheduler actor.
     let mut granted = Vec::new();
     for n in 0..4 {
-        granted.push(
-            queue(&pools, &receipt, n)
-                .await
-                .expect("waits for its grant"),
-        );
+        match queue(&pools, &receipt, n).await {
+            Err(Ok(ready)) => granted.push(ready),
+            Err(Err(err)) => panic!("request {n} refused: {err:?}"),
+            Ok(_) => panic!("request {n} waited with capacity free"),
+        }
     }
-    support::quiesce().await;
-    let snapshot = pools.snapshot();
-    assert_eq!(
-        (snapshot.pending_requests, snapshot.running_requests),
-        (0, 4),
-        "every grant was sent: {snapshot:?}"
-    );
-    // Four more fill the pending bound: one ticket each.
     let mut pending = Vec::new();
     for n in 4..8 {
         match queue(&pools, &receipt, n).await {
             Ok(waiting) => pending.push(waiting),
-            Err(answer) => panic!("request {n} refused beside unread grants: {answer:?}"),
+            Err(answer) => panic!("request {n} answered at once: {answer:?}"),
         }
     }
-    support::quiesce().await;
     let snapshot = pools.snapshot();
     assert_eq!(
         (snapshot.pending_requests, snapshot.running_requests),
         (4, 4),
-        "the four are queued: {snapshot:?}"
+        "four running, four queued: {snapshot:?}"
     );
-    // A waiter that reads its grant frees its ticket's slot there and then:
-    // with every slot in use, the next admission takes that one (and the
-    // full queue refuses it), instead of being refused busy.
-    let mut granted = granted.into_iter();
-    let first = granted.next().expect("four grants");
-    let first = bounded("an unread grant", first).await.expect("granted");
-    let refused = queue(&pools, &receipt, 8)
-        .await
-        .expect("a release slot was free: the request reached the scheduler");
-    let refused = bounded("the full queue's answer", refused).await;
+    // The full queue refuses the next one at its first poll.
+    let refused = queue(&pools, &receipt, 8).await;
     assert!(
         matches!(
             refused,
-            Err(AdmitError::Capacity {
+            Err(Err(AdmitError::Capacity {
                 resource: "pending_requests",
-                ..
-            })
+                used: 4,
+                limit: 4,
+            }))
         ),
-        "the full queue refuses: {refused:?}"
+        "the full queue refuses at once: {:?}",
+        refused.err()
     );
-    // Every request is served in turn.
-    drop(first);
-    for (n, waiting) in granted.enumerate() {
-        let ready = bounded("an unread grant", waiting).await;
-        let ready = ready.unwrap_or_else(|e| panic!("request {}: {e:?}", n + 1));
-        drop(ready);
-    }
+    // Each release hands its capacity to a queued request.
+    drop(granted);
     for (n, waiting) in pending.into_iter().enumerate() {
         let ready = bounded("a queued request's grant", waiting).await;
         assert!(ready.is_ok(), "request {}: {ready:?}", n + 4);
@@ -124,44 +95,41 @@ async fn release_slots_cover_every_pending_ticket_and_every_unread_grant() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_burst_of_64_plus_pending_requests_is_taken_and_the_next_is_refused_busy() {
+async fn a_burst_polled_before_any_task_runs_is_held_to_the_pending_bound() {
     let pending_requests = 4;
     let (pools, receipt) = with_mem(Limits {
         pending_requests,
         requests_per_tenant: 4,
         requests_per_provider: 4,
-        // Release slots (1 + pending + 2 × running, one of them the
-        // registry's close) far outnumber the message slots, so the burst
-        // meets the message bound first.
         running_requests: 64,
+        running_per_provider: 64,
         ..Limits::DEFAULT
     })
     .await;
     let bound = 64 + u64::from(pending_requests);
-    // No await point yields between these polls, so the scheduler takes
-    // none of the burst's messages before the last is sent.
     let mut burst = Vec::new();
     let mut refused = None;
     for n in 0..=bound {
-        let admitting = pools.clone();
-        let admit = request(&pools, plan(&format!("t{n}"), n), &receipt, b"");
-        let mut future: Admit = Box::pin(async move { admitting.admit(admit).await });
-        let waker = std::task::Waker::noop();
-        match future
-            .as_mut()
-            .poll(&mut std::task::Context::from_waker(waker))
-        {
-            Poll::Pending => burst.push(future),
-            Poll::Ready(answer) => {
-                refused = Some((n, answer.err()));
+        match queue(&pools, &receipt, n).await {
+            Ok(waiting) => burst.push(Ok(waiting)),
+            Err(Ok(ready)) => burst.push(Err(ready)),
+            Err(Err(err)) => {
+                refused = Some((n, err));
                 break;
             }
         }
     }
+    assert!(
+        matches!(
+            refused,
+            Some((n, AdmitError::Capacity { resource: "pending_requests", .. })) if n == bound
+        ),
+        "64 run, 4 wait, the next is refused by the pending bound: {refused:?}"
+    );
     assert_eq!(
-        refused,
-        Some((bound, Some(AdmitError::Busy))),
-        "the first {bound} are taken, the next is refused busy"
+        burst.iter().filter(|b| b.is_err()).count(),
+        64,
+        "the 64 running were granted at their first poll"
     );
     drop(burst);
     support::quiesce().await;

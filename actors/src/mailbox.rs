@@ -33,7 +33,9 @@ use std::sync::Arc;
 use ractor::{ActorRef, Message};
 use tokio::time::Instant;
 
-pub(crate) use batch::{batch, BatchInbox, BatchMailbox, BatchSlots, Wake};
+#[cfg(test)]
+pub(crate) use batch::Stopped;
+pub(crate) use batch::{batch, BatchInbox, BatchMailbox, BatchSlots, Wake, WakeTarget};
 use pool::{Slot, SlotPool};
 
 /// The sizes of one actor's two slot pools.

@@ -10,10 +10,10 @@
 //!   against `metadata_per_tenant`;
 //! - provider workers running jobs for its requests against
 //!   `workers_per_tenant`, held until the job is joined;
-//! - admissions on their way to the scheduler or queued there against
-//!   `requests_per_tenant` — checked before the scheduler's mailbox slot is
-//!   taken, so a flood the fair queue would refuse anyway takes no slot from
-//!   another tenant.
+//! - admissions on their way to the admission queue or queued there against
+//!   `requests_per_tenant` — checked before the admission core is touched,
+//!   so a flood the fair queue would refuse anyway takes none of the room
+//!   left for the queue's owner from another tenant.
 //!
 //! Each share is a [`ShareTable`] (`tenants/table.rs`); the per-client
 //! connection share is one too, kept by the client's epoch.

@@ -187,6 +187,10 @@ impl<M: Message> BatchMailbox<M> {
     }
 
     /// Queues `msg` if a message slot is free, answering `Busy` at once if not.
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "the scheduler's control messages wait for a slot")
+    )]
     pub(crate) fn try_send(&self, msg: M) -> Result<(), MailboxError<M>> {
         let (slot, msg) = self.slots.try_message(msg)?;
         self.deliver(Envelope { _slot: slot, msg })

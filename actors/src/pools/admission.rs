@@ -1,10 +1,8 @@
 //! The admission path: staging input, queueing, granting, dispatching.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput, REQUEST_OVERHEAD};
@@ -12,11 +10,10 @@ use crate::budget::Charge;
 use crate::dispatch::{DispatchAuthority, ProviderCall};
 use crate::epoch::{ClientLease, TypedSlot};
 use crate::identity::{OriginKind, ProviderId};
-use crate::mailbox::MailboxError;
 use crate::observe::{spans, AdmitWatch};
 use crate::plan::ExecutionPlan;
 use crate::pools::ProviderPools;
-use crate::scheduler::{self, Answer, QueueTicket};
+use crate::scheduler::{self, Admission, Ended};
 use crate::tenants::SharedCharge;
 
 impl ProviderPools {
@@ -91,29 +88,33 @@ impl ProviderPools {
             )
         };
         let result = match enqueued {
-            Ok(mut queued) => {
-                match tokio::time::timeout_at(queued.deadline, &mut queued.answer).await {
-                    Ok(answer) => queued
-                        .settle(answer)
-                        .map(|(grant, lease, charge)| PoolReady {
-                            grant,
-                            lease: self.current_lease(
-                                lease,
-                                &request.slot,
-                                request.kind,
-                                watch.span(),
-                            ),
-                            plan: request.plan,
-                            input: request.input,
-                            charge,
-                            deadline: queued.deadline,
-                            generation: self.inner.generation.id(),
-                            granted: self.inner.ledger.next_sequence(),
-                            ledger: Arc::clone(&self.inner.ledger),
-                        }),
-                    // Dropping `queued` cancels the waiter.
-                    Err(_elapsed) => Err(AdmitError::Timeout),
-                }
+            Ok(queued) => {
+                let Queued {
+                    admission,
+                    lease,
+                    charge,
+                    deadline,
+                    admitting,
+                } = queued;
+                let granted = match admission {
+                    Admission::Granted(grant) => Ok(grant),
+                    // Dropping the future here drops the waiter, which
+                    // cancels it (or returns a grant that raced the drop).
+                    Admission::Waiting(waiting) => waiting.await,
+                    Admission::Ended(ended) => Err(ended),
+                };
+                drop(admitting);
+                granted.map_err(ended_error).map(|grant| PoolReady {
+                    grant,
+                    lease: self.current_lease(lease, &request.slot, request.kind, watch.span()),
+                    plan: request.plan,
+                    input: request.input,
+                    charge,
+                    deadline,
+                    generation: self.inner.generation.id(),
+                    granted: self.inner.ledger.next_sequence(),
+                    ledger: Arc::clone(&self.inner.ledger),
+                })
             }
             Err(err) => Err(err),
         };
@@ -177,27 +178,16 @@ impl ProviderPools {
         let lease = self.client(&provider, slot, kind)?;
         span.record("epoch", lease.epoch().get());
 
-        let scheduler = &self.inner.scheduler;
-        let release = scheduler.reserve_release().ok_or(AdmitError::Busy)?;
-        let ticket = self.inner.tickets.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = oneshot::channel();
-        let enqueue = scheduler::Msg::Enqueue {
-            ticket,
-            tenant: plan.tenant().clone(),
-            provider,
-            reply,
-        };
-        scheduler.try_send(enqueue).map_err(|err| match err {
-            MailboxError::Busy(_) | MailboxError::Timeout(_) => AdmitError::Busy,
-            MailboxError::Closed => AdmitError::Closed,
-        })?;
+        let admission = self
+            .inner
+            .admission
+            .admit(plan.tenant(), provider, deadline);
         Ok(Queued {
-            ticket: Some(QueueTicket::new(ticket, release)),
-            answer,
-            lease: Some(lease),
-            charge: Some(charge),
+            admission,
+            lease,
+            charge,
             deadline,
-            _admitting: admitting,
+            admitting,
         })
     }
 
@@ -265,42 +255,27 @@ impl ProviderPools {
     }
 }
 
-/// A queued waiter: its cancellation ticket, the scheduler's answer to
-/// come, and what the grant will carry. Dropped unsettled, the ticket
-/// cancels the waiter.
+/// An admit applied to the queue: its first answer (a grant, a place in
+/// line, or a refusal), and what the grant will carry.
 struct Queued {
-    ticket: Option<QueueTicket>,
-    answer: oneshot::Receiver<Answer>,
-    lease: Option<ClientLease>,
-    charge: Option<SharedCharge>,
+    admission: Admission,
+    lease: ClientLease,
+    charge: SharedCharge,
     deadline: Instant,
     /// One of the tenant's `requests_per_tenant` admissions, until the
     /// waiter is answered or dropped.
-    _admitting: Charge,
+    admitting: Charge,
 }
 
-impl Queued {
-    /// Reads the scheduler's answer: the grant with the lease and charge it
-    /// keeps, or the refusal as an error.
-    fn settle(
-        &mut self,
-        answer: Result<Answer, oneshot::error::RecvError>,
-    ) -> Result<(crate::scheduler::RunningGrant, ClientLease, SharedCharge), AdmitError> {
-        if let Some(ticket) = self.ticket.take() {
-            ticket.disarm();
+/// The error an admit that ended without a grant answers.
+fn ended_error(ended: Ended) -> AdmitError {
+    match ended {
+        Ended::Refused(refused) => {
+            let field = scheduler::bound_field(refused.bound);
+            AdmitError::capacity(field, refused.used, refused.limit)
         }
-        match answer {
-            Ok(Answer::Granted(grant)) => match (self.lease.take(), self.charge.take()) {
-                (Some(lease), Some(charge)) => Ok((grant, lease, charge)),
-                // Settled once: a second answer cannot arrive.
-                _ => Err(AdmitError::Closed),
-            },
-            Ok(Answer::Refused(refused)) => {
-                let field = scheduler::bound_field(refused.bound);
-                Err(AdmitError::capacity(field, refused.used, refused.limit))
-            }
-            Ok(Answer::Busy) => Err(AdmitError::Busy),
-            Ok(Answer::Closed) | Err(_) => Err(AdmitError::Closed),
-        }
+        Ended::Closed => AdmitError::Closed,
+        Ended::TimedOut => AdmitError::Timeout,
+        Ended::Busy => AdmitError::Busy,
     }
 }

@@ -14,7 +14,6 @@ mod ingress;
 mod jobs;
 mod prepay;
 
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use ractor::{Actor, ActorCell, ActorStatus};
@@ -79,8 +78,8 @@ struct Inner {
     limits: Limits,
     /// The host-supplied runtime, where dial tasks run.
     runtime: Handle,
-    /// Numbers queue tickets, so a waiter can cancel its own.
-    tickets: AtomicU64,
+    /// The admission queue, driven by its callers.
+    admission: Arc<scheduler::Core>,
     /// Hears every admission's outcome, once installed.
     observer: ObserverSlot,
 }
@@ -164,18 +163,23 @@ impl ProviderPools {
         let directory = Arc::new(Directory::default());
         let slots = MailboxSlots::new(registry::mailbox_bound(limits.retained_configurations));
         let (controls_tx, controls_rx) = oneshot::channel();
-        let (scheduler_slots, scheduler_inbox) = batch(scheduler::mailbox_bound(&limits));
+        let (scheduler_slots, scheduler_inbox) = batch(scheduler::mailbox_bound());
+        let admission = Arc::new(scheduler::Core::new(
+            scheduler::ceilings(&limits),
+            Arc::clone(&ledger),
+            scheduler::deferred_bound(&limits),
+        ));
         let args = RegistryArgs {
             limits,
             ledger: Arc::clone(&ledger),
             directory: Arc::clone(&directory),
             slots: slots.clone(),
             scheduler: SchedulerArgs {
-                ceilings: scheduler::ceilings(&limits),
-                ledger: Arc::clone(&ledger),
-                slots: scheduler_slots,
+                core: Arc::clone(&admission),
                 inbox: scheduler_inbox,
+                runtime: runtime.clone(),
             },
+            scheduler_slots,
             controls_ready: controls_tx,
             runtime: runtime.clone(),
             restart,
@@ -209,7 +213,7 @@ impl ProviderPools {
                 generation,
                 limits,
                 runtime,
-                tickets: AtomicU64::new(0),
+                admission,
                 observer: ObserverSlot::default(),
             }),
         })

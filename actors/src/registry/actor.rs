@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use crate::cleanup::CleanupPool;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{BatchMailbox, Envelope, Mailbox, MailboxSlots};
+use crate::mailbox::{BatchMailbox, BatchSlots, Envelope, Mailbox, MailboxSlots};
 use crate::registry::state::State;
 use crate::registry::{Directory, Msg};
 use crate::scheduler::{SchedulerActor, SchedulerArgs};
@@ -33,6 +33,8 @@ pub(crate) struct RegistryArgs {
     pub(crate) directory: Arc<Directory>,
     pub(crate) slots: MailboxSlots,
     pub(crate) scheduler: SchedulerArgs,
+    /// The scheduler's control mailbox, to attach once it is spawned.
+    pub(crate) scheduler_slots: BatchSlots<crate::scheduler::Msg>,
     /// Where the handle learns the control actors it talks to.
     pub(crate) controls_ready: oneshot::Sender<Controls>,
     /// The host's runtime, for the one periodic reclaim tick.
@@ -51,10 +53,9 @@ impl Actor for RegistryActor {
         myself: ActorRef<Self::Msg>,
         args: RegistryArgs,
     ) -> Result<State, ActorProcessingErr> {
-        let scheduler_slots = args.scheduler.slots.clone();
         let (scheduler, _join) =
             Actor::spawn_linked(None, SchedulerActor, args.scheduler, myself.get_cell()).await?;
-        let scheduler = scheduler_slots.attach(scheduler);
+        let scheduler = args.scheduler_slots.attach(scheduler);
         let (ledger, runtime) = (Arc::clone(&args.ledger), args.runtime.clone());
         let workers = WorkerPool::spawn_linked(
             &args.limits,

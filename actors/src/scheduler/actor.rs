@@ -1,32 +1,63 @@
-//! The scheduler's `Actor` implementation: on each [`Wake`] it yields once
-//! (so the tasks already runnable add their messages to the batch), drains
-//! its batched inbox, applies every message through the named operations of
-//! [`State`], then grants what became ready and publishes the counts — once
-//! per batch, so a burst of releases grants a burst of waiters.
+//! The scheduler actor: control of the admission core, off the hot path.
+//!
+//! On each [`Wake`] — a control message in its batched inbox, a nudge from
+//! the core (a hand-over, or a deadline earlier than the alarm), or its
+//! alarm ringing — it applies the control messages, takes any hand-over
+//! (bounded passes), times out the waiters whose deadline passed, and sets
+//! its one alarm at the earliest deadline still waiting. When it stops, for
+//! any reason, admission closes ([`Core::stop`]).
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
-use crate::ledger::Ledger;
-use crate::mailbox::{BatchInbox, BatchSlots, Wake};
-use crate::scheduler::queue::Ceilings;
-use crate::scheduler::state::State;
+use crate::mailbox::{BatchInbox, Wake};
+use crate::scheduler::core::Core;
 use crate::scheduler::Msg;
+
+/// Most yields a `Counts` answer waits for operations in flight to land.
+const SETTLE_YIELDS: usize = 1_000;
 
 pub(crate) struct SchedulerActor;
 
 pub(crate) struct SchedulerArgs {
-    pub(crate) ceilings: Ceilings,
-    pub(crate) ledger: Arc<Ledger>,
-    pub(crate) slots: BatchSlots<Msg>,
+    pub(crate) core: Arc<Core>,
     pub(crate) inbox: BatchInbox<Msg>,
+    /// The host's runtime, where the alarm's timer runs.
+    pub(crate) runtime: Handle,
 }
 
-/// The actor's state: its inbox beside the scheduling state it feeds.
+/// The actor's state: its inbox, the core (closed when this is dropped),
+/// and the alarm.
 pub(crate) struct Scheduler {
     inbox: BatchInbox<Msg>,
-    state: State,
+    core: Closing,
+    alarm: Option<Alarm>,
+    runtime: Handle,
+}
+
+/// Closes admission when the actor's state goes, however it stops.
+struct Closing(Arc<Core>);
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
+/// The one timer: rings the actor at `at`.
+struct Alarm {
+    at: Instant,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Alarm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl Actor for SchedulerActor {
@@ -39,10 +70,12 @@ impl Actor for SchedulerActor {
         myself: ActorRef<Wake>,
         args: SchedulerArgs,
     ) -> Result<Scheduler, ActorProcessingErr> {
-        let mailbox = args.slots.attach(myself);
+        args.core.attach(myself);
         Ok(Scheduler {
             inbox: args.inbox,
-            state: State::new(args.ceilings, mailbox, args.ledger),
+            core: Closing(args.core),
+            alarm: None,
+            runtime: args.runtime,
         })
     }
 
@@ -52,41 +85,63 @@ impl Actor for SchedulerActor {
         Wake: Wake,
         scheduler: &mut Scheduler,
     ) -> Result<(), ActorProcessingErr> {
-        let Scheduler { inbox, state } = scheduler;
-        // Let the tasks already runnable (usually the waiters just granted)
-        // run first: their releases and enqueues join this batch instead of
-        // each waking the actor on its own.
-        tokio::task::yield_now().await;
-        inbox.drain(&myself, |msg| apply(state, msg)).await;
-        state.grant_ready();
-        state.report();
+        let Scheduler {
+            inbox,
+            core: Closing(core),
+            alarm,
+            runtime,
+        } = scheduler;
+        core.woken();
+        let mut counts = Vec::new();
+        inbox
+            .drain(&myself, |msg| match msg {
+                Msg::SetCeilings { ceilings, reply } => {
+                    let _ = reply.send(core.set_ceilings(ceilings));
+                }
+                Msg::Close => core.close(),
+                Msg::Counts { reply } => counts.push(reply),
+            })
+            .await;
+        core.run_handed();
+        if !counts.is_empty() {
+            answer_counts(core, counts).await;
+        }
+        let next = core.expire(Instant::now());
+        set_alarm(alarm, next, core, runtime);
         Ok(())
     }
 }
 
-/// Applies one message. Control messages first grant what the batch so far
-/// made ready, so they see (and answer from) a settled queue.
-fn apply(state: &mut State, msg: Msg) {
-    match msg {
-        Msg::Enqueue {
-            ticket,
-            tenant,
-            provider,
-            reply,
-        } => state.enqueue(ticket, tenant, provider, reply),
-        Msg::Cancel { ticket } => state.cancel(ticket),
-        Msg::Release { running } => state.release(running),
-        Msg::SetCeilings { ceilings, reply } => {
-            state.grant_ready();
-            let _ = reply.send(state.set_ceilings(ceilings));
+/// Answers `Counts` once the operations callers left are applied (their
+/// owner is mid-pass on another thread), so that a release made before
+/// the question is counted, as a message would have been.
+async fn answer_counts(core: &Core, replies: Vec<RpcReplyPort<(u32, u32)>>) {
+    for _ in 0..SETTLE_YIELDS {
+        core.run_handed();
+        if core.is_settled() {
+            break;
         }
-        Msg::Close => {
-            state.grant_ready();
-            state.close();
-        }
-        Msg::Counts { reply } => {
-            state.grant_ready();
-            let _ = reply.send(state.counts());
-        }
+        tokio::task::yield_now().await;
     }
+    let counts = core.counts();
+    for reply in replies {
+        let _ = reply.send(counts);
+    }
+}
+
+/// Keeps the alarm at `next`: unchanged if it is set there already.
+fn set_alarm(alarm: &mut Option<Alarm>, next: Option<Instant>, core: &Arc<Core>, runtime: &Handle) {
+    if alarm.as_ref().map(|a| a.at) == next {
+        return;
+    }
+    *alarm = next.map(|at| {
+        let core = Arc::clone(core);
+        Alarm {
+            at,
+            task: runtime.spawn(async move {
+                tokio::time::sleep_until(at).await;
+                core.ring();
+            }),
+        }
+    });
 }

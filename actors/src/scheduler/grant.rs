@@ -1,53 +1,65 @@
-//! The two owned tokens a request holds in the scheduler: its queue ticket
-//! while it waits, and its running grant once admitted.
-//!
-//! Each carries a release slot reserved in the scheduler's mailbox when it
-//! was made, so its `Drop` always delivers its message.
+//! The two owned tokens a request holds in the scheduler: its place in line
+//! while it waits ([`Waiting`]), and its running grant once admitted
+//! ([`RunningGrant`]). Dropping either gives back what it holds, through the
+//! admission core, without a message.
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use crate::mailbox::ReleaseSlot;
+use crate::scheduler::cell::{Answer, Cell, Left};
+use crate::scheduler::core::Core;
 use crate::scheduler::queue::RunningKey;
-use crate::scheduler::Msg;
+use crate::scheduler::Ended;
 
-/// A queued request's claim on its place in line. Dropping it while still
-/// armed cancels the waiter and refunds its queue slot.
-#[must_use = "dropping a ticket cancels the queued request"]
-pub(crate) struct QueueTicket {
-    ticket: u64,
-    slot: Option<ReleaseSlot<Msg>>,
+/// A queued request's place in line: a future of its answer.
+///
+/// # Cancel safety
+///
+/// Dropping it before it completes removes the waiter (refunding its queue
+/// slot) or, if it was granted meanwhile, returns the grant's capacity.
+#[must_use = "dropping a waiter cancels the queued request"]
+pub(crate) struct Waiting {
+    cell: Arc<Cell>,
+    core: Arc<Core>,
 }
 
-impl QueueTicket {
-    pub(crate) fn new(ticket: u64, slot: ReleaseSlot<Msg>) -> Self {
-        Self {
-            ticket,
-            slot: Some(slot),
-        }
-    }
-
-    /// The waiter has its answer; nothing to cancel. Frees the slot.
-    pub(crate) fn disarm(mut self) {
-        self.slot = None;
+impl Waiting {
+    pub(crate) fn new(cell: Arc<Cell>, core: Arc<Core>) -> Self {
+        Self { cell, core }
     }
 }
 
-impl Drop for QueueTicket {
+impl Future for Waiting {
+    type Output = Result<RunningGrant, Ended>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answer = std::task::ready!(self.cell.poll_answer(cx));
+        Poll::Ready(match answer {
+            Answer::Granted(running) => Ok(RunningGrant::new(running, Arc::clone(&self.core))),
+            Answer::Refused(refused) => Err(Ended::Refused(refused)),
+            Answer::Closed => Err(Ended::Closed),
+            Answer::TimedOut => Err(Ended::TimedOut),
+        })
+    }
+}
+
+impl Drop for Waiting {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            // A stopped scheduler has no queue left to cancel from.
-            let _ = slot.send(Msg::Cancel {
-                ticket: self.ticket,
-            });
+        match self.cell.leave() {
+            Left::Queued => self.core.cancel(Arc::clone(&self.cell)),
+            Left::Holding(running) => self.core.release(running),
+            Left::Settled => {}
         }
     }
 }
 
-impl fmt::Debug for QueueTicket {
+impl fmt::Debug for Waiting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueTicket")
-            .field("ticket", &self.ticket)
-            .field("armed", &self.slot.is_some())
+        f.debug_struct("Waiting")
+            .field("deadline", &self.cell.deadline())
             .finish()
     }
 }
@@ -57,32 +69,18 @@ impl fmt::Debug for QueueTicket {
 #[must_use = "dropping a running grant returns its capacity at once"]
 pub(crate) struct RunningGrant {
     running: RunningKey,
-    slot: Option<ReleaseSlot<Msg>>,
+    core: Arc<Core>,
 }
 
 impl RunningGrant {
-    pub(crate) fn new(running: RunningKey, slot: ReleaseSlot<Msg>) -> Self {
-        Self {
-            running,
-            slot: Some(slot),
-        }
-    }
-
-    /// Takes the grant apart without sending its release: for the scheduler
-    /// itself, which returns the capacity directly.
-    pub(crate) fn disarm(mut self) -> RunningKey {
-        self.slot = None;
-        self.running
+    pub(crate) fn new(running: RunningKey, core: Arc<Core>) -> Self {
+        Self { running, core }
     }
 }
 
 impl Drop for RunningGrant {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot.take() {
-            let _ = slot.send(Msg::Release {
-                running: self.running,
-            });
-        }
+        self.core.release(self.running);
     }
 }
 

@@ -1,53 +1,74 @@
-//! The scheduler actor: the single owner of the admission queue and of the
-//! pending and running counts per tenant and per logical provider.
+//! Admission: the fair queue of requests waiting for running capacity,
+//! and the pending and running counts per tenant and per logical provider.
 //!
 //! It decides who runs when — tenants in rotation, then providers within a
 //! tenant, FIFO within a group — under the pending bounds (checked when a
 //! request is queued: a full queue refuses at once) and the running ceilings
 //! (checked at every grant). See [`queue`] for the exact order and costs.
 //!
-//! Hops per request: one `Enqueue` (answered at once when refused or when
-//! capacity is free, otherwise when the request's turn comes), one `Release`
-//! when the running owner is dropped, and one `Cancel` only if the waiter
-//! gave up while queued.
+//! # Execution model
 //!
-//! Mailbox: batched (see [`crate::mailbox::BatchMailbox`]): messages go into
-//! a lock-free FIFO and ractor carries one wake-up per batch. Each wake-up
-//! yields once, applies every queued message, then grants once, so a batch of releases
-//! answers a batch of waiters and the counts are published once. Control
-//! messages (`SetCeilings`, `Close`, `Counts`) first grant what the batch so
-//! far made ready, so they act on a settled queue.
+//! The queue is driven by its callers ([`core`]): no task of its own sits
+//! between a request and its grant.
 //!
-//! Bounds: `64 + pending_requests` message slots (startup limit), so a
-//! burst that fits the queue is never refused as busy; release slots for every queued ticket and
-//! every running grant, plus the grants not yet received by their waiters,
-//! plus the registry's `Close` (`1 + pending_requests + 2 × running_requests`,
-//! startup limits).
+//! - An admit that finds the queue free applies itself on the caller's task:
+//!   granted at once when capacity is free and nobody is in line ahead,
+//!   else queued with an entry ([`cell`]) through which its answer comes.
+//! - A grant's drop returns its capacity the same way, granting the next
+//!   waiter by the rotation and waking only that waiter's task.
+//! - A caller that finds the queue owned leaves its operation for the owner
+//!   (combining); an owner applies bounded batches and, past two of them,
+//!   hands the rest to the scheduler actor.
+//! - The scheduler actor ([`actor`]) stays in the supervision tree for
+//!   control: lowering ceilings, closing, counting for shutdown, and the one
+//!   alarm at the earliest deadline in line ([`deadlines`]), which times
+//!   out waiters — no timer per waiter. If it stops, admission closes.
+//!
+//! Hops per request: none when the queue is free; a wake-up of the waiter's
+//! own task when it had to queue. The actor is woken only for a hand-over,
+//! a deadline earlier than its alarm, the alarm itself, or control.
+//!
+//! Mailbox (control only): batched (see [`crate::mailbox::BatchMailbox`]),
+//! 64 message slots and one release slot, the registry's `Close`.
 
 mod actor;
+mod cell;
+mod core;
+mod deadlines;
 mod grant;
 pub(crate) mod queue;
 mod state;
 
-use ractor::RpcReplyPort;
-use tokio::sync::oneshot;
+#[cfg(all(test, loom))]
+mod loom_model;
+#[cfg(test)]
+mod tests;
 
+use ractor::RpcReplyPort;
+
+pub(crate) use self::core::Core;
 pub(crate) use actor::{SchedulerActor, SchedulerArgs};
-pub(crate) use grant::{QueueTicket, RunningGrant};
+pub(crate) use grant::{RunningGrant, Waiting};
 pub(crate) use state::bound_field;
 
-use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, Limits};
 use crate::mailbox::MailboxBound;
-use queue::{Ceilings, Refused, RunningKey};
+use queue::{Ceilings, Refused};
 
-/// The scheduler's mailbox bound for the given startup limits.
-pub(crate) fn mailbox_bound(limits: &Limits) -> MailboxBound {
+/// The scheduler's (control) mailbox bound.
+pub(crate) fn mailbox_bound() -> MailboxBound {
     MailboxBound {
-        // A burst that fits the pending bound is queued, not refused busy.
-        messages: 64 + limits.pending_requests as usize,
-        releases: 1 + limits.pending_requests as usize + 2 * limits.running_requests as usize,
+        messages: 64,
+        // The registry's `Close`.
+        releases: 1,
     }
+}
+
+/// The most operations callers may leave for the queue's owner before a
+/// new admit is refused busy: a burst that fits the pending bound is
+/// queued, not refused.
+pub(crate) fn deferred_bound(limits: &Limits) -> usize {
+    64 + limits.pending_requests as usize
 }
 
 /// The queue ceilings that `limits` set.
@@ -62,17 +83,28 @@ pub(crate) fn ceilings(limits: &Limits) -> Ceilings {
     }
 }
 
-/// What a queued request hears back.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// Capacity is granted; the grant returns it when dropped.
-    Granted(RunningGrant),
-    /// A pending bound refused the request at once.
+/// How an admit ended without a grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// A pending bound refused the request.
     Refused(Refused),
     /// Admission closed before the request was granted.
     Closed,
-    /// The scheduler had no release slot for the grant (a sizing bug).
+    /// The request's deadline passed while it waited.
+    TimedOut,
+    /// Too many operations were waiting for the queue's owner.
     Busy,
+}
+
+/// What an admit gets at once.
+#[derive(Debug)]
+pub(crate) enum Admission {
+    /// Granted on the caller's task.
+    Granted(RunningGrant),
+    /// In line: the future completes with the answer.
+    Waiting(Waiting),
+    /// Refused or closed at once.
+    Ended(Ended),
 }
 
 /// A lowering the scheduler refused: a ceiling below its actual use.
@@ -83,19 +115,8 @@ pub(crate) struct CeilingInUse {
     pub(crate) requested: u32,
 }
 
-/// Messages of the scheduler actor.
+/// Control messages of the scheduler actor.
 pub(crate) enum Msg {
-    /// Queue a request; the answer goes to `reply`.
-    Enqueue {
-        ticket: u64,
-        tenant: TenantId,
-        provider: ProviderId,
-        reply: oneshot::Sender<Answer>,
-    },
-    /// The waiter of `ticket` gave up (sent on the ticket's reserved slot).
-    Cancel { ticket: u64 },
-    /// A running grant was dropped (sent on the grant's reserved slot).
-    Release { running: RunningKey },
     /// Apply lowered ceilings, refusing any below actual use.
     SetCeilings {
         ceilings: Ceilings,
@@ -103,6 +124,6 @@ pub(crate) enum Msg {
     },
     /// Admission closed: answer every queued waiter `Closed`.
     Close,
-    /// Report (pending, running).
+    /// Report (pending, running) once operations in flight have landed.
     Counts { reply: RpcReplyPort<(u32, u32)> },
 }

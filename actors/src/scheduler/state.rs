@@ -1,98 +1,189 @@
-//! The scheduler actor's state and its named operations.
+//! What the queue owner owns: the fair queue, the waiters by deadline, and
+//! whether admission closed; and the named operations on them.
+//!
+//! Every operation here runs with the state locked by whoever owns the
+//! queue at the moment (see [`super::core`]); none blocks or wakes anything
+//! but the waiter it answers.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::LimitField;
-use crate::mailbox::BatchMailbox;
-use crate::scheduler::queue::{Bound, Ceilings, FairQueue, IndexMap, RunningKey, WaiterKey};
-use crate::scheduler::{Answer, CeilingInUse, Msg, RunningGrant};
+use crate::scheduler::cell::{Answer, Cell};
+use crate::scheduler::deadlines::Deadlines;
+use crate::scheduler::queue::{Bound, Ceilings, FairQueue, Refused, RunningKey};
+use crate::scheduler::CeilingInUse;
 
-/// A queued request, as the queue holds it.
-pub(crate) struct Waiter {
-    ticket: u64,
-    reply: oneshot::Sender<Answer>,
+/// An operation left for the queue owner by a caller that found the queue
+/// owned.
+#[derive(Debug)]
+pub(crate) enum Op {
+    /// Queue a waiter whose entry is `cell`.
+    Enqueue {
+        cell: Arc<Cell>,
+        tenant: TenantId,
+        provider: ProviderId,
+    },
+    /// The waiter of `cell` left while queued.
+    Cancel(Arc<Cell>),
+    /// A running grant ended.
+    Release(RunningKey),
 }
 
+/// How an admit applied by its own caller ended.
+#[derive(Debug)]
+pub(crate) enum Admitted {
+    /// Granted at once.
+    Granted(RunningKey),
+    /// Queued; the answer comes through `cell`.
+    Queued(Arc<Cell>),
+    /// A pending bound refused it.
+    Refused(Refused),
+    /// Admission is closed.
+    Closed,
+}
+
+/// The queue and its bookkeeping. A queue item is a waiter's entry, or
+/// `None` for the one admit being applied by its own caller right now (never
+/// left in the queue past that call).
 pub(crate) struct State {
-    queue: FairQueue<Waiter, TenantId, ProviderId>,
-    tickets: IndexMap<u64, WaiterKey>,
-    mailbox: BatchMailbox<Msg>,
+    queue: FairQueue<Option<Arc<Cell>>, TenantId, ProviderId>,
+    deadlines: Deadlines,
     ledger: Arc<Ledger>,
     closed: bool,
+    /// The instant the scheduler's alarm was last asked for.
+    alarm: Option<Instant>,
 }
 
 impl State {
-    pub(crate) fn new(ceilings: Ceilings, mailbox: BatchMailbox<Msg>, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn new(ceilings: Ceilings, ledger: Arc<Ledger>) -> Self {
         Self {
             queue: FairQueue::new(ceilings),
-            tickets: IndexMap::default(),
-            mailbox,
+            deadlines: Deadlines::default(),
             ledger,
             closed: false,
+            alarm: None,
         }
     }
 
-    /// Queues a request, or answers at once when refused or closed.
-    pub(crate) fn enqueue(
+    /// Applies an admit for its own caller: granted at once when its turn
+    /// is now, else queued with a fresh entry.
+    pub(crate) fn admit(
         &mut self,
-        ticket: u64,
-        tenant: TenantId,
+        tenant: &TenantId,
         provider: ProviderId,
-        reply: oneshot::Sender<Answer>,
-    ) {
+        deadline: Instant,
+    ) -> Admitted {
         if self.closed {
-            let _ = reply.send(Answer::Closed);
+            return Admitted::Closed;
+        }
+        let key = match self.queue.push(tenant.clone(), provider, None) {
+            Ok(key) => key,
+            Err((refused, _)) => return Admitted::Refused(refused),
+        };
+        if let Some(running) = self.grant_ready() {
+            return Admitted::Granted(running);
+        }
+        let cell = Arc::new(Cell::new(deadline));
+        cell.queued_at(key);
+        if let Some(item) = self.queue.item_mut(key) {
+            *item = Some(Arc::clone(&cell));
+        }
+        self.deadlines.push(Arc::clone(&cell), self.queue.pending());
+        Admitted::Queued(cell)
+    }
+
+    /// Applies an operation a caller left.
+    pub(crate) fn apply(&mut self, op: Op) {
+        match op {
+            Op::Enqueue {
+                cell,
+                tenant,
+                provider,
+            } => self.enqueue(cell, tenant, provider),
+            Op::Cancel(cell) => self.cancel(&cell),
+            Op::Release(running) => self.queue.release_running(running),
+        }
+    }
+
+    /// Queues a waiter whose caller left it for the owner; answers at once
+    /// when refused or closed, and not at all when it left meanwhile.
+    fn enqueue(&mut self, cell: Arc<Cell>, tenant: TenantId, provider: ProviderId) {
+        if !cell.is_waiting() {
             return;
         }
-        match self.queue.push(tenant, provider, Waiter { ticket, reply }) {
+        if self.closed {
+            let _ = cell.answer(Answer::Closed);
+            return;
+        }
+        match self.queue.push(tenant, provider, Some(Arc::clone(&cell))) {
             Ok(key) => {
-                self.tickets.insert(ticket, key);
+                cell.queued_at(key);
+                self.deadlines.push(cell, self.queue.pending());
             }
-            Err((refused, waiter)) => {
-                let _ = waiter.reply.send(Answer::Refused(refused));
+            Err((refused, _)) => {
+                let _ = cell.answer(Answer::Refused(refused));
             }
         }
     }
 
-    /// Removes a waiter that gave up, refunding its queue slot.
-    pub(crate) fn cancel(&mut self, ticket: u64) {
-        if let Some(key) = self.tickets.remove(&ticket) {
+    /// Removes a waiter that left, refunding its queue slot.
+    fn cancel(&mut self, cell: &Cell) {
+        if let Some(key) = cell.take_key() {
             self.queue.cancel(key);
         }
     }
 
-    /// Returns a finished request's running capacity.
-    pub(crate) fn release(&mut self, running: RunningKey) {
-        self.queue.release_running(running);
+    /// Grants every waiter whose turn it is while capacity allows, each
+    /// woken through its entry. Returns the running key of the admit being
+    /// applied by its own caller, if it was granted.
+    pub(crate) fn grant_ready(&mut self) -> Option<RunningKey> {
+        let mut own = None;
+        while let Some(grant) = self.queue.next_grant() {
+            match grant.item {
+                None => own = Some(grant.running),
+                Some(cell) => {
+                    if !cell.answer(Answer::Granted(grant.running)) {
+                        // The waiter left between its deadline and its turn.
+                        self.queue.release_running(grant.running);
+                    }
+                }
+            }
+        }
+        own
     }
 
-    /// Grants every waiter whose turn it is while capacity allows.
-    pub(crate) fn grant_ready(&mut self) {
-        while let Some(grant) = self.queue.next_grant() {
-            self.tickets.remove(&grant.item.ticket);
-            let Some(slot) = self.mailbox.reserve_release() else {
-                // The release pool is sized for every grant the limits
-                // allow; running out means a sizing bug, answered as busy.
-                self.queue.release_running(grant.running);
-                let _ = grant.item.reply.send(Answer::Busy);
-                continue;
-            };
-            let running = RunningGrant::new(grant.running, slot);
-            if let Err(Answer::Granted(unwanted)) = grant.item.reply.send(Answer::Granted(running))
-            {
-                // The waiter left between its deadline and its turn.
-                self.queue.release_running(unwanted.disarm());
+    /// Times out every waiter whose deadline is at or before `now`.
+    pub(crate) fn expire(&mut self, now: Instant) {
+        while let Some(cell) = self.deadlines.pop_due(now) {
+            if cell.answer(Answer::TimedOut) {
+                self.cancel(&cell);
             }
         }
     }
 
-    /// Applies lowered ceilings; totals and per-group ceilings never go
-    /// below actual use.
+    /// The earliest deadline still waiting, if the alarm must be asked for
+    /// it: earlier than the alarm last asked for (or none was).
+    pub(crate) fn alarm_due(&mut self) -> Option<Instant> {
+        let earliest = self.deadlines.earliest()?;
+        if self.alarm.is_some_and(|alarm| alarm <= earliest) {
+            return None;
+        }
+        self.alarm = Some(earliest);
+        Some(earliest)
+    }
+
+    /// The alarm rang or was cancelled: the next one is asked afresh.
+    pub(crate) fn alarm_rang(&mut self) {
+        self.alarm = None;
+    }
+
+    /// Applies new ceilings; totals and per-group ceilings never go below
+    /// actual use.
     pub(crate) fn set_ceilings(&mut self, new: Ceilings) -> Result<(), CeilingInUse> {
         let totals = [
             (
@@ -122,16 +213,19 @@ impl State {
         })
     }
 
-    /// Closes admission: every queued waiter hears `Closed`.
+    /// Closes admission: every queued waiter hears `Closed`, and every
+    /// later admit too. Running grants still come back.
     pub(crate) fn close(&mut self) {
         self.closed = true;
-        for (_, key) in self.tickets.drain() {
-            if let Some(waiter) = self.queue.cancel(key) {
-                let _ = waiter.reply.send(Answer::Closed);
+        let cells: Vec<_> = self.deadlines.drain().collect();
+        for cell in cells {
+            if cell.answer(Answer::Closed) {
+                self.cancel(&cell);
             }
         }
     }
 
+    /// (pending, running).
     pub(crate) fn counts(&self) -> (u32, u32) {
         (self.queue.pending(), self.queue.running())
     }
@@ -145,6 +239,11 @@ impl State {
         gauges
             .running_requests
             .store(self.queue.running(), Ordering::Release);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn deadline_entries(&self) -> usize {
+        self.deadlines.len()
     }
 }
 

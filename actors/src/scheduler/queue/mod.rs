@@ -267,6 +267,17 @@ where
         Some(waiter.item)
     }
 
+    /// The item of a still-queued waiter, to replace in place; `None` for
+    /// a key already granted or cancelled.
+    pub(crate) fn item_mut(&mut self, key: WaiterKey) -> Option<&mut T> {
+        if self.waiters.generation(key.index) != Some(key.generation) {
+            return None;
+        }
+        self.waiters
+            .get_mut(key.index)
+            .map(|waiter| &mut waiter.item)
+    }
+
     /// Pops the next waiter by the rules, moving its counts from pending to running.
     pub(crate) fn next_grant(&mut self) -> Option<Grant<T>> {
         if self.running >= self.ceilings.running_total {

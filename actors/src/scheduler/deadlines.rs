@@ -1,0 +1,107 @@
+//! The queued waiters by deadline: what the scheduler's one alarm reads,
+//! instead of a timer per waiter.
+//!
+//! A min-heap of (deadline, arrival) over the waiters' entries. An entry
+//! whose waiter was granted, refused or left stays in the heap until it
+//! reaches the top or the heap is compacted, so granting and cancelling
+//! cost nothing here.
+//!
+//! Invariants:
+//! - Every waiter in the queue has an entry here (so closing reaches every
+//!   waiter through this heap alone).
+//! - Entries ≤ 2 × waiting + [`SLACK`]: a push past that first drops every
+//!   settled entry (amortised O(1) per push, as a heap of n entries is
+//!   rebuilt only after about n pushes).
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::scheduler::cell::Cell;
+
+/// Settled entries tolerated beyond twice the waiting ones.
+const SLACK: usize = 64;
+
+struct Entry {
+    deadline: Instant,
+    arrival: u64,
+    cell: Arc<Cell>,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    /// Reversed, so that `BinaryHeap` (a max-heap) yields the earliest
+    /// deadline first, the earliest arrival among equals.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.deadline, other.arrival).cmp(&(self.deadline, self.arrival))
+    }
+}
+
+/// The queued waiters' entries, earliest deadline first.
+#[derive(Default)]
+pub(crate) struct Deadlines {
+    heap: BinaryHeap<Entry>,
+    arrivals: u64,
+}
+
+impl Deadlines {
+    /// Adds a queued waiter's entry; `waiting` is how many waiters the
+    /// queue holds now, which bounds the settled entries kept.
+    pub(crate) fn push(&mut self, cell: Arc<Cell>, waiting: u32) {
+        if self.heap.len() >= 2 * waiting as usize + SLACK {
+            self.heap.retain(|entry| entry.cell.is_waiting());
+        }
+        self.arrivals += 1;
+        self.heap.push(Entry {
+            deadline: cell.deadline(),
+            arrival: self.arrivals,
+            cell,
+        });
+    }
+
+    /// The earliest deadline of a waiter still waiting, dropping the
+    /// settled entries in front of it.
+    pub(crate) fn earliest(&mut self) -> Option<Instant> {
+        while let Some(top) = self.heap.peek() {
+            if top.cell.is_waiting() {
+                return Some(top.deadline);
+            }
+            self.heap.pop();
+        }
+        None
+    }
+
+    /// The next entry whose deadline is at or before `now`, settled or not.
+    pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Arc<Cell>> {
+        if self.heap.peek()?.deadline > now {
+            return None;
+        }
+        self.heap.pop().map(|entry| entry.cell)
+    }
+
+    /// Every entry, emptying the heap.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Arc<Cell>> + '_ {
+        self.heap.drain().map(|entry| entry.cell)
+    }
+
+    /// Entries held, settled ones included.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len()
+    }
+}

@@ -1,0 +1,263 @@
+//! Model checks (loom) of the caller-driven admission core: the real
+//! [`Core`] (its ownership word, deferred FIFO, state and waiter entries on
+//! loom's atomics and mutexes), with a stand-in for the scheduler actor
+//! that counts its wake-ups and, once the callers are done, serves them
+//! (`woken`, `run_handed`) as the actor would. [`BATCH`] and [`PASSES`]
+//! are one under loom, so a caller hands over after one operation.
+//!
+//! Every model ends by asserting the accounting invariant: nothing is left
+//! for an owner, and the queue's (pending, running) equal the waiters
+//! still in line and the grants still held.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use loom::thread;
+use tokio::time::Instant;
+
+use super::core::{Core, BATCH, PASSES};
+use super::queue::Ceilings;
+use super::{Admission, Ended, RunningGrant, Waiting};
+use crate::identity::{ProviderId, TenantId};
+use crate::ledger::Ledger;
+use crate::limits::Limits;
+use crate::mailbox::{Stopped, WakeTarget};
+
+/// The actor: the wake-ups waiting for it.
+#[derive(Default)]
+struct StandIn {
+    wakes: AtomicUsize,
+    stopped: AtomicBool,
+}
+
+impl WakeTarget for Arc<StandIn> {
+    fn stopping(&self) -> bool {
+        self.stopped.load(SeqCst)
+    }
+
+    fn wake(&self) -> Result<(), Stopped> {
+        if self.stopping() {
+            return Err(Stopped);
+        }
+        let before = self.wakes.fetch_add(1, SeqCst);
+        assert_eq!(before, 0, "two wake-ups waiting in the actor's mailbox");
+        Ok(())
+    }
+}
+
+impl StandIn {
+    /// Serves the waiting wake-ups as the actor's `handle` does.
+    fn serve(&self, core: &Core) {
+        while self
+            .wakes
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            core.woken();
+            core.run_handed();
+        }
+    }
+}
+
+fn setup(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
+    assert_eq!((BATCH, PASSES), (1, 1), "the loom batch sizes");
+    let ceilings = Ceilings {
+        pending_total: 8,
+        pending_per_tenant: 8,
+        pending_per_provider: 8,
+        running_total,
+        running_per_tenant: running_total,
+        running_per_provider: running_total,
+    };
+    let core = Arc::new(Core::new(ceilings, Ledger::new(&Limits::DEFAULT), 8));
+    let actor = Arc::new(StandIn::default());
+    core.attach(Arc::clone(&actor));
+    (core, actor)
+}
+
+fn admit(core: &Arc<Core>, tenant: &str) -> Admission {
+    let tenant = TenantId::new(tenant).expect("a valid tenant");
+    let provider = ProviderId::new("p").expect("a valid provider");
+    core.admit(&tenant, provider, Instant::now() + Duration::from_secs(60))
+}
+
+fn granted(admission: Admission) -> RunningGrant {
+    match admission {
+        Admission::Granted(grant) => grant,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+fn waiting(admission: Admission) -> Waiting {
+    match admission {
+        Admission::Waiting(waiting) => waiting,
+        other => panic!("expected a place in line, got {other:?}"),
+    }
+}
+
+/// The waiter's answer so far, polled once.
+fn poll(waiting: &mut Waiting) -> Poll<Result<RunningGrant, Ended>> {
+    Pin::new(waiting).poll(&mut Context::from_waker(Waker::noop()))
+}
+
+/// Serves the actor, then asserts nothing is left for an owner and the
+/// counts are `expected`.
+fn settled(core: &Core, actor: &StandIn, expected: (u32, u32)) {
+    actor.serve(core);
+    assert!(core.is_settled(), "an operation was left behind");
+    assert_eq!(core.counts(), expected, "(pending, running)");
+}
+
+#[test]
+fn a_grant_racing_its_waiters_cancel_is_returned_or_never_made() {
+    crate::sync::model(
+        "a_grant_racing_its_waiters_cancel_is_returned_or_never_made",
+        Some(3),
+        || {
+            let (core, actor) = setup(1);
+            let running = granted(admit(&core, "a"));
+            let waiter = waiting(admit(&core, "b"));
+            let releaser = thread::spawn(move || drop(running));
+            drop(waiter);
+            releaser.join().expect("releaser");
+            settled(&core, &actor, (0, 0));
+        },
+    );
+}
+
+#[test]
+fn a_release_racing_close_grants_before_close_or_answers_closed_and_never_after() {
+    crate::sync::model(
+        "a_release_racing_close_grants_before_close_or_answers_closed_and_never_after",
+        Some(3),
+        || {
+            let (core, actor) = setup(1);
+            let running = granted(admit(&core, "a"));
+            let mut waiter = waiting(admit(&core, "b"));
+            let releaser = thread::spawn(move || drop(running));
+            let closer = {
+                let core = Arc::clone(&core);
+                thread::spawn(move || {
+                    core.close();
+                    admit(&core, "c")
+                })
+            };
+            releaser.join().expect("releaser");
+            let late = closer.join().expect("closer");
+            actor.serve(&core);
+            // No grant after close: refused at once, or (left for the
+            // owner) answered `Closed` through its entry.
+            match late {
+                Admission::Ended(Ended::Closed) => {}
+                Admission::Waiting(mut late) => assert!(
+                    matches!(poll(&mut late), Poll::Ready(Err(Ended::Closed))),
+                    "an admit after close was not answered closed"
+                ),
+                other => panic!("an admit after close: {other:?}"),
+            }
+            match poll(&mut waiter) {
+                Poll::Ready(Ok(grant)) => {
+                    settled(&core, &actor, (0, 1));
+                    drop(grant);
+                }
+                Poll::Ready(Err(Ended::Closed)) => {}
+                other => panic!("the waiter heard neither grant nor close: {other:?}"),
+            }
+            settled(&core, &actor, (0, 0));
+        },
+    );
+}
+
+#[test]
+fn two_releases_racing_for_one_waiter_grant_it_once() {
+    crate::sync::model(
+        "two_releases_racing_for_one_waiter_grant_it_once",
+        Some(3),
+        || {
+            let (core, actor) = setup(2);
+            let first = granted(admit(&core, "a"));
+            let second = granted(admit(&core, "b"));
+            let mut waiter = waiting(admit(&core, "c"));
+            let one = thread::spawn(move || drop(first));
+            let two = thread::spawn(move || drop(second));
+            one.join().expect("first release");
+            two.join().expect("second release");
+            actor.serve(&core);
+            let Poll::Ready(Ok(grant)) = poll(&mut waiter) else {
+                panic!("the waiter was not granted");
+            };
+            settled(&core, &actor, (0, 1));
+            drop(grant);
+            settled(&core, &actor, (0, 0));
+        },
+    );
+}
+
+#[test]
+fn operations_combined_under_contention_are_all_applied_and_handed_over() {
+    crate::sync::model(
+        "operations_combined_under_contention_are_all_applied_and_handed_over",
+        Some(2),
+        || {
+            let (core, actor) = setup(1);
+            let running = granted(admit(&core, "a"));
+            let leaving = waiting(admit(&core, "b"));
+            // A release, an admit and a cancel, each from its own thread:
+            // whoever finds the queue owned leaves its operation.
+            let releaser = thread::spawn(move || drop(running));
+            let admitter = {
+                let core = Arc::clone(&core);
+                thread::spawn(move || admit(&core, "c"))
+            };
+            drop(leaving);
+            releaser.join().expect("releaser");
+            let admitted = admitter.join().expect("admitter");
+            actor.serve(&core);
+            // c was granted at once or in line; either way it ends granted.
+            let grant = match admitted {
+                Admission::Granted(grant) => grant,
+                Admission::Waiting(mut waiter) => {
+                    let Poll::Ready(Ok(grant)) = poll(&mut waiter) else {
+                        panic!("c was left in line with capacity free");
+                    };
+                    grant
+                }
+                Admission::Ended(ended) => panic!("c was refused: {ended:?}"),
+            };
+            settled(&core, &actor, (0, 1));
+            drop(grant);
+            settled(&core, &actor, (0, 0));
+        },
+    );
+}
+
+#[test]
+fn with_the_actor_stopping_a_hand_over_is_applied_by_one_side() {
+    crate::sync::model(
+        "with_the_actor_stopping_a_hand_over_is_applied_by_one_side",
+        Some(3),
+        || {
+            let (core, actor) = setup(2);
+            let first = granted(admit(&core, "a"));
+            let second = granted(admit(&core, "b"));
+            let one = thread::spawn(move || drop(first));
+            let stopper = {
+                let (core, actor) = (Arc::clone(&core), Arc::clone(&actor));
+                thread::spawn(move || {
+                    actor.stopped.store(true, SeqCst);
+                    core.stop();
+                })
+            };
+            drop(second);
+            one.join().expect("release");
+            stopper.join().expect("stopper");
+            // The actor is gone: nothing serves its wake-ups.
+            assert!(core.is_settled(), "a hand-over was lost with the actor");
+            assert_eq!(core.counts(), (0, 0));
+        },
+    );
+}

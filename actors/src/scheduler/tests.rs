@@ -1,0 +1,329 @@
+//! Unit tests of the admission core: the caller-driven fast paths, the
+//! combining protocol and its hand-over, the waiter's entry, the deadline
+//! alarm and close. Each runs without the actor unless it says otherwise;
+//! a stand-in counts the wake-ups the actor would get.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::core::{Core, BATCH, PASSES};
+use super::{Admission, Ended, RunningGrant, Waiting};
+use crate::identity::{ProviderId, TenantId};
+use crate::ledger::Ledger;
+use crate::limits::Limits;
+use crate::mailbox::{Stopped, WakeTarget};
+use crate::scheduler::queue::{Bound, Ceilings};
+
+/// The actor: counts its wake-ups; refuses them once stopped.
+#[derive(Default)]
+struct StandIn {
+    wakes: AtomicUsize,
+    stopped: AtomicBool,
+}
+
+impl WakeTarget for Arc<StandIn> {
+    fn stopping(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    fn wake(&self) -> Result<(), Stopped> {
+        if self.stopping() {
+            return Err(Stopped);
+        }
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct Counting(AtomicUsize);
+
+impl Wake for Counting {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Counting {
+    fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// `running_total` for the node and each tenant; a provider never blocks.
+fn ceilings(running_total: u32) -> Ceilings {
+    Ceilings {
+        pending_total: 8,
+        pending_per_tenant: 4,
+        pending_per_provider: 8,
+        running_total,
+        running_per_tenant: running_total,
+        running_per_provider: u32::MAX,
+    }
+}
+
+fn core(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
+    let core = Arc::new(Core::new(
+        ceilings(running_total),
+        Ledger::new(&Limits::DEFAULT),
+        4,
+    ));
+    let actor = Arc::new(StandIn::default());
+    core.attach(Arc::clone(&actor));
+    (core, actor)
+}
+
+fn tenant(name: &str) -> TenantId {
+    TenantId::new(name).expect("a valid tenant")
+}
+
+fn provider() -> ProviderId {
+    ProviderId::new("p").expect("a valid provider")
+}
+
+fn later() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
+fn admit(core: &Arc<Core>, name: &str) -> Admission {
+    core.admit(&tenant(name), provider(), later())
+}
+
+fn granted(admission: Admission) -> RunningGrant {
+    match admission {
+        Admission::Granted(grant) => grant,
+        other => panic!("expected a grant on the caller's task, got {other:?}"),
+    }
+}
+
+fn waiting(admission: Admission) -> Waiting {
+    match admission {
+        Admission::Waiting(waiting) => waiting,
+        other => panic!("expected a place in line, got {other:?}"),
+    }
+}
+
+/// Polls `waiting` once with `waker`.
+fn poll(waiting: &mut Waiting, waker: &Arc<Counting>) -> Poll<Result<RunningGrant, Ended>> {
+    let waker = Waker::from(Arc::clone(waker));
+    Pin::new(waiting).poll(&mut Context::from_waker(&waker))
+}
+
+#[test]
+fn a_lone_admit_is_granted_on_the_callers_task_without_waking_the_actor() {
+    let (core, actor) = core(1);
+    let grant = granted(admit(&core, "a"));
+    assert_eq!(core.counts(), (0, 1));
+    drop(grant);
+    assert_eq!(core.counts(), (0, 0));
+    assert_eq!(actor.wakes.load(Ordering::SeqCst), 0, "no hop to the actor");
+    assert!(core.is_settled());
+}
+
+#[test]
+fn a_release_grants_the_next_waiter_by_the_rotation_and_wakes_only_it() {
+    let (core, _actor) = core(1);
+    let running = granted(admit(&core, "a"));
+    let mut a2 = waiting(admit(&core, "a"));
+    let mut b1 = waiting(admit(&core, "b"));
+    let (wa, wb) = (Arc::new(Counting::default()), Arc::new(Counting::default()));
+    assert!(poll(&mut a2, &wa).is_pending());
+    assert!(poll(&mut b1, &wb).is_pending());
+    // a just ran, so b's turn comes first.
+    drop(running);
+    assert_eq!((wa.count(), wb.count()), (0, 1), "only b was woken");
+    let Poll::Ready(Ok(b_grant)) = poll(&mut b1, &wb) else {
+        panic!("b holds the grant");
+    };
+    assert_eq!(core.counts(), (1, 1));
+    drop(b_grant);
+    assert_eq!(wa.count(), 1);
+    assert!(matches!(poll(&mut a2, &wa), Poll::Ready(Ok(_))));
+    assert_eq!(core.counts(), (0, 0));
+}
+
+#[test]
+fn a_refused_admit_names_the_full_bound_at_once() {
+    let (core, _actor) = core(1);
+    let _running = granted(admit(&core, "a"));
+    let queued: Vec<_> = (0..4).map(|_| waiting(admit(&core, "a"))).collect();
+    let Admission::Ended(Ended::Refused(refused)) = admit(&core, "a") else {
+        panic!("the tenant's pending bound is full");
+    };
+    assert_eq!(
+        (refused.bound, refused.used, refused.limit),
+        (Bound::PendingPerTenant, 4, 4)
+    );
+    drop(queued);
+    assert_eq!(core.counts(), (0, 1), "the cancelled waiters left the line");
+}
+
+#[test]
+fn an_operation_left_while_the_queue_is_owned_is_applied_before_the_owner_lets_go() {
+    let (core, actor) = core(1);
+    let running = granted(admit(&core, "a"));
+    let mut b = waiting(admit(&core, "b"));
+    let wb = Arc::new(Counting::default());
+    assert!(poll(&mut b, &wb).is_pending());
+    // b's deadline asked for the alarm: one wake so far.
+    let wakes = actor.wakes.load(Ordering::SeqCst);
+    core.own_for_test();
+    drop(running);
+    assert_eq!(core.deferred(), 1, "the release waits for the owner");
+    assert_eq!(wb.count(), 0);
+    core.give_up_for_test();
+    assert_eq!(wb.count(), 1, "the owner applied the release and granted b");
+    assert!(core.is_settled());
+    assert_eq!(actor.wakes.load(Ordering::SeqCst), wakes, "no hand-over");
+    assert!(matches!(poll(&mut b, &wb), Poll::Ready(Ok(_))));
+}
+
+#[test]
+fn an_admit_left_for_the_owner_is_answered_through_its_entry() {
+    let (core, _actor) = core(1);
+    core.own_for_test();
+    let mut a = waiting(admit(&core, "a"));
+    let wa = Arc::new(Counting::default());
+    assert!(poll(&mut a, &wa).is_pending());
+    core.give_up_for_test();
+    assert_eq!(wa.count(), 1);
+    assert!(matches!(poll(&mut a, &wa), Poll::Ready(Ok(_))));
+}
+
+#[test]
+fn past_its_passes_an_owner_hands_the_rest_to_the_actor_once() {
+    let (core, actor) = core(u32::MAX);
+    core.own_for_test();
+    let total = BATCH * PASSES + 3;
+    for _ in 0..total {
+        core.defer_noop_for_test();
+    }
+    assert_eq!(core.deferred(), total);
+    core.give_up_bounded_for_test();
+    assert_eq!(core.deferred(), 3, "two passes of a batch each");
+    assert!(core.is_owned(), "ownership stays with the hand-over");
+    assert_eq!(actor.wakes.load(Ordering::SeqCst), 1);
+    core.woken();
+    core.run_handed();
+    assert!(core.is_settled(), "the actor applied the rest");
+}
+
+#[test]
+fn with_the_actor_gone_an_owner_applies_everything_itself() {
+    let (core, actor) = core(u32::MAX);
+    actor.stopped.store(true, Ordering::SeqCst);
+    core.own_for_test();
+    let total = BATCH * PASSES + 3;
+    for _ in 0..total {
+        core.defer_noop_for_test();
+    }
+    core.give_up_bounded_for_test();
+    assert!(core.is_settled(), "nothing was left behind");
+}
+
+#[test]
+fn a_burst_left_for_a_busy_owner_is_refused_busy_past_the_bound() {
+    let (core, _actor) = core(1);
+    core.own_for_test();
+    let queued: Vec<_> = (0..4)
+        .map(|n| waiting(admit(&core, &format!("t{n}"))))
+        .collect();
+    assert!(matches!(admit(&core, "t9"), Admission::Ended(Ended::Busy)));
+    drop(queued);
+    core.give_up_for_test();
+    assert_eq!(core.counts(), (0, 0), "the left waiters were never queued");
+}
+
+#[test]
+fn a_waiter_that_leaves_after_its_grant_was_written_returns_the_capacity() {
+    let (core, _actor) = core(1);
+    let running = granted(admit(&core, "a"));
+    let b = waiting(admit(&core, "b"));
+    drop(running);
+    assert_eq!(core.counts(), (0, 1), "b was granted");
+    drop(b);
+    assert_eq!(core.counts(), (0, 0), "and gave the grant back unread");
+}
+
+#[test]
+fn the_alarm_times_out_only_the_waiters_due_and_is_asked_only_for_an_earlier_deadline() {
+    let (core, actor) = core(1);
+    let _running = granted(admit(&core, "a"));
+    let now = Instant::now();
+    let soon = now + Duration::from_secs(1);
+    let late = now + Duration::from_secs(2);
+    let mut first = waiting(core.admit(&tenant("b"), provider(), late));
+    assert_eq!(actor.wakes.load(Ordering::SeqCst), 1, "a first deadline");
+    core.woken();
+    let mut second = waiting(core.admit(&tenant("c"), provider(), late));
+    assert_eq!(
+        actor.wakes.load(Ordering::SeqCst),
+        1,
+        "not earlier: no wake"
+    );
+    let mut third = waiting(core.admit(&tenant("d"), provider(), soon));
+    assert_eq!(actor.wakes.load(Ordering::SeqCst), 2, "earlier: a wake");
+    assert_eq!(core.expire(soon), Some(late), "the alarm moves to the next");
+    let w = Arc::new(Counting::default());
+    assert!(matches!(
+        poll(&mut third, &w),
+        Poll::Ready(Err(Ended::TimedOut))
+    ));
+    assert!(poll(&mut first, &w).is_pending());
+    assert_eq!(core.counts(), (2, 1));
+    assert_eq!(core.expire(late), None);
+    assert!(matches!(
+        poll(&mut second, &w),
+        Poll::Ready(Err(Ended::TimedOut))
+    ));
+    assert_eq!(core.counts(), (0, 1));
+}
+
+#[test]
+fn settled_deadline_entries_stay_bounded_by_the_waiters() {
+    let (core, _actor) = core(0);
+    for _ in 0..1_000 {
+        let w = waiting(admit(&core, "a"));
+        drop(w);
+    }
+    let entries = core.with_state(|state| state.deadline_entries());
+    assert!(entries <= 66, "{entries} entries for no waiter");
+}
+
+#[test]
+fn close_answers_every_waiter_refuses_later_admits_and_still_takes_releases() {
+    let (core, _actor) = core(1);
+    let running = granted(admit(&core, "a"));
+    let mut b = waiting(admit(&core, "b"));
+    core.close();
+    let w = Arc::new(Counting::default());
+    assert!(matches!(poll(&mut b, &w), Poll::Ready(Err(Ended::Closed))));
+    assert!(matches!(admit(&core, "c"), Admission::Ended(Ended::Closed)));
+    drop(running);
+    assert_eq!(core.counts(), (0, 0));
+}
+
+#[test]
+fn a_stopping_actor_closes_admission_and_applies_what_was_handed_to_it() {
+    let (core, actor) = core(u32::MAX);
+    core.own_for_test();
+    let total = BATCH * PASSES + 3;
+    for _ in 0..total {
+        core.defer_noop_for_test();
+    }
+    core.give_up_bounded_for_test();
+    assert_eq!(actor.wakes.load(Ordering::SeqCst), 1);
+    core.stop();
+    assert!(
+        core.is_settled(),
+        "the hand-over was applied on the way out"
+    );
+    assert!(matches!(admit(&core, "a"), Admission::Ended(Ended::Closed)));
+}
