@@ -11,8 +11,9 @@ use crate::observe::{spans, AdmissionEvent, AdmissionObserver, ADMITTED, CANCELL
 pub(crate) struct AdmitWatch<'a> {
     span: tracing::Span,
     started: Instant,
-    /// Who asked, kept only when an observer listens.
-    observed: Option<(&'a dyn AdmissionObserver, TenantId, ProviderId)>,
+    /// Who asked, kept only when an observer listens (boxed: every pending
+    /// waiter carries the watch, most with no observer).
+    observed: Option<Box<(&'a dyn AdmissionObserver, TenantId, ProviderId)>>,
     finished: bool,
 }
 
@@ -35,7 +36,7 @@ impl<'a> AdmitWatch<'a> {
         Self {
             span,
             started: Instant::now(),
-            observed: observer.map(|o| (o, tenant.clone(), provider.clone())),
+            observed: observer.map(|o| Box::new((o, tenant.clone(), provider.clone()))),
             finished: false,
         }
     }
@@ -62,7 +63,8 @@ impl<'a> AdmitWatch<'a> {
             "wait_us",
             u64::try_from(wait.as_micros()).unwrap_or(u64::MAX),
         );
-        if let Some((observer, tenant, provider)) = &self.observed {
+        if let Some(observed) = &self.observed {
+            let (observer, tenant, provider) = &**observed;
             observer.admission(&AdmissionEvent {
                 tenant,
                 provider,

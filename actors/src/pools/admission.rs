@@ -1,6 +1,6 @@
 //! The admission path: staging input, queueing, granting, dispatching.
 
-use std::sync::Arc;
+use std::future::Future;
 
 use bytes::Bytes;
 use tokio::time::Instant;
@@ -10,8 +10,9 @@ use crate::budget::Charge;
 use crate::dispatch::{DispatchAuthority, ProviderCall};
 use crate::epoch::{ClientLease, TypedSlot};
 use crate::identity::{OriginKind, ProviderId};
-use crate::observe::{spans, AdmitWatch};
+use crate::observe::spans;
 use crate::plan::ExecutionPlan;
+use crate::pools::admitting::Admitting;
 use crate::pools::ProviderPools;
 use crate::scheduler::{self, Admission, Ended};
 use crate::tenants::SharedCharge;
@@ -63,63 +64,15 @@ impl ProviderPools {
     /// [`AdmitError::Capacity`] (naming the bound), [`AdmitError::Busy`],
     /// [`AdmitError::Timeout`], [`AdmitError::Closed`],
     /// [`AdmitError::Unavailable`] and [`AdmitError::Slot`].
-    pub async fn admit(&self, request: AdmitRequest) -> Result<PoolReady, AdmitError> {
+    pub fn admit(
+        &self,
+        request: AdmitRequest,
+    ) -> impl Future<Output = Result<PoolReady, AdmitError>> + Send + '_ {
         // Every pending waiter's task carries this future, so its size is
-        // memory per waiter (BENCHMARKS.md, "Memory"): one body with no
-        // nested future but the wait itself, the request kept once (its
-        // plan and input move out only into the grant), and the span
-        // entered around the synchronous part instead of wrapping the wait.
-        let watch = AdmitWatch::start(
-            self.inner.observer.get(),
-            request.plan.tenant(),
-            &request.provider,
-            request.slot.slot(),
-        );
-        let enqueued = {
-            let _entered = watch.span().enter();
-            // The provider id moves into the scheduler's queue; the plan
-            // and input stay for the grant.
-            self.enqueue(
-                &request.plan,
-                request.provider,
-                &request.slot,
-                request.kind,
-                watch.span(),
-            )
-        };
-        let result = match enqueued {
-            Ok(queued) => {
-                let Queued {
-                    admission,
-                    lease,
-                    charge,
-                    deadline,
-                    admitting,
-                } = queued;
-                let granted = match admission {
-                    Admission::Granted(grant) => Ok(grant),
-                    // Dropping the future here drops the waiter, which
-                    // cancels it (or returns a grant that raced the drop).
-                    Admission::Waiting(waiting) => waiting.await,
-                    Admission::Ended(ended) => Err(ended),
-                };
-                drop(admitting);
-                granted.map_err(ended_error).map(|grant| PoolReady {
-                    grant,
-                    lease: self.current_lease(lease, &request.slot, request.kind, watch.span()),
-                    plan: request.plan,
-                    input: request.input,
-                    charge,
-                    deadline,
-                    generation: self.inner.generation.id(),
-                    granted: self.inner.ledger.next_sequence(),
-                    ledger: Arc::clone(&self.inner.ledger),
-                })
-            }
-            Err(err) => Err(err),
-        };
-        watch.finish(&result);
-        result
+        // memory per waiter (BENCHMARKS.md, "Memory"): a hand-written
+        // future that keeps, while in line, only what the grant needs, and
+        // does nothing until first polled.
+        Admitting::new(self, request)
     }
 
     /// The lease a grant carries: the one taken when the request was
@@ -130,7 +83,7 @@ impl ProviderPools {
     /// epoch no longer has) has no such lease: the old one stays, and
     /// `start` refuses `retired` as before. The admission span's `epoch`
     /// follows the new lease.
-    fn current_lease(
+    pub(super) fn current_lease(
         &self,
         lease: ClientLease,
         slot: &TypedSlot,
@@ -151,7 +104,7 @@ impl ProviderPools {
 
     /// Charges the request, leases its client and queues it; from the
     /// returned [`Queued`] on, dropping it cancels the waiter.
-    fn enqueue(
+    pub(super) fn enqueue(
         &self,
         plan: &ExecutionPlan,
         provider: ProviderId,
@@ -257,18 +210,18 @@ impl ProviderPools {
 
 /// An admit applied to the queue: its first answer (a grant, a place in
 /// line, or a refusal), and what the grant will carry.
-struct Queued {
-    admission: Admission,
-    lease: ClientLease,
-    charge: SharedCharge,
-    deadline: Instant,
+pub(super) struct Queued {
+    pub(super) admission: Admission,
+    pub(super) lease: ClientLease,
+    pub(super) charge: SharedCharge,
+    pub(super) deadline: Instant,
     /// One of the tenant's `requests_per_tenant` admissions, until the
     /// waiter is answered or dropped.
-    admitting: Charge,
+    pub(super) admitting: Charge,
 }
 
 /// The error an admit that ended without a grant answers.
-fn ended_error(ended: Ended) -> AdmitError {
+pub(super) fn ended_error(ended: Ended) -> AdmitError {
     match ended {
         Ended::Refused(refused) => {
             let field = scheduler::bound_field(refused.bound);

@@ -8,6 +8,7 @@
 //! - Everything runs on the tokio runtime the host supplied.
 
 mod admission;
+mod admitting;
 mod connections;
 mod control;
 mod ingress;
