@@ -18,7 +18,9 @@ pub(crate) struct AdmitWatch<'a> {
 }
 
 impl<'a> AdmitWatch<'a> {
+    /// Starts the watch of an admission that began at `started`.
     pub(crate) fn start(
+        started: Instant,
         observer: Option<&'a dyn AdmissionObserver>,
         tenant: &TenantId,
         provider: &ProviderId,
@@ -35,7 +37,7 @@ impl<'a> AdmitWatch<'a> {
         );
         Self {
             span,
-            started: Instant::now(),
+            started,
             observed: observer.map(|o| Box::new((o, tenant.clone(), provider.clone()))),
             finished: false,
         }

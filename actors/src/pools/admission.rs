@@ -102,27 +102,29 @@ impl ProviderPools {
         }
     }
 
-    /// Charges the request, leases its client and queues it; from the
-    /// returned [`Queued`] on, dropping it cancels the waiter.
+    /// Charges the request, leases its client and queues it, its deadline
+    /// counted from `now`; from the returned [`Queued`] on, dropping it
+    /// cancels the waiter.
     pub(super) fn enqueue(
         &self,
         plan: &ExecutionPlan,
         provider: ProviderId,
         slot: &TypedSlot,
         kind: OriginKind,
+        now: Instant,
         span: &tracing::Span,
     ) -> Result<Queued, AdmitError> {
         if !self.is_open() {
             return Err(AdmitError::Closed);
         }
         let ledger = &self.inner.ledger;
-        let now = Instant::now();
         let deadline = (now + ledger.queue_age()).min(plan.earliest_deadline());
         if now >= deadline {
             return Err(AdmitError::Timeout);
         }
         // The tenant's own admissions first: a tenant at its share is
-        // refused here, before it takes a mailbox slot other tenants need.
+        // refused here, before it takes room in the admission queue (or
+        // among the operations left for its owner) other tenants need.
         let admitting = ledger.tenants.admit(plan.tenant())?;
         let charge =
             ledger

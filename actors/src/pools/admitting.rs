@@ -78,7 +78,10 @@ impl<'a> Admitting<'a> {
             kind,
             input,
         } = request;
+        // One clock read for the watch's start and the deadline.
+        let now = Instant::now();
         let watch = AdmitWatch::start(
+            now,
             pools.inner.observer.get(),
             plan.tenant(),
             &provider,
@@ -88,7 +91,7 @@ impl<'a> Admitting<'a> {
             let _entered = watch.span().enter();
             // The provider id moves into the queue; the plan and input stay
             // for the grant.
-            pools.enqueue(&plan, provider, &slot, kind, watch.span())
+            pools.enqueue(&plan, provider, &slot, kind, now, watch.span())
         };
         let Queued {
             admission,
