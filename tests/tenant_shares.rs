@@ -106,15 +106,15 @@ async fn a_tenants_blocking_jobs_stop_at_its_worker_share() {
 }
 
 #[tokio::test]
-async fn a_tenants_admissions_stop_at_its_share_before_the_scheduler_mailbox() {
+async fn a_tenants_admissions_stop_at_its_share_before_the_admission_queue() {
     let limits = Limits {
         running_per_tenant: 1,
         ..Limits::DEFAULT
     };
     let (pools, _, receipt) = with_alpha(limits, 1).await;
     let _running = running(&pools, &receipt, "flood", 0).await;
-    // Polled once each, all before the scheduler runs: far more admits than
-    // the tenant's share, and than the scheduler's mailbox holds.
+    // Polled once each, no task running between them: far more admits than
+    // the tenant's share, and than the admission queue's pending bound.
     let mut queued = Vec::new();
     let mut refused = 0;
     for session in 1..=400 {

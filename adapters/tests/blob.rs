@@ -314,8 +314,8 @@ async fn a_dropped_reader_closes_its_handle_and_returns_the_running_owner() {
     .await;
 }
 
-/// Polls `condition` for at most five seconds: releases travel through the
-/// scheduler's mailbox.
+/// Polls `condition` for at most five seconds: a release may be left for
+/// another caller's pass over the admission queue.
 async fn eventually(what: &str, condition: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while !condition() {

@@ -17,7 +17,9 @@ pub enum AdmitError {
         /// The provider.
         provider: ProviderId,
     },
-    /// A mailbox on the admission path is full; nothing was queued.
+    /// The admission path is saturated (a control mailbox is full, or too
+    /// many operations already wait for the admission queue's owner);
+    /// nothing was queued.
     #[error("admission is busy")]
     Busy,
     /// A bound was reached: nothing waits on a full queue.
