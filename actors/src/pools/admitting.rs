@@ -5,9 +5,9 @@
 //!
 //! At its first poll it charges, leases and applies the admit (see
 //! [`ProviderPools::enqueue`]); granted or refused there, it completes
-//! without suspending. Queued, it keeps only the [`Parked`] state — the
-//! plan and input for the grant, the lease, the charges, the deadline, the
-//! admission's watch and the waiter's place in line — and completes when
+//! without suspending. Queued, it keeps only its place in line and what
+//! it [`Carried`] — the plan and input for the grant, the lease, the
+//! charges, the deadline and the admission's watch — and completes when
 //! the queue answers through the waiter's entry.
 
 use std::future::Future;
@@ -25,7 +25,7 @@ use crate::observe::AdmitWatch;
 use crate::plan::ExecutionPlan;
 use crate::pools::admission::{ended_error, Queued};
 use crate::pools::ProviderPools;
-use crate::scheduler::{Admission, RunningGrant, Waiting};
+use crate::scheduler::{Admission, Ended, RunningGrant, Waiting};
 use crate::tenants::SharedCharge;
 
 /// The future [`ProviderPools::admit`] awaits.
@@ -37,17 +37,16 @@ pub(crate) struct Admitting<'a> {
 enum Step<'a> {
     /// Not polled yet: nothing charged, nothing queued.
     Start(AdmitRequest),
-    /// In line.
-    Parked(Parked<'a>),
+    /// In line. The waiter comes first, so that a dropped future leaves the
+    /// line before its lease and charges go.
+    Parked(Waiting, Carried<'a>),
     /// Completed.
     Done,
 }
 
-/// A queued admission: what its grant will carry, and its place in line.
-struct Parked<'a> {
-    /// First, so that a dropped future leaves the line before its lease
-    /// and charges go.
-    waiting: Waiting,
+/// What an admitted request carries into its grant, from its first poll to
+/// its answer.
+struct Carried<'a> {
     plan: ExecutionPlan,
     input: StagedInput,
     slot: TypedSlot,
@@ -68,8 +67,9 @@ impl<'a> Admitting<'a> {
         }
     }
 
-    /// The first poll: charge, lease and apply the admit.
-    fn start(&mut self, request: AdmitRequest) -> Started<'a> {
+    /// The first poll: charge, lease and apply the admit; in line, the
+    /// waiter and what it carries, else the answer.
+    fn start(&self, request: AdmitRequest) -> Started<'a> {
         let pools = self.pools;
         let AdmitRequest {
             plan,
@@ -93,83 +93,18 @@ impl<'a> Admitting<'a> {
             // for the grant.
             pools.enqueue(&plan, provider, &slot, kind, now, watch.span())
         };
+        let queued = match enqueued {
+            Ok(queued) => queued,
+            Err(err) => return Started::Answered(finish(watch, Err(err))),
+        };
         let Queued {
             admission,
             lease,
             charge,
             deadline,
             admitting,
-        } = match enqueued {
-            Ok(queued) => queued,
-            Err(err) => return Started::Done(finish(watch, Err(err))),
-        };
-        let grant = match admission {
-            Admission::Waiting(waiting) => {
-                return Started::Parked(Parked {
-                    waiting,
-                    plan,
-                    input,
-                    slot,
-                    kind,
-                    lease,
-                    charge,
-                    deadline,
-                    admitting,
-                    watch,
-                })
-            }
-            Admission::Granted(grant) => Ok(grant),
-            Admission::Ended(ended) => Err(ended_error(ended)),
-        };
-        drop(admitting);
-        let ready = grant.map(|grant| {
-            pools.ready(Granted {
-                grant,
-                plan,
-                input,
-                slot: &slot,
-                kind,
-                lease,
-                charge,
-                deadline,
-                span: watch.span(),
-            })
-        });
-        Started::Done(finish(watch, ready))
-    }
-}
-
-/// How the first poll ended.
-enum Started<'a> {
-    /// In line.
-    Parked(Parked<'a>),
-    /// Answered at once.
-    Done(Result<PoolReady, AdmitError>),
-}
-
-impl Future for Admitting<'_> {
-    type Output = Result<PoolReady, AdmitError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let mut parked = match std::mem::replace(&mut this.step, Step::Done) {
-            Step::Start(request) => match this.start(request) {
-                Started::Parked(parked) => parked,
-                Started::Done(done) => return Poll::Ready(done),
-            },
-            Step::Parked(parked) => parked,
-            // Polled after completion: nothing is held any more.
-            Step::Done => return Poll::Ready(Err(AdmitError::Closed)),
-        };
-        let answer = match Pin::new(&mut parked.waiting).poll(cx) {
-            Poll::Pending => {
-                this.step = Step::Parked(parked);
-                return Poll::Pending;
-            }
-            Poll::Ready(answer) => answer,
-        };
-        let Parked {
-            waiting,
+        } = queued;
+        let carried = Carried {
             plan,
             input,
             slot,
@@ -179,44 +114,57 @@ impl Future for Admitting<'_> {
             deadline,
             admitting,
             watch,
-        } = parked;
-        drop((admitting, waiting));
-        let ready = answer.map_err(ended_error).map(|grant| {
-            this.pools.ready(Granted {
-                grant,
-                plan,
-                input,
-                slot: &slot,
-                kind,
-                lease,
-                charge,
-                deadline,
-                span: watch.span(),
-            })
-        });
-        Poll::Ready(finish(watch, ready))
+        };
+        let answer = match admission {
+            Admission::Waiting(waiting) => return Started::InLine(waiting, carried),
+            Admission::Granted(grant) => Ok(grant),
+            Admission::Ended(ended) => Err(ended),
+        };
+        Started::Answered(carried.complete(pools, answer))
     }
 }
 
-/// What a grant is assembled from.
-pub(crate) struct Granted<'s> {
-    pub(crate) grant: RunningGrant,
-    pub(crate) plan: ExecutionPlan,
-    pub(crate) input: StagedInput,
-    pub(crate) slot: &'s TypedSlot,
-    pub(crate) kind: OriginKind,
-    pub(crate) lease: ClientLease,
-    pub(crate) charge: SharedCharge,
-    pub(crate) deadline: Instant,
-    pub(crate) span: &'s tracing::Span,
+/// An admission's result.
+type Answer = Result<PoolReady, AdmitError>;
+
+/// How the first poll ended.
+enum Started<'a> {
+    /// In line: the waiter and what it carries.
+    InLine(Waiting, Carried<'a>),
+    /// Answered at once.
+    Answered(Answer),
 }
 
-impl ProviderPools {
-    /// The granted request: its lease re-taken on the provider's current
-    /// epoch if a rotation retired its own meanwhile.
-    fn ready(&self, granted: Granted<'_>) -> PoolReady {
-        let Granted {
-            grant,
+impl Future for Admitting<'_> {
+    type Output = Answer;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let (mut waiting, carried) = match std::mem::replace(&mut this.step, Step::Done) {
+            Step::Start(request) => match this.start(request) {
+                Started::InLine(waiting, carried) => (waiting, carried),
+                Started::Answered(answer) => return Poll::Ready(answer),
+            },
+            Step::Parked(waiting, carried) => (waiting, carried),
+            // Polled after completion: nothing is held any more.
+            Step::Done => return Poll::Ready(Err(AdmitError::Closed)),
+        };
+        match Pin::new(&mut waiting).poll(cx) {
+            Poll::Pending => {
+                this.step = Step::Parked(waiting, carried);
+                Poll::Pending
+            }
+            Poll::Ready(answer) => Poll::Ready(carried.complete(this.pools, answer)),
+        }
+    }
+}
+
+impl Carried<'_> {
+    /// The request's grant (its lease re-taken on the provider's current
+    /// epoch if a rotation retired its own meanwhile), or the error the
+    /// queue's answer means; recorded on the admission's watch.
+    fn complete(self, pools: &ProviderPools, answer: Result<RunningGrant, Ended>) -> Answer {
+        let Carried {
             plan,
             input,
             slot,
@@ -224,19 +172,22 @@ impl ProviderPools {
             lease,
             charge,
             deadline,
-            span,
-        } = granted;
-        PoolReady {
+            admitting,
+            watch,
+        } = self;
+        drop(admitting);
+        let ready = answer.map_err(ended_error).map(|grant| PoolReady {
             grant,
-            lease: self.current_lease(lease, slot, kind, span),
+            lease: pools.current_lease(lease, &slot, kind, watch.span()),
             plan,
             input,
             charge,
             deadline,
-            generation: self.inner.generation.id(),
-            granted: self.inner.ledger.next_sequence(),
-            ledger: Arc::clone(&self.inner.ledger),
-        }
+            generation: pools.inner.generation.id(),
+            granted: pools.inner.ledger.next_sequence(),
+            ledger: Arc::clone(&pools.inner.ledger),
+        });
+        finish(watch, ready)
     }
 }
 
