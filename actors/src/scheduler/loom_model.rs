@@ -13,55 +13,16 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use loom::sync::atomic::Ordering::SeqCst;
 use loom::thread;
-use tokio::time::Instant;
 
 use super::core::{Core, BATCH, PASSES};
+use super::fixtures::{admit, attached, granted, waiting, StandIn};
 use super::queue::Ceilings;
 use super::{Admission, Ended, RunningGrant, Waiting};
-use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{Stopped, WakeTarget};
-
-/// The actor: the wake-ups waiting for it.
-#[derive(Default)]
-struct StandIn {
-    wakes: AtomicUsize,
-    stopped: AtomicBool,
-}
-
-impl WakeTarget for Arc<StandIn> {
-    fn stopping(&self) -> bool {
-        self.stopped.load(SeqCst)
-    }
-
-    fn wake(&self) -> Result<(), Stopped> {
-        if self.stopping() {
-            return Err(Stopped);
-        }
-        let before = self.wakes.fetch_add(1, SeqCst);
-        assert_eq!(before, 0, "two wake-ups waiting in the actor's mailbox");
-        Ok(())
-    }
-}
-
-impl StandIn {
-    /// Serves the waiting wake-ups as the actor's `handle` does.
-    fn serve(&self, core: &Core) {
-        while self
-            .wakes
-            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-            .is_ok()
-        {
-            core.woken();
-            core.run_handed();
-        }
-    }
-}
 
 fn setup(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
     assert_eq!((BATCH, PASSES), (1, 1), "the loom batch sizes");
@@ -73,30 +34,7 @@ fn setup(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
         running_per_tenant: running_total,
         running_per_provider: running_total,
     };
-    let core = Arc::new(Core::new(ceilings, Ledger::new(&Limits::DEFAULT), 8));
-    let actor = Arc::new(StandIn::default());
-    core.attach(Arc::clone(&actor));
-    (core, actor)
-}
-
-fn admit(core: &Arc<Core>, tenant: &str) -> Admission {
-    let tenant = TenantId::new(tenant).expect("a valid tenant");
-    let provider = ProviderId::new("p").expect("a valid provider");
-    core.admit(&tenant, provider, Instant::now() + Duration::from_secs(60))
-}
-
-fn granted(admission: Admission) -> RunningGrant {
-    match admission {
-        Admission::Granted(grant) => grant,
-        other => panic!("expected a grant, got {other:?}"),
-    }
-}
-
-fn waiting(admission: Admission) -> Waiting {
-    match admission {
-        Admission::Waiting(waiting) => waiting,
-        other => panic!("expected a place in line, got {other:?}"),
-    }
+    attached(Core::new(ceilings, Ledger::new(&Limits::DEFAULT), 8))
 }
 
 /// The waiter's answer so far, polled once.

@@ -39,6 +39,8 @@ mod grant;
 pub(crate) mod queue;
 mod state;
 
+#[cfg(test)]
+mod fixtures;
 #[cfg(all(test, loom))]
 mod loom_model;
 #[cfg(test)]

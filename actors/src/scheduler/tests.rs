@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -13,33 +13,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::{Core, BATCH, PASSES};
+use super::fixtures::{admit, attached, granted, provider, tenant, waiting, StandIn};
 use super::{Admission, Ended, RunningGrant, Waiting};
-use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{Stopped, WakeTarget};
 use crate::scheduler::queue::{Bound, Ceilings};
-
-/// The actor: counts its wake-ups; refuses them once stopped.
-#[derive(Default)]
-struct StandIn {
-    wakes: AtomicUsize,
-    stopped: AtomicBool,
-}
-
-impl WakeTarget for Arc<StandIn> {
-    fn stopping(&self) -> bool {
-        self.stopped.load(Ordering::SeqCst)
-    }
-
-    fn wake(&self) -> Result<(), Stopped> {
-        if self.stopping() {
-            return Err(Stopped);
-        }
-        self.wakes.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
 
 /// A waker that counts its wakes.
 #[derive(Default)]
@@ -70,44 +48,11 @@ fn ceilings(running_total: u32) -> Ceilings {
 }
 
 fn core(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
-    let core = Arc::new(Core::new(
+    attached(Core::new(
         ceilings(running_total),
         Ledger::new(&Limits::DEFAULT),
         4,
-    ));
-    let actor = Arc::new(StandIn::default());
-    core.attach(Arc::clone(&actor));
-    (core, actor)
-}
-
-fn tenant(name: &str) -> TenantId {
-    TenantId::new(name).expect("a valid tenant")
-}
-
-fn provider() -> ProviderId {
-    ProviderId::new("p").expect("a valid provider")
-}
-
-fn later() -> Instant {
-    Instant::now() + Duration::from_secs(60)
-}
-
-fn admit(core: &Arc<Core>, name: &str) -> Admission {
-    core.admit(&tenant(name), provider(), later())
-}
-
-fn granted(admission: Admission) -> RunningGrant {
-    match admission {
-        Admission::Granted(grant) => grant,
-        other => panic!("expected a grant on the caller's task, got {other:?}"),
-    }
-}
-
-fn waiting(admission: Admission) -> Waiting {
-    match admission {
-        Admission::Waiting(waiting) => waiting,
-        other => panic!("expected a place in line, got {other:?}"),
-    }
+    ))
 }
 
 /// Polls `waiting` once with `waker`.
@@ -123,7 +68,7 @@ fn a_lone_admit_is_granted_on_the_callers_task_without_waking_the_actor() {
     assert_eq!(core.counts(), (0, 1));
     drop(grant);
     assert_eq!(core.counts(), (0, 0));
-    assert_eq!(actor.wakes.load(Ordering::SeqCst), 0, "no hop to the actor");
+    assert_eq!(actor.wakes(), 0, "no hop to the actor");
     assert!(core.is_settled());
 }
 
@@ -173,7 +118,7 @@ fn an_operation_left_while_the_queue_is_owned_is_applied_before_the_owner_lets_g
     let wb = Arc::new(Counting::default());
     assert!(poll(&mut b, &wb).is_pending());
     // b's deadline asked for the alarm: one wake so far.
-    let wakes = actor.wakes.load(Ordering::SeqCst);
+    let wakes = actor.wakes();
     core.own_for_test();
     drop(running);
     assert_eq!(core.deferred(), 1, "the release waits for the owner");
@@ -181,7 +126,7 @@ fn an_operation_left_while_the_queue_is_owned_is_applied_before_the_owner_lets_g
     core.give_up_for_test();
     assert_eq!(wb.count(), 1, "the owner applied the release and granted b");
     assert!(core.is_settled());
-    assert_eq!(actor.wakes.load(Ordering::SeqCst), wakes, "no hand-over");
+    assert_eq!(actor.wakes(), wakes, "no hand-over");
     assert!(matches!(poll(&mut b, &wb), Poll::Ready(Ok(_))));
 }
 
@@ -209,16 +154,15 @@ fn past_its_passes_an_owner_hands_the_rest_to_the_actor_once() {
     core.give_up_bounded_for_test();
     assert_eq!(core.deferred(), 3, "two passes of a batch each");
     assert!(core.is_owned(), "ownership stays with the hand-over");
-    assert_eq!(actor.wakes.load(Ordering::SeqCst), 1);
-    core.woken();
-    core.run_handed();
+    assert_eq!(actor.wakes(), 1);
+    actor.serve(&core);
     assert!(core.is_settled(), "the actor applied the rest");
 }
 
 #[test]
 fn with_the_actor_gone_an_owner_applies_everything_itself() {
     let (core, actor) = core(u32::MAX);
-    actor.stopped.store(true, Ordering::SeqCst);
+    actor.stopped.store(true, crate::sync::Ordering::SeqCst);
     core.own_for_test();
     let total = BATCH * PASSES + 3;
     for _ in 0..total {
@@ -260,16 +204,12 @@ fn the_alarm_times_out_only_the_waiters_due_and_is_asked_only_for_an_earlier_dea
     let soon = now + Duration::from_secs(1);
     let late = now + Duration::from_secs(2);
     let mut first = waiting(core.admit(&tenant("b"), provider(), late));
-    assert_eq!(actor.wakes.load(Ordering::SeqCst), 1, "a first deadline");
-    core.woken();
+    assert_eq!(actor.wakes(), 1, "a first deadline");
+    actor.serve(&core);
     let mut second = waiting(core.admit(&tenant("c"), provider(), late));
-    assert_eq!(
-        actor.wakes.load(Ordering::SeqCst),
-        1,
-        "not earlier: no wake"
-    );
+    assert_eq!(actor.wakes(), 1, "not earlier: no wake");
     let mut third = waiting(core.admit(&tenant("d"), provider(), soon));
-    assert_eq!(actor.wakes.load(Ordering::SeqCst), 2, "earlier: a wake");
+    assert_eq!(actor.wakes(), 2, "earlier: a wake");
     assert_eq!(core.expire(soon), Some(late), "the alarm moves to the next");
     let w = Arc::new(Counting::default());
     assert!(matches!(
@@ -319,7 +259,7 @@ fn a_stopping_actor_closes_admission_and_applies_what_was_handed_to_it() {
         core.defer_noop_for_test();
     }
     core.give_up_bounded_for_test();
-    assert_eq!(actor.wakes.load(Ordering::SeqCst), 1);
+    assert_eq!(actor.wakes(), 1);
     core.stop();
     assert!(
         core.is_settled(),
