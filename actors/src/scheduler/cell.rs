@@ -3,7 +3,8 @@
 //! The queue owner (see [`super::core`]) writes the answer and wakes the
 //! waiter; the waiter's future reads it, or leaves. The entry replaces the
 //! oneshot channel and the per-waiter timer of a message-driven scheduler:
-//! its deadline is read by the one alarm (see [`super::deadlines`]).
+//! its deadline is kept beside it by the one alarm (see [`super::deadlines`]),
+//! not in it, so the entry stays small.
 //!
 //! Invariants:
 //! - An entry is answered at most once, and only while its waiter waits:
@@ -18,8 +19,6 @@
 
 use std::sync::PoisonError;
 use std::task::{Context, Poll, Waker};
-
-use tokio::time::Instant;
 
 use crate::scheduler::queue::{Refused, RunningKey, WaiterKey};
 use crate::sync::{Mutex, MutexGuard};
@@ -69,26 +68,19 @@ struct Inner {
 /// A queued waiter's entry, shared by the queue and the waiter's future.
 #[derive(Debug)]
 pub(crate) struct Cell {
-    deadline: Instant,
     inner: Mutex<Inner>,
 }
 
 impl Cell {
-    /// A waiting entry whose wait ends at `deadline`.
-    pub(crate) fn new(deadline: Instant) -> Self {
+    /// A waiting entry.
+    pub(crate) fn new() -> Self {
         Self {
-            deadline,
             inner: Mutex::new(Inner {
                 phase: Phase::Waiting,
                 waker: None,
                 key: None,
             }),
         }
-    }
-
-    /// When the wait ends.
-    pub(crate) fn deadline(&self) -> Instant {
-        self.deadline
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

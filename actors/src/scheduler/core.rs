@@ -141,11 +141,12 @@ impl Core {
         if self.word.load(Ordering::Relaxed) / ONE >= self.bound {
             return Admission::Ended(Ended::Busy);
         }
-        let cell = Arc::new(Cell::new(deadline));
+        let cell = Arc::new(Cell::new());
         self.defer(Op::Enqueue {
             cell: Arc::clone(&cell),
             tenant: tenant.clone(),
             provider,
+            deadline,
         });
         Admission::Waiting(Waiting::new(cell, Arc::clone(self)))
     }
@@ -378,7 +379,7 @@ impl Core {
     /// that was never queued).
     #[cfg(test)]
     pub(crate) fn defer_noop_for_test(&self) {
-        self.defer(Op::Cancel(Arc::new(Cell::new(Instant::now()))));
+        self.defer(Op::Cancel(Arc::new(Cell::new())));
     }
 
     /// Gives up ownership as a caller does (bounded passes, then hand-over).

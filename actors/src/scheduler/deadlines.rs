@@ -1,7 +1,8 @@
 //! The queued waiters by deadline: what the scheduler's one alarm reads,
 //! instead of a timer per waiter.
 //!
-//! A min-heap of (deadline, arrival) over the waiters' entries. An entry
+//! A min-heap of deadlines over the waiters' entries (equal deadlines in no
+//! particular order: the alarm answers every due waiter in one pass). An entry
 //! whose waiter was granted, refused or left stays in the heap until it
 //! reaches the top or the heap is compacted, so granting and cancelling
 //! cost nothing here.
@@ -26,7 +27,6 @@ const SLACK: usize = 64;
 
 struct Entry {
     deadline: Instant,
-    arrival: u64,
     cell: Arc<Cell>,
 }
 
@@ -46,9 +46,9 @@ impl PartialOrd for Entry {
 
 impl Ord for Entry {
     /// Reversed, so that `BinaryHeap` (a max-heap) yields the earliest
-    /// deadline first, the earliest arrival among equals.
+    /// deadline first.
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        (other.deadline, other.arrival).cmp(&(self.deadline, self.arrival))
+        other.deadline.cmp(&self.deadline)
     }
 }
 
@@ -56,22 +56,17 @@ impl Ord for Entry {
 #[derive(Default)]
 pub(crate) struct Deadlines {
     heap: BinaryHeap<Entry>,
-    arrivals: u64,
 }
 
 impl Deadlines {
-    /// Adds a queued waiter's entry; `waiting` is how many waiters the
-    /// queue holds now, which bounds the settled entries kept.
-    pub(crate) fn push(&mut self, cell: Arc<Cell>, waiting: u32) {
+    /// Adds a queued waiter's entry, due at `deadline`; `waiting` is how
+    /// many waiters the queue holds now, which bounds the settled entries
+    /// kept.
+    pub(crate) fn push(&mut self, cell: Arc<Cell>, deadline: Instant, waiting: u32) {
         if self.heap.len() >= 2 * waiting as usize + SLACK {
             self.heap.retain(|entry| entry.cell.is_waiting());
         }
-        self.arrivals += 1;
-        self.heap.push(Entry {
-            deadline: cell.deadline(),
-            arrival: self.arrivals,
-            cell,
-        });
+        self.heap.push(Entry { deadline, cell });
     }
 
     /// The earliest deadline of a waiter still waiting, dropping the

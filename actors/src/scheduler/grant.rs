@@ -59,7 +59,7 @@ impl Drop for Waiting {
 impl fmt::Debug for Waiting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Waiting")
-            .field("deadline", &self.cell.deadline())
+            .field("waiting", &self.cell.is_waiting())
             .finish()
     }
 }

@@ -27,6 +27,7 @@ pub(crate) enum Op {
         cell: Arc<Cell>,
         tenant: TenantId,
         provider: ProviderId,
+        deadline: Instant,
     },
     /// The waiter of `cell` left while queued.
     Cancel(Arc<Cell>),
@@ -88,12 +89,13 @@ impl State {
         if let Some(running) = self.grant_ready() {
             return Admitted::Granted(running);
         }
-        let cell = Arc::new(Cell::new(deadline));
+        let cell = Arc::new(Cell::new());
         cell.queued_at(key);
         if let Some(item) = self.queue.item_mut(key) {
             *item = Some(Arc::clone(&cell));
         }
-        self.deadlines.push(Arc::clone(&cell), self.queue.pending());
+        self.deadlines
+            .push(Arc::clone(&cell), deadline, self.queue.pending());
         Admitted::Queued(cell)
     }
 
@@ -104,7 +106,8 @@ impl State {
                 cell,
                 tenant,
                 provider,
-            } => self.enqueue(cell, tenant, provider),
+                deadline,
+            } => self.enqueue(cell, tenant, provider, deadline),
             Op::Cancel(cell) => self.cancel(&cell),
             Op::Release(running) => self.queue.release_running(running),
         }
@@ -112,7 +115,13 @@ impl State {
 
     /// Queues a waiter whose caller left it for the owner; answers at once
     /// when refused or closed, and not at all when it left meanwhile.
-    fn enqueue(&mut self, cell: Arc<Cell>, tenant: TenantId, provider: ProviderId) {
+    fn enqueue(
+        &mut self,
+        cell: Arc<Cell>,
+        tenant: TenantId,
+        provider: ProviderId,
+        deadline: Instant,
+    ) {
         if !cell.is_waiting() {
             return;
         }
@@ -123,7 +132,7 @@ impl State {
         match self.queue.push(tenant, provider, Some(Arc::clone(&cell))) {
             Ok(key) => {
                 cell.queued_at(key);
-                self.deadlines.push(cell, self.queue.pending());
+                self.deadlines.push(cell, deadline, self.queue.pending());
             }
             Err((refused, _)) => {
                 let _ = cell.answer(Answer::Refused(refused));
