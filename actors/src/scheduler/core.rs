@@ -46,8 +46,12 @@ use crate::mailbox::WakeTarget;
 use crate::scheduler::cell::Cell;
 use crate::scheduler::queue::{Ceilings, RunningKey};
 use crate::scheduler::state::{Admitted, Op, State};
-use crate::scheduler::{Admission, CeilingInUse, Ended, RunningGrant, Waiting};
+use crate::scheduler::{Admission, Ended, RunningGrant, Waiting};
 use crate::sync::{AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering};
+
+mod control;
+#[cfg(test)]
+mod probes;
 
 /// The word's "owned" bit.
 const OWNED: usize = 1;
@@ -288,115 +292,6 @@ impl Core {
             Some(actor) if !actor.stopping() => actor.wake().is_ok(),
             _ => false,
         }
-    }
-
-    /// The alarm rang: wakes the actor to time out the waiters due.
-    pub(crate) fn ring(&self) {
-        self.nudge();
-    }
-
-    /// True when no caller owns the queue and nothing waits for an owner.
-    pub(crate) fn is_settled(&self) -> bool {
-        self.word.load(Ordering::Acquire) == 0
-    }
-
-    /// Actor: a wake-up arrived; later nudges send another.
-    pub(crate) fn woken(&self) {
-        self.nudged.store(0, Ordering::Release);
-    }
-
-    /// Actor: if ownership was handed over, applies the counted operations
-    /// in bounded passes (handing over to itself again past them).
-    pub(crate) fn run_handed(&self) {
-        let previous = self.handoff.fetch_and(!HANDED, Ordering::AcqRel);
-        if previous & HANDED != 0 {
-            self.give_up(Some(PASSES));
-        }
-    }
-
-    /// Actor: times out every waiter whose deadline has passed; returns
-    /// the earliest deadline still waiting, for the alarm.
-    pub(crate) fn expire(&self, now: Instant) -> Option<Instant> {
-        let mut state = self.lock();
-        state.expire(now);
-        state.alarm_rang();
-        let next = state.alarm_due();
-        state.report();
-        next
-    }
-
-    /// Applies new ceilings, refusing any below actual use.
-    pub(crate) fn set_ceilings(&self, ceilings: Ceilings) -> Result<(), CeilingInUse> {
-        let mut state = self.lock();
-        let set = state.set_ceilings(ceilings);
-        let own = state.grant_ready();
-        debug_assert!(own.is_none());
-        state.report();
-        set
-    }
-
-    /// Closes admission: every queued waiter and every later admit hears
-    /// `Closed`; running grants still return their capacity.
-    pub(crate) fn close(&self) {
-        let mut state = self.lock();
-        state.close();
-        state.report();
-    }
-
-    /// Actor: it is going away. Closes admission, and applies whatever was
-    /// handed to it, since nothing will hand it on.
-    pub(crate) fn stop(&self) {
-        self.close();
-        let previous = self.handoff.fetch_or(STOPPED, Ordering::AcqRel);
-        if previous & HANDED != 0 && self.handoff.fetch_and(!HANDED, Ordering::AcqRel) & HANDED != 0
-        {
-            self.give_up(None);
-        }
-    }
-
-    /// (pending, running).
-    pub(crate) fn counts(&self) -> (u32, u32) {
-        self.lock().counts()
-    }
-
-    #[cfg(test)]
-    pub(crate) fn deferred(&self) -> usize {
-        self.word.load(Ordering::Acquire) / ONE
-    }
-
-    #[cfg(test)]
-    pub(crate) fn is_owned(&self) -> bool {
-        self.word.load(Ordering::Acquire) & OWNED != 0
-    }
-
-    /// Takes ownership as a caller would, so a test can leave operations.
-    #[cfg(test)]
-    pub(crate) fn own_for_test(&self) {
-        assert!(self.own_free(), "the queue was free");
-    }
-
-    /// Leaves an operation that changes nothing (a cancel of a waiter
-    /// that was never queued).
-    #[cfg(test)]
-    pub(crate) fn defer_noop_for_test(&self) {
-        self.defer(Op::Cancel(Arc::new(Cell::new())));
-    }
-
-    /// Gives up ownership as a caller does (bounded passes, then hand-over).
-    #[cfg(test)]
-    pub(crate) fn give_up_bounded_for_test(&self) {
-        self.give_up(Some(PASSES));
-    }
-
-    /// Gives up ownership, applying everything first.
-    #[cfg(test)]
-    pub(crate) fn give_up_for_test(&self) {
-        self.give_up(None);
-    }
-
-    #[cfg(test)]
-    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        f(&mut self.lock())
     }
 }
 

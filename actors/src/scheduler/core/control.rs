@@ -1,0 +1,81 @@
+//! The admission core's face to the scheduler actor: its wake-ups, the
+//! hand-over it takes, the deadline alarm, and the control operations
+//! (ceilings, close, stop, counts), which lock the state directly.
+
+use tokio::time::Instant;
+
+use super::{Core, HANDED, PASSES, STOPPED};
+use crate::scheduler::queue::Ceilings;
+use crate::scheduler::CeilingInUse;
+use crate::sync::Ordering;
+
+impl Core {
+    /// The alarm rang: wakes the actor to time out the waiters due.
+    pub(crate) fn ring(&self) {
+        self.nudge();
+    }
+
+    /// True when no caller owns the queue and nothing waits for an owner.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.word.load(Ordering::Acquire) == 0
+    }
+
+    /// Actor: a wake-up arrived; later nudges send another.
+    pub(crate) fn woken(&self) {
+        self.nudged.store(0, Ordering::Release);
+    }
+
+    /// Actor: if ownership was handed over, applies the counted operations
+    /// in bounded passes (handing over to itself again past them).
+    pub(crate) fn run_handed(&self) {
+        let previous = self.handoff.fetch_and(!HANDED, Ordering::AcqRel);
+        if previous & HANDED != 0 {
+            self.give_up(Some(PASSES));
+        }
+    }
+
+    /// Actor: times out every waiter whose deadline has passed; returns
+    /// the earliest deadline still waiting, for the alarm.
+    pub(crate) fn expire(&self, now: Instant) -> Option<Instant> {
+        let mut state = self.lock();
+        state.expire(now);
+        state.alarm_rang();
+        let next = state.alarm_due();
+        state.report();
+        next
+    }
+
+    /// Applies new ceilings, refusing any below actual use.
+    pub(crate) fn set_ceilings(&self, ceilings: Ceilings) -> Result<(), CeilingInUse> {
+        let mut state = self.lock();
+        let set = state.set_ceilings(ceilings);
+        let own = state.grant_ready();
+        debug_assert!(own.is_none());
+        state.report();
+        set
+    }
+
+    /// Closes admission: every queued waiter and every later admit hears
+    /// `Closed`; running grants still return their capacity.
+    pub(crate) fn close(&self) {
+        let mut state = self.lock();
+        state.close();
+        state.report();
+    }
+
+    /// Actor: it is going away. Closes admission, and applies whatever was
+    /// handed to it, since nothing will hand it on.
+    pub(crate) fn stop(&self) {
+        self.close();
+        let previous = self.handoff.fetch_or(STOPPED, Ordering::AcqRel);
+        if previous & HANDED != 0 && self.handoff.fetch_and(!HANDED, Ordering::AcqRel) & HANDED != 0
+        {
+            self.give_up(None);
+        }
+    }
+
+    /// (pending, running).
+    pub(crate) fn counts(&self) -> (u32, u32) {
+        self.lock().counts()
+    }
+}
