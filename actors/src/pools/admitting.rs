@@ -164,30 +164,19 @@ impl Carried<'_> {
     /// epoch if a rotation retired its own meanwhile), or the error the
     /// queue's answer means; recorded on the admission's watch.
     fn complete(self, pools: &ProviderPools, answer: Result<RunningGrant, Ended>) -> Answer {
-        let Carried {
-            plan,
-            input,
-            slot,
-            kind,
-            lease,
-            charge,
-            deadline,
-            admitting,
-            watch,
-        } = self;
-        drop(admitting);
+        drop(self.admitting);
         let ready = answer.map_err(ended_error).map(|grant| PoolReady {
             grant,
-            lease: pools.current_lease(lease, &slot, kind, watch.span()),
-            plan,
-            input,
-            charge,
-            deadline,
+            lease: pools.current_lease(self.lease, &self.slot, self.kind, self.watch.span()),
+            plan: self.plan,
+            input: self.input,
+            charge: self.charge,
+            deadline: self.deadline,
             generation: pools.inner.generation.id(),
             granted: pools.inner.ledger.next_sequence(),
             ledger: Arc::clone(&pools.inner.ledger),
         });
-        finish(watch, ready)
+        finish(self.watch, ready)
     }
 }
 
