@@ -1,0 +1,166 @@
+//! Property tests of the allocation's invariants (module documentation of
+//! `allocate`), over random demands of up to 5 nodes × 6 tenants, and the
+//! issue's own case: a tenant spread over three nodes against one on a
+//! single node.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::{allocate, Allocation, Demand};
+
+/// Random demands: (node, tenant, backlog), some with no backlog.
+fn demands() -> impl Strategy<Value = Vec<Demand<u8, u8>>> {
+    prop::collection::vec((0u8..5, 0u8..6, 0u32..40), 0..24).prop_map(|entries| {
+        entries
+            .into_iter()
+            .map(|(node, tenant, backlog)| Demand {
+                node,
+                tenant,
+                backlog,
+            })
+            .collect()
+    })
+}
+
+/// Each tenant's global backlog and global share.
+fn per_tenant(
+    demands: &[Demand<u8, u8>],
+    allocation: &Allocation<u8, u8>,
+) -> BTreeMap<u8, (u64, u64)> {
+    let mut tenants: BTreeMap<u8, (u64, u64)> = BTreeMap::new();
+    for d in demands {
+        tenants.entry(d.tenant).or_default().0 += u64::from(d.backlog);
+    }
+    for ((_, tenant), &units) in &allocation.tenants {
+        tenants.entry(*tenant).or_default().1 += u64::from(units);
+    }
+    tenants
+}
+
+proptest! {
+    #[test]
+    fn the_nodes_shares_sum_to_the_ceiling_or_the_whole_backlog(
+        ceiling in 0u32..120,
+        demands in demands(),
+    ) {
+        let allocation = allocate(ceiling, &demands);
+        let backlog: u64 = demands.iter().map(|d| u64::from(d.backlog)).sum();
+        prop_assert_eq!(allocation.total(), u64::from(ceiling).min(backlog));
+        let by_tenants: u64 = allocation.tenants.values().map(|&u| u64::from(u)).sum();
+        prop_assert_eq!(by_tenants, allocation.total());
+    }
+
+    #[test]
+    fn no_node_and_tenant_gets_more_than_its_backlog(
+        ceiling in 0u32..120,
+        demands in demands(),
+    ) {
+        let allocation = allocate(ceiling, &demands);
+        let mut backlog: BTreeMap<(u8, u8), u64> = BTreeMap::new();
+        for d in &demands {
+            *backlog.entry((d.node, d.tenant)).or_default() += u64::from(d.backlog);
+        }
+        for (key, &units) in &allocation.tenants {
+            prop_assert!(units > 0, "a zero share is listed for {:?}", key);
+            prop_assert!(u64::from(units) <= backlog[key], "{:?} gets {} of {}", key, units, backlog[key]);
+        }
+    }
+
+    #[test]
+    fn a_tenant_short_of_its_backlog_gets_within_one_unit_of_every_other(
+        ceiling in 0u32..120,
+        demands in demands(),
+    ) {
+        let allocation = allocate(ceiling, &demands);
+        let tenants = per_tenant(&demands, &allocation);
+        for (short, &(backlog, share)) in &tenants {
+            if share < backlog {
+                for (other, &(_, other_share)) in &tenants {
+                    prop_assert!(
+                        other_share <= share + 1,
+                        "tenant {} short at {} while tenant {} has {}",
+                        short, share, other, other_share
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_result_does_not_depend_on_the_order_of_the_demands(
+        ceiling in 0u32..120,
+        demands in demands(),
+    ) {
+        let mut reversed = demands.clone();
+        reversed.reverse();
+        prop_assert_eq!(allocate(ceiling, &demands), allocate(ceiling, &reversed));
+    }
+
+    #[test]
+    fn a_tenants_share_does_not_depend_on_how_many_nodes_hold_its_backlog(
+        ceiling in 0u32..120,
+        backlog in 1u32..40,
+        spread in 1u8..5,
+        other in 1u32..40,
+    ) {
+        // Tenant 0's backlog on one node, or split over `spread` nodes.
+        let split = |nodes: u8| -> Vec<Demand<u8, u8>> {
+            let mut demands: Vec<_> = (0..nodes)
+                .map(|node| Demand {
+                    node,
+                    tenant: 0,
+                    backlog: backlog / u32::from(nodes)
+                        + u32::from(u32::from(node) < backlog % u32::from(nodes)),
+                })
+                .collect();
+            demands.push(Demand { node: 0, tenant: 1, backlog: other });
+            demands
+        };
+        let one = allocate(ceiling, &split(1));
+        let many = allocate(ceiling, &split(spread));
+        let share = |a: &Allocation<u8, u8>, tenant: u8| -> u32 {
+            a.tenants.iter().filter(|((_, t), _)| *t == tenant).map(|(_, &u)| u).sum()
+        };
+        prop_assert_eq!(share(&one, 0), share(&many, 0));
+        prop_assert_eq!(share(&one, 1), share(&many, 1));
+    }
+}
+
+#[test]
+fn a_tenant_on_three_nodes_and_one_on_a_single_node_get_equal_global_shares() {
+    let demand = |node, tenant, backlog| Demand {
+        node,
+        tenant,
+        backlog,
+    };
+    let demands = [
+        demand("n1", "spread", 20),
+        demand("n2", "spread", 20),
+        demand("n3", "spread", 20),
+        demand("n3", "local", 20),
+    ];
+    let allocation = allocate(30, &demands);
+    let expected: BTreeMap<_, _> = [
+        (("n1", "spread"), 5),
+        (("n2", "spread"), 5),
+        (("n3", "local"), 15),
+        (("n3", "spread"), 5),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(allocation.tenants, expected);
+    let nodes: BTreeMap<_, _> = [("n1", 5), ("n2", 5), ("n3", 20)].into_iter().collect();
+    assert_eq!(allocation.nodes, nodes);
+}
+
+#[test]
+fn no_backlog_gets_nothing() {
+    let demands = [Demand {
+        node: 1,
+        tenant: 1,
+        backlog: 0,
+    }];
+    let allocation = allocate(10, &demands);
+    assert!(allocation.nodes.is_empty() && allocation.tenants.is_empty());
+}
