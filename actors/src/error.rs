@@ -151,6 +151,13 @@ pub enum LowerError {
         /// The refused value.
         requested: u32,
     },
+    /// Too many tenants already have a running ceiling of their own
+    /// (`ProviderPools::set_tenant_running`).
+    #[error("at most {limit} tenants may have a running ceiling of their own")]
+    TenantCeilings {
+        /// The most tenants with one at once.
+        limit: u32,
+    },
     /// The registry's mailbox is full.
     #[error("registry is busy")]
     Busy,

@@ -14,6 +14,7 @@ mod control;
 mod ingress;
 mod jobs;
 mod prepay;
+mod tenant_running;
 
 use std::sync::Arc;
 

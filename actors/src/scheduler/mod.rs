@@ -117,6 +117,18 @@ pub(crate) struct CeilingInUse {
     pub(crate) requested: u32,
 }
 
+/// Most tenants with a running ceiling of their own at once.
+pub(crate) const OWN_CEILINGS: usize = 1_024;
+
+/// A tenant's own running ceiling refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TenantCeilingRefused {
+    /// The tenant already runs more.
+    InUse(CeilingInUse),
+    /// [`OWN_CEILINGS`] tenants have one already.
+    Full { limit: u32 },
+}
+
 /// Control messages of the scheduler actor.
 pub(crate) enum Msg {
     /// Apply lowered ceilings, refusing any below actual use.

@@ -16,7 +16,7 @@ use crate::limits::LimitField;
 use crate::scheduler::cell::{Answer, Cell};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{Bound, Ceilings, FairQueue, Refused, RunningKey};
-use crate::scheduler::CeilingInUse;
+use crate::scheduler::{CeilingInUse, TenantCeilingRefused, OWN_CEILINGS};
 
 /// An operation left for the queue owner by a caller that found the queue
 /// owned.
@@ -219,6 +219,29 @@ impl State {
             field: bound_field(e.bound),
             used: e.used,
             requested: e.requested,
+        })
+    }
+
+    /// Gives `tenant` its own running ceiling (`None`: the node-wide one
+    /// again), refusing one below its running count, or a new one past
+    /// [`OWN_CEILINGS`] tenants.
+    pub(crate) fn set_tenant_ceiling(
+        &mut self,
+        tenant: TenantId,
+        ceiling: Option<u32>,
+    ) -> Result<(), TenantCeilingRefused> {
+        let full = self.queue.own_ceilings() >= OWN_CEILINGS;
+        if ceiling.is_some() && full && !self.queue.has_own_ceiling(&tenant) {
+            return Err(TenantCeilingRefused::Full {
+                limit: OWN_CEILINGS as u32,
+            });
+        }
+        self.queue.set_tenant_ceiling(tenant, ceiling).map_err(|e| {
+            TenantCeilingRefused::InUse(CeilingInUse {
+                field: bound_field(e.bound),
+                used: e.used,
+                requested: e.requested,
+            })
         })
     }
 

@@ -5,8 +5,9 @@
 use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
+use crate::identity::TenantId;
 use crate::scheduler::queue::Ceilings;
-use crate::scheduler::CeilingInUse;
+use crate::scheduler::{CeilingInUse, TenantCeilingRefused};
 use crate::sync::Ordering;
 
 impl Core {
@@ -49,6 +50,21 @@ impl Core {
     pub(crate) fn set_ceilings(&self, ceilings: Ceilings) -> Result<(), CeilingInUse> {
         let mut state = self.lock();
         let set = state.set_ceilings(ceilings);
+        let own = state.grant_ready();
+        debug_assert!(own.is_none());
+        state.report();
+        set
+    }
+
+    /// Gives `tenant` its own running ceiling, or takes it away; a raise
+    /// grants what it makes ready.
+    pub(crate) fn set_tenant_ceiling(
+        &self,
+        tenant: TenantId,
+        ceiling: Option<u32>,
+    ) -> Result<(), TenantCeilingRefused> {
+        let mut state = self.lock();
+        let set = state.set_tenant_ceiling(tenant, ceiling);
         let own = state.grant_ready();
         debug_assert!(own.is_none());
         state.report();

@@ -28,6 +28,9 @@ pub(super) struct Tenant<K> {
     pub(super) groups: List,
     /// In the tenant rotation.
     pub(super) active: bool,
+    /// Its own running ceiling, if it has one (capped by the node-wide
+    /// `running_per_tenant` when read).
+    pub(super) own_ceiling: Option<u32>,
     links: [Links; 2],
 }
 
@@ -44,13 +47,14 @@ pub(super) struct Provider<P> {
 }
 
 impl<K> Tenant<K> {
-    pub(super) fn new(key: K) -> Self {
+    pub(super) fn new(key: K, own_ceiling: Option<u32>) -> Self {
         Self {
             key,
             pending: 0,
             running: 0,
             groups: List::new(0),
             active: false,
+            own_ceiling,
             links: [Links::DETACHED; 2],
         }
     }
@@ -139,7 +143,8 @@ where
         provider: P,
     ) -> Option<(u32, u32, u32)> {
         let t = t.or_else(|| {
-            let (t, _) = self.tenants.insert(Tenant::new(tenant.clone())).ok()?;
+            let own = self.own_ceilings.get(&tenant).copied();
+            let (t, _) = self.tenants.insert(Tenant::new(tenant.clone(), own)).ok()?;
             self.created_tenants.push_back(&mut self.tenants, t);
             self.tenant_ix.insert(tenant, t);
             Some(t)

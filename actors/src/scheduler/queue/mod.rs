@@ -6,7 +6,7 @@
 //!
 //! # Rotation semantics (exact; the test-only `model.rs` applies the same rules by scanning)
 //!
-//! - A tenant is *eligible* when its provider rotation is non-empty and its running count is under `running_per_tenant`.
+//! - A tenant is *eligible* when its provider rotation is non-empty and its running count is under its ceiling: `running_per_tenant`, or the tenant's own running ceiling when it has one and it is lower.
 //! - The tenant rotation is a FIFO of exactly the eligible tenants: a tenant that becomes eligible is appended at the back; one that stops being eligible leaves it.
 //! - A tenant's provider rotation is a FIFO of its non-empty, unblocked groups; each provider has a FIFO of blocked groups.
 //! - A new group (a push into an empty (tenant, provider)) is appended to its provider's blocked FIFO if that provider is at its running ceiling, else to its tenant's provider rotation.
@@ -16,6 +16,7 @@
 //! - `release` first appends the tenant if it became eligible, then, if the provider is under its ceiling, moves all the provider's blocked groups in FIFO order to the back of their tenants' provider rotations, appending each tenant as it becomes eligible.
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
+//! - `set_tenant_ceiling` gives a tenant its own running ceiling (or takes it away), refusing one below the tenant's running count; the tenant then enters or leaves the rotation as any eligibility change does. Own ceilings outlive the tenant's bookkeeping.
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
 //! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
@@ -152,6 +153,9 @@ pub(crate) struct FairQueue<T, K, P> {
     providers: Slab<Provider<P>>,
     tenant_ix: HashMap<K, u32>,
     provider_ix: HashMap<P, u32>,
+    /// Tenants' own running ceilings, kept while their bookkeeping comes
+    /// and goes; bounded by the caller.
+    own_ceilings: HashMap<K, u32>,
     group_ix: IndexMap<(u32, u32), u32>,
     /// The eligible tenants, next turn first.
     rotation: List,
@@ -176,6 +180,7 @@ where
             providers: Slab::new(),
             tenant_ix: HashMap::new(),
             provider_ix: HashMap::new(),
+            own_ceilings: HashMap::new(),
             group_ix: IndexMap::default(),
             rotation: List::new(ROTATION),
             created_tenants: List::new(CREATED),
@@ -332,6 +337,46 @@ where
         self.ceilings = new;
         self.rebuild();
         Ok(())
+    }
+
+    /// Gives `tenant` its own running ceiling (`None` takes it away: the
+    /// node-wide `running_per_tenant` applies again), or refuses, changing
+    /// nothing, when the tenant already runs more than `ceiling`.
+    pub(crate) fn set_tenant_ceiling(
+        &mut self,
+        tenant: K,
+        ceiling: Option<u32>,
+    ) -> Result<(), InUse> {
+        let t = self.tenant_ix.get(&tenant).copied();
+        let running = t.and_then(|t| self.tenants.get(t)).map_or(0, |x| x.running);
+        if let Some(requested) = ceiling.filter(|&c| running > c) {
+            return Err(InUse {
+                bound: Bound::RunningPerTenant,
+                used: running,
+                requested,
+            });
+        }
+        match ceiling {
+            Some(c) => self.own_ceilings.insert(tenant, c),
+            None => self.own_ceilings.remove(&tenant),
+        };
+        if let Some(t) = t {
+            if let Some(entry) = self.tenants.get_mut(t) {
+                entry.own_ceiling = ceiling;
+            }
+            self.sync_tenant(t);
+        }
+        Ok(())
+    }
+
+    /// How many tenants have a running ceiling of their own.
+    pub(crate) fn own_ceilings(&self) -> usize {
+        self.own_ceilings.len()
+    }
+
+    /// True when `tenant` has a running ceiling of its own.
+    pub(crate) fn has_own_ceiling(&self, tenant: &K) -> bool {
+        self.own_ceilings.contains_key(tenant)
     }
 
     /// Requests queued in total.

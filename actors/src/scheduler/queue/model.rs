@@ -19,6 +19,8 @@ pub(super) struct Model {
     providers: Vec<(u8, Vec<u8>)>,
     /// The tenant rotation.
     rotation: Vec<u8>,
+    /// Tenants' own running ceilings.
+    own: Vec<(u8, u32)>,
 }
 
 impl Model {
@@ -30,6 +32,7 @@ impl Model {
             tenants: Vec::new(),
             providers: Vec::new(),
             rotation: Vec::new(),
+            own: Vec::new(),
         }
     }
 
@@ -71,6 +74,32 @@ impl Model {
         &mut self.providers[at].1
     }
 
+    /// Tenant `t`'s running ceiling: its own, capped by the node-wide one.
+    fn tenant_ceiling(&self, t: u8) -> u32 {
+        let own = self.own.iter().find(|x| x.0 == t).map(|x| x.1);
+        own.map_or(self.c.running_per_tenant, |own| {
+            own.min(self.c.running_per_tenant)
+        })
+    }
+
+    /// Gives `t` its own running ceiling, or takes it away.
+    pub(super) fn set_tenant_ceiling(&mut self, t: u8, ceiling: Option<u32>) -> Result<(), InUse> {
+        let running = self.tenant_counts(t).1;
+        if let Some(requested) = ceiling.filter(|&c| running > c) {
+            return Err(InUse {
+                bound: Bound::RunningPerTenant,
+                used: running,
+                requested,
+            });
+        }
+        self.own.retain(|x| x.0 != t);
+        if let Some(c) = ceiling {
+            self.own.push((t, c));
+        }
+        self.sync();
+        Ok(())
+    }
+
     fn provider_full(&self, p: u8) -> bool {
         self.provider_counts(p).1 >= self.c.running_per_provider
     }
@@ -80,7 +109,7 @@ impl Model {
     fn sync(&mut self) {
         let eligible: Vec<u8> = (self.tenants.iter())
             .filter(|(t, groups)| {
-                !groups.is_empty() && self.tenant_counts(*t).1 < self.c.running_per_tenant
+                !groups.is_empty() && self.tenant_counts(*t).1 < self.tenant_ceiling(*t)
             })
             .map(|(t, _)| *t)
             .collect();

@@ -31,8 +31,12 @@ where
     assert_eq!(q.created_providers.len() as usize, q.providers.len());
     for t in &tenants {
         assert!(t.pending + t.running > 0, "idle tenant kept");
-        assert!(t.pending <= c.pending_per_tenant && t.running <= c.running_per_tenant);
-        let eligible = !t.groups.is_empty() && t.running < c.running_per_tenant;
+        let ceiling = t
+            .own_ceiling
+            .map_or(c.running_per_tenant, |own| own.min(c.running_per_tenant));
+        assert!(t.pending <= c.pending_per_tenant && t.running <= ceiling);
+        assert_eq!(t.own_ceiling, q.own_ceilings.get(&t.key).copied());
+        let eligible = !t.groups.is_empty() && t.running < ceiling;
         assert_eq!(t.active, eligible, "rotation membership of {:?}", t.key);
     }
     for p in &providers {
@@ -64,6 +68,7 @@ enum Op {
     Grant,
     Release(usize),
     SetCeilings(Ceilings),
+    SetTenantCeiling(u8, Option<u32>),
 }
 
 fn ceilings() -> impl Strategy<Value = Ceilings> {
@@ -84,6 +89,8 @@ fn op() -> impl Strategy<Value = Op> {
         4 => Just(Op::Grant),
         3 => any::<usize>().prop_map(Op::Release),
         1 => ceilings().prop_map(Op::SetCeilings),
+        1 => (0u8..6, proptest::option::of(0u32..=4))
+            .prop_map(|(t, c)| Op::SetTenantCeiling(t, c)),
     ]
 }
 
@@ -137,6 +144,12 @@ proptest! {
                 }
                 Op::SetCeilings(c) => {
                     prop_assert_eq!(queue.set_ceilings(c), model.set_ceilings(c));
+                }
+                Op::SetTenantCeiling(t, c) => {
+                    prop_assert_eq!(
+                        queue.set_tenant_ceiling(t, c),
+                        model.set_tenant_ceiling(t, c)
+                    );
                 }
                 Op::Cancel(_) | Op::Release(_) => {}
             }

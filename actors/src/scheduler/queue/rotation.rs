@@ -20,11 +20,14 @@ where
 {
     /// Puts tenant `t` in the rotation (at the back) exactly when eligible.
     pub(super) fn sync_tenant(&mut self, t: u32) {
-        let ceiling = self.ceilings.running_per_tenant;
+        let node_wide = self.ceilings.running_per_tenant;
         let Some(tenant) = self.tenants.get_mut(t) else {
             debug_assert!(false, "sync of a missing tenant {t}");
             return;
         };
+        let ceiling = tenant
+            .own_ceiling
+            .map_or(node_wide, |own| own.min(node_wide));
         let eligible = !tenant.groups.is_empty() && tenant.running < ceiling;
         if eligible != tenant.active {
             tenant.active = eligible;

@@ -1,0 +1,149 @@
+//! A tenant's own running ceiling (`ProviderPools::set_tenant_running`,
+//! issue 21): it holds the tenant below the node-wide share and leaves
+//! other tenants alone; a raise grants the tenant's waiters at once; it is
+//! refused below what the tenant runs, above the startup share, and past
+//! the table's bound, changing nothing; clearing it restores the node-wide
+//! share. Paused clock, in-memory dialer.
+
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+
+use provider_pools::identity::TenantId;
+use provider_pools::{
+    AdmitError, InstallReceipt, LimitField, Limits, LimitsError, LowerError, PoolReady,
+    ProviderPools,
+};
+use support::{bounded, plan, request, running, with_mem};
+
+type Admit = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;
+
+fn tenant(name: &str) -> TenantId {
+    TenantId::new(name).expect("a valid tenant")
+}
+
+/// An admission of `tenant`, polled once: `Ok` holds the waiting future.
+async fn admit_once(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+) -> Result<Admit, Result<PoolReady, AdmitError>> {
+    let admitting = pools.clone();
+    let admit = request(pools, plan(tenant, session), receipt, b"");
+    let mut future: Admit = Box::pin(async move { admitting.admit(admit).await });
+    match std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
+        Poll::Pending => Ok(future),
+        Poll::Ready(answer) => Err(answer),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tenants_own_ceiling_holds_it_below_the_node_wide_share_and_leaves_others_alone() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    pools
+        .set_tenant_running(&tenant("a"), Some(1))
+        .expect("a ceiling below the startup share");
+    let first = running(&pools, &receipt, "a", 1).await;
+    let second = admit_once(&pools, &receipt, "a", 2)
+        .await
+        .expect("a's second request waits at its own ceiling");
+    // b still runs as the node-wide share allows.
+    let b1 = running(&pools, &receipt, "b", 1).await;
+    let b2 = running(&pools, &receipt, "b", 2).await;
+    assert_eq!(pools.snapshot().running_requests, 3);
+    drop(first);
+    let ready = bounded("a's waiter, after its first ends", second).await;
+    assert!(ready.is_ok(), "{ready:?}");
+    drop((b1, b2, ready));
+}
+
+#[tokio::test(start_paused = true)]
+async fn raising_a_tenants_ceiling_grants_its_waiters_at_once() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let a = tenant("a");
+    pools.set_tenant_running(&a, Some(1)).expect("set");
+    let _first = running(&pools, &receipt, "a", 1).await;
+    let second = admit_once(&pools, &receipt, "a", 2)
+        .await
+        .expect("waits at the ceiling");
+    assert_eq!(pools.snapshot().pending_requests, 1);
+    pools.set_tenant_running(&a, Some(2)).expect("raise");
+    // Granted by the raise itself: no task ran in between.
+    assert_eq!(
+        (
+            pools.snapshot().pending_requests,
+            pools.snapshot().running_requests
+        ),
+        (0, 2)
+    );
+    assert!(bounded("the raised waiter", second).await.is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ceiling_below_what_the_tenant_runs_is_refused_and_changes_nothing() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let a = tenant("a");
+    let _one = running(&pools, &receipt, "a", 1).await;
+    let _two = running(&pools, &receipt, "a", 2).await;
+    assert_eq!(
+        pools.set_tenant_running(&a, Some(1)),
+        Err(LowerError::InUse {
+            field: LimitField::RunningPerTenant,
+            used: 2,
+            requested: 1,
+        })
+    );
+    // Nothing changed: a third runs under the node-wide share.
+    let third = admit_once(&pools, &receipt, "a", 3).await;
+    assert!(matches!(third, Err(Ok(_))), "{:?}", third.err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_ceiling_above_the_startup_share_is_refused() {
+    let (pools, _receipt) = with_mem(Limits::DEFAULT).await;
+    let startup = Limits::DEFAULT.running_per_tenant;
+    assert_eq!(
+        pools.set_tenant_running(&tenant("a"), Some(startup + 1)),
+        Err(LowerError::Limits(LimitsError::Raised {
+            field: LimitField::RunningPerTenant,
+            value: u64::from(startup + 1),
+            startup: u64::from(startup),
+        }))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn clearing_a_tenants_ceiling_restores_the_node_wide_share() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let a = tenant("a");
+    pools.set_tenant_running(&a, Some(0)).expect("none at all");
+    let waiting = admit_once(&pools, &receipt, "a", 1)
+        .await
+        .expect("a ceiling of zero holds every request");
+    pools.set_tenant_running(&a, None).expect("clear");
+    assert!(bounded("the cleared waiter", waiting).await.is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_table_of_own_ceilings_is_bounded_and_a_full_one_still_takes_changes() {
+    let (pools, _receipt) = with_mem(Limits::DEFAULT).await;
+    for n in 0..1_024 {
+        pools
+            .set_tenant_running(&tenant(&format!("t{n}")), Some(1))
+            .expect("room in the table");
+    }
+    assert_eq!(
+        pools.set_tenant_running(&tenant("one-more"), Some(1)),
+        Err(LowerError::TenantCeilings { limit: 1_024 })
+    );
+    // A tenant already in the table may change or clear its own.
+    assert_eq!(pools.set_tenant_running(&tenant("t0"), Some(2)), Ok(()));
+    assert_eq!(pools.set_tenant_running(&tenant("t1"), None), Ok(()));
+    assert_eq!(
+        pools.set_tenant_running(&tenant("one-more"), Some(1)),
+        Ok(())
+    );
+}
