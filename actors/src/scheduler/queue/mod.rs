@@ -39,6 +39,7 @@
 
 mod book;
 mod index_hash;
+mod own_ceilings;
 mod rotation;
 mod slab;
 
@@ -337,46 +338,6 @@ where
         self.ceilings = new;
         self.rebuild();
         Ok(())
-    }
-
-    /// Gives `tenant` its own running ceiling (`None` takes it away: the
-    /// node-wide `running_per_tenant` applies again), or refuses, changing
-    /// nothing, when the tenant already runs more than `ceiling`.
-    pub(crate) fn set_tenant_ceiling(
-        &mut self,
-        tenant: K,
-        ceiling: Option<u32>,
-    ) -> Result<(), InUse> {
-        let t = self.tenant_ix.get(&tenant).copied();
-        let running = t.and_then(|t| self.tenants.get(t)).map_or(0, |x| x.running);
-        if let Some(requested) = ceiling.filter(|&c| running > c) {
-            return Err(InUse {
-                bound: Bound::RunningPerTenant,
-                used: running,
-                requested,
-            });
-        }
-        match ceiling {
-            Some(c) => self.own_ceilings.insert(tenant, c),
-            None => self.own_ceilings.remove(&tenant),
-        };
-        if let Some(t) = t {
-            if let Some(entry) = self.tenants.get_mut(t) {
-                entry.own_ceiling = ceiling;
-            }
-            self.sync_tenant(t);
-        }
-        Ok(())
-    }
-
-    /// How many tenants have a running ceiling of their own.
-    pub(crate) fn own_ceilings(&self) -> usize {
-        self.own_ceilings.len()
-    }
-
-    /// True when `tenant` has a running ceiling of its own.
-    pub(crate) fn has_own_ceiling(&self, tenant: &K) -> bool {
-        self.own_ceilings.contains_key(tenant)
     }
 
     /// Requests queued in total.
