@@ -158,6 +158,13 @@ pub enum LowerError {
         /// The most tenants with one at once.
         limit: u32,
     },
+    /// Too many providers already have a running ceiling of their own
+    /// (`ProviderPools::set_provider_running`).
+    #[error("at most {limit} providers may have a running ceiling of their own")]
+    ProviderCeilings {
+        /// The most providers with one at once.
+        limit: u32,
+    },
     /// The registry's mailbox is full.
     #[error("registry is busy")]
     Busy,

@@ -13,8 +13,8 @@ mod connections;
 mod control;
 mod ingress;
 mod jobs;
+mod own_running;
 mod prepay;
-mod tenant_running;
 
 use std::sync::Arc;
 

@@ -117,15 +117,16 @@ pub(crate) struct CeilingInUse {
     pub(crate) requested: u32,
 }
 
-/// Most tenants with a running ceiling of their own at once.
+/// Most tenants (and, apart, providers) with a running ceiling of their
+/// own at once.
 pub(crate) const OWN_CEILINGS: usize = 1_024;
 
-/// A tenant's own running ceiling refused.
+/// A tenant's or provider's own running ceiling refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TenantCeilingRefused {
-    /// The tenant already runs more.
+pub(crate) enum OwnCeilingRefused {
+    /// It already runs more.
     InUse(CeilingInUse),
-    /// [`OWN_CEILINGS`] tenants have one already.
+    /// [`OWN_CEILINGS`] others have one already.
     Full { limit: u32 },
 }
 

@@ -5,9 +5,9 @@
 use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
-use crate::identity::TenantId;
+use crate::identity::{ProviderId, TenantId};
 use crate::scheduler::queue::Ceilings;
-use crate::scheduler::{CeilingInUse, TenantCeilingRefused};
+use crate::scheduler::{CeilingInUse, OwnCeilingRefused};
 use crate::sync::Ordering;
 
 impl Core {
@@ -62,9 +62,24 @@ impl Core {
         &self,
         tenant: TenantId,
         ceiling: Option<u32>,
-    ) -> Result<(), TenantCeilingRefused> {
+    ) -> Result<(), OwnCeilingRefused> {
         let mut state = self.lock();
         let set = state.set_tenant_ceiling(tenant, ceiling);
+        let own = state.grant_ready();
+        debug_assert!(own.is_none());
+        state.report();
+        set
+    }
+
+    /// Gives `provider` its own running ceiling, or takes it away; a raise
+    /// grants what it makes ready.
+    pub(crate) fn set_provider_ceiling(
+        &self,
+        provider: ProviderId,
+        ceiling: Option<u32>,
+    ) -> Result<(), OwnCeilingRefused> {
+        let mut state = self.lock();
+        let set = state.set_provider_ceiling(provider, ceiling);
         let own = state.grant_ready();
         debug_assert!(own.is_none());
         state.report();

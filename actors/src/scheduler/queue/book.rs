@@ -42,6 +42,9 @@ pub(super) struct Provider<P> {
     pub(super) running: u32,
     /// Groups parked while this provider is at its running ceiling.
     pub(super) blocked: List,
+    /// Its own running ceiling, if it has one (capped by the node-wide
+    /// `running_per_provider` when read).
+    pub(super) own_ceiling: Option<u32>,
     /// Only the [`CREATED`] lane is used, so both entry kinds share its index.
     links: [Links; 2],
 }
@@ -61,12 +64,13 @@ impl<K> Tenant<K> {
 }
 
 impl<P> Provider<P> {
-    pub(super) fn new(key: P) -> Self {
+    pub(super) fn new(key: P, own_ceiling: Option<u32>) -> Self {
         Self {
             key,
             pending: 0,
             running: 0,
             blocked: List::new(0),
+            own_ceiling,
             links: [Links::DETACHED; 2],
         }
     }
@@ -150,9 +154,10 @@ where
             Some(t)
         })?;
         let p = p.or_else(|| {
+            let own = self.own_provider_ceilings.get(&provider).copied();
             let (p, _) = self
                 .providers
-                .insert(Provider::new(provider.clone()))
+                .insert(Provider::new(provider.clone(), own))
                 .ok()?;
             self.created_providers.push_back(&mut self.providers, p);
             self.provider_ix.insert(provider, p);

@@ -17,6 +17,7 @@
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
 //! - `set_tenant_ceiling` gives a tenant its own running ceiling (or takes it away), refusing one below the tenant's running count; the tenant then enters or leaves the rotation as any eligibility change does. Own ceilings outlive the tenant's bookkeeping.
+//! - `set_provider_ceiling` likewise gives a provider its own running ceiling (capped by `running_per_provider`); a provider then under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them.
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
 //! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
@@ -157,6 +158,8 @@ pub(crate) struct FairQueue<T, K, P> {
     /// Tenants' own running ceilings, kept while their bookkeeping comes
     /// and goes; bounded by the caller.
     own_ceilings: HashMap<K, u32>,
+    /// Providers' own running ceilings, likewise.
+    own_provider_ceilings: HashMap<P, u32>,
     group_ix: IndexMap<(u32, u32), u32>,
     /// The eligible tenants, next turn first.
     rotation: List,
@@ -182,6 +185,7 @@ where
             tenant_ix: HashMap::new(),
             provider_ix: HashMap::new(),
             own_ceilings: HashMap::new(),
+            own_provider_ceilings: HashMap::new(),
             group_ix: IndexMap::default(),
             rotation: List::new(ROTATION),
             created_tenants: List::new(CREATED),

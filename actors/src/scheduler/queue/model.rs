@@ -21,6 +21,8 @@ pub(super) struct Model {
     rotation: Vec<u8>,
     /// Tenants' own running ceilings.
     own: Vec<(u8, u32)>,
+    /// Providers' own running ceilings.
+    own_providers: Vec<(u8, u32)>,
 }
 
 impl Model {
@@ -33,6 +35,7 @@ impl Model {
             providers: Vec::new(),
             rotation: Vec::new(),
             own: Vec::new(),
+            own_providers: Vec::new(),
         }
     }
 
@@ -101,7 +104,33 @@ impl Model {
     }
 
     fn provider_full(&self, p: u8) -> bool {
-        self.provider_counts(p).1 >= self.c.running_per_provider
+        let own = self.own_providers.iter().find(|x| x.0 == p).map(|x| x.1);
+        let ceiling = own.map_or(self.c.running_per_provider, |own| {
+            own.min(self.c.running_per_provider)
+        });
+        self.provider_counts(p).1 >= ceiling
+    }
+
+    /// Gives `p` its own running ceiling, or takes it away.
+    pub(super) fn set_provider_ceiling(
+        &mut self,
+        p: u8,
+        ceiling: Option<u32>,
+    ) -> Result<(), InUse> {
+        let running = self.provider_counts(p).1;
+        if let Some(requested) = ceiling.filter(|&c| running > c) {
+            return Err(InUse {
+                bound: Bound::RunningPerProvider,
+                used: running,
+                requested,
+            });
+        }
+        self.own_providers.retain(|x| x.0 != p);
+        if let Some(c) = ceiling {
+            self.own_providers.push((p, c));
+        }
+        self.unblock(p);
+        Ok(())
     }
 
     /// The rotation keeps its eligible tenants in order and appends the

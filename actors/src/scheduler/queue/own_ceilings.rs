@@ -1,6 +1,6 @@
-//! Tenants' own running ceilings: a table of its own, kept while a
-//! tenant's bookkeeping comes and goes, and copied into that bookkeeping
-//! when it is created (see the module rules of [`super`]).
+//! Tenants' and providers' own running ceilings: a table each, kept while
+//! their bookkeeping comes and goes, and copied into that bookkeeping when
+//! it is created (see the module rules of [`super`]).
 
 use std::fmt;
 use std::hash::Hash;
@@ -50,5 +50,46 @@ where
     /// True when `tenant` has a running ceiling of its own.
     pub(crate) fn has_own_ceiling(&self, tenant: &K) -> bool {
         self.own_ceilings.contains_key(tenant)
+    }
+
+    /// Gives `provider` its own running ceiling (`None` takes it away), or
+    /// refuses, changing nothing, when it already runs more than `ceiling`.
+    pub(crate) fn set_provider_ceiling(
+        &mut self,
+        provider: P,
+        ceiling: Option<u32>,
+    ) -> Result<(), InUse> {
+        let p = self.provider_ix.get(&provider).copied();
+        let running = p
+            .and_then(|p| self.providers.get(p))
+            .map_or(0, |x| x.running);
+        if let Some(requested) = ceiling.filter(|&c| running > c) {
+            return Err(InUse {
+                bound: Bound::RunningPerProvider,
+                used: running,
+                requested,
+            });
+        }
+        match ceiling {
+            Some(c) => self.own_provider_ceilings.insert(provider, c),
+            None => self.own_provider_ceilings.remove(&provider),
+        };
+        if let Some(p) = p {
+            if let Some(entry) = self.providers.get_mut(p) {
+                entry.own_ceiling = ceiling;
+            }
+            self.unblock_provider(p);
+        }
+        Ok(())
+    }
+
+    /// How many providers have a running ceiling of their own.
+    pub(crate) fn own_provider_ceilings(&self) -> usize {
+        self.own_provider_ceilings.len()
+    }
+
+    /// True when `provider` has a running ceiling of its own.
+    pub(crate) fn has_own_provider_ceiling(&self, provider: &P) -> bool {
+        self.own_provider_ceilings.contains_key(provider)
     }
 }

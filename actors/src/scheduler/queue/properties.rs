@@ -41,8 +41,12 @@ where
     }
     for p in &providers {
         assert!(p.pending + p.running > 0, "idle provider kept");
-        assert!(p.pending <= c.pending_per_provider && p.running <= c.running_per_provider);
-        assert!(p.blocked.is_empty() || p.running >= c.running_per_provider);
+        let ceiling = p.own_ceiling.map_or(c.running_per_provider, |own| {
+            own.min(c.running_per_provider)
+        });
+        assert!(p.pending <= c.pending_per_provider && p.running <= ceiling);
+        assert!(p.blocked.is_empty() || p.running >= ceiling);
+        assert_eq!(p.own_ceiling, q.own_provider_ceilings.get(&p.key).copied());
     }
     let in_fifos: u32 = tenants.iter().map(|t| t.groups.len()).sum::<u32>()
         + providers.iter().map(|p| p.blocked.len()).sum::<u32>();
@@ -69,6 +73,7 @@ enum Op {
     Release(usize),
     SetCeilings(Ceilings),
     SetTenantCeiling(u8, Option<u32>),
+    SetProviderCeiling(u8, Option<u32>),
 }
 
 fn ceilings() -> impl Strategy<Value = Ceilings> {
@@ -91,6 +96,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => ceilings().prop_map(Op::SetCeilings),
         1 => (0u8..6, proptest::option::of(0u32..=4))
             .prop_map(|(t, c)| Op::SetTenantCeiling(t, c)),
+        1 => (0u8..4, proptest::option::of(0u32..=4))
+            .prop_map(|(p, c)| Op::SetProviderCeiling(p, c)),
     ]
 }
 
@@ -149,6 +156,12 @@ proptest! {
                     prop_assert_eq!(
                         queue.set_tenant_ceiling(t, c),
                         model.set_tenant_ceiling(t, c)
+                    );
+                }
+                Op::SetProviderCeiling(p, c) => {
+                    prop_assert_eq!(
+                        queue.set_provider_ceiling(p, c),
+                        model.set_provider_ceiling(p, c)
                     );
                 }
                 Op::Cancel(_) | Op::Release(_) => {}

@@ -101,9 +101,13 @@ where
 
     /// Whether provider `p` is at (or above) its running ceiling.
     pub(super) fn provider_full(&self, p: u32) -> bool {
-        self.providers
-            .get(p)
-            .is_some_and(|provider| provider.running >= self.ceilings.running_per_provider)
+        let node_wide = self.ceilings.running_per_provider;
+        self.providers.get(p).is_some_and(|provider| {
+            let ceiling = provider
+                .own_ceiling
+                .map_or(node_wide, |own| own.min(node_wide));
+            provider.running >= ceiling
+        })
     }
 
     /// Once provider `p` is under its ceiling, moves its parked groups, in

@@ -1,9 +1,11 @@
-//! A tenant's own running ceiling (`ProviderPools::set_tenant_running`,
-//! issue 21): it holds the tenant below the node-wide share and leaves
-//! other tenants alone; a raise grants the tenant's waiters at once; it is
-//! refused below what the tenant runs, above the startup share, and past
-//! the table's bound, changing nothing; clearing it restores the node-wide
-//! share. Paused clock, in-memory dialer.
+//! Own running ceilings (issue 21). A tenant's
+//! (`ProviderPools::set_tenant_running`) holds the tenant below the
+//! node-wide share and leaves other tenants alone; a raise grants the
+//! tenant's waiters at once; it is refused below what the tenant runs,
+//! above the startup share, and past the table's bound, changing nothing;
+//! clearing it restores the node-wide share. A provider's
+//! (`ProviderPools::set_provider_running`) holds the provider's requests
+//! of every tenant, under the same rules. Paused clock, in-memory dialer.
 
 mod support;
 
@@ -11,7 +13,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
-use provider_pools::identity::TenantId;
+use provider_pools::identity::{ProviderId, TenantId};
 use provider_pools::{
     AdmitError, InstallReceipt, LimitField, Limits, LimitsError, LowerError, PoolReady,
     ProviderPools,
@@ -146,4 +148,61 @@ async fn the_table_of_own_ceilings_is_bounded_and_a_full_one_still_takes_changes
         pools.set_tenant_running(&tenant("one-more"), Some(1)),
         Ok(())
     );
+}
+
+fn mem() -> ProviderId {
+    ProviderId::new("mem").expect("a valid provider")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_providers_own_ceiling_holds_its_requests_of_every_tenant() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    pools
+        .set_provider_running(&mem(), Some(1))
+        .expect("a ceiling below the startup share");
+    let a = running(&pools, &receipt, "a", 1).await;
+    let b = admit_once(&pools, &receipt, "b", 1)
+        .await
+        .expect("b waits: the provider runs its one");
+    drop(a);
+    assert!(bounded("b, after a ends", b).await.is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn raising_a_providers_ceiling_grants_its_waiters_at_once() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    pools.set_provider_running(&mem(), Some(0)).expect("none");
+    let waiting = admit_once(&pools, &receipt, "a", 1)
+        .await
+        .expect("a ceiling of zero holds every request");
+    pools.set_provider_running(&mem(), Some(1)).expect("raise");
+    assert_eq!(pools.snapshot().running_requests, 1, "granted by the raise");
+    assert!(bounded("the raised waiter", waiting).await.is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_provider_ceiling_below_use_or_above_the_startup_share_is_refused() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let _one = running(&pools, &receipt, "a", 1).await;
+    let _two = running(&pools, &receipt, "b", 1).await;
+    assert_eq!(
+        pools.set_provider_running(&mem(), Some(1)),
+        Err(LowerError::InUse {
+            field: LimitField::RunningPerProvider,
+            used: 2,
+            requested: 1,
+        })
+    );
+    let startup = Limits::DEFAULT.running_per_provider;
+    assert_eq!(
+        pools.set_provider_running(&mem(), Some(startup + 1)),
+        Err(LowerError::Limits(LimitsError::Raised {
+            field: LimitField::RunningPerProvider,
+            value: u64::from(startup + 1),
+            startup: u64::from(startup),
+        }))
+    );
+    // Nothing changed: a third runs.
+    let third = admit_once(&pools, &receipt, "c", 1).await;
+    assert!(matches!(third, Err(Ok(_))), "{:?}", third.err());
 }

@@ -1,0 +1,121 @@
+//! Own running ceilings (issue 21): a tenant's share of the running
+//! requests below the node-wide `running_per_tenant`, and a provider's
+//! below `running_per_provider`, set and cleared live under the rules of
+//! `lower_limits` — never above the startup limit, never below what is
+//! running now. A cluster's allocator sets them from its fair division of
+//! a provider's global ceiling (the provider's as the node's share, the
+//! tenants' as their shares on the node); on one node they weight tenants
+//! and cap providers.
+
+use crate::error::LowerError;
+use crate::identity::{ProviderId, TenantId};
+use crate::limits::{LimitField, LimitsError};
+use crate::pools::ProviderPools;
+use crate::scheduler::OwnCeilingRefused;
+
+impl ProviderPools {
+    /// Gives `tenant` its own running ceiling, or with `None` takes it
+    /// away (the node-wide `running_per_tenant` in force applies again).
+    ///
+    /// The ceiling in effect is the lower of the tenant's own and the
+    /// node-wide one, so a later `lower_limits` still binds every tenant.
+    /// It applies at once: a raise grants the tenant's waiters it makes
+    /// ready; a ceiling at or below what the tenant runs stops its grants
+    /// until enough of them end. It outlives the tenant's idle spells.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # async fn demo(pools: provider_pools_actors::ProviderPools) -> Result<(), Box<dyn std::error::Error>> {
+    /// use provider_pools_actors::identity::TenantId;
+    ///
+    /// let tenant = TenantId::new("batch-jobs")?;
+    /// pools.set_tenant_running(&tenant, Some(2))?; // at most two at once
+    /// pools.set_tenant_running(&tenant, None)?; // the node-wide share again
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`LowerError::Limits`] (`Raised`) for a ceiling above the startup
+    /// `running_per_tenant`; [`LowerError::InUse`] naming
+    /// `running_per_tenant` when the tenant already runs more;
+    /// [`LowerError::TenantCeilings`] when 1,024 other tenants have one
+    /// already; [`LowerError::Closed`] after retirement. A refusal changes
+    /// nothing.
+    pub fn set_tenant_running(
+        &self,
+        tenant: &TenantId,
+        ceiling: Option<u32>,
+    ) -> Result<(), LowerError> {
+        if !self.is_open() {
+            return Err(LowerError::Closed);
+        }
+        let startup = self.inner.limits.running_per_tenant;
+        if let Some(value) = ceiling.filter(|&c| c > startup) {
+            return Err(LimitsError::Raised {
+                field: LimitField::RunningPerTenant,
+                value: value.into(),
+                startup: startup.into(),
+            }
+            .into());
+        }
+        let set = self
+            .inner
+            .admission
+            .set_tenant_ceiling(tenant.clone(), ceiling);
+        set.map_err(|refused| match refused {
+            OwnCeilingRefused::InUse(in_use) => LowerError::InUse {
+                field: in_use.field,
+                used: in_use.used,
+                requested: in_use.requested,
+            },
+            OwnCeilingRefused::Full { limit } => LowerError::TenantCeilings { limit },
+        })
+    }
+
+    /// Gives `provider` its own running ceiling, or with `None` takes it
+    /// away (the node-wide `running_per_provider` in force applies again);
+    /// the rules of [`Self::set_tenant_running`], for the provider's
+    /// running requests of every tenant.
+    ///
+    /// # Errors
+    ///
+    /// [`LowerError::Limits`] (`Raised`) above the startup
+    /// `running_per_provider`; [`LowerError::InUse`] naming
+    /// `running_per_provider` when the provider already runs more;
+    /// [`LowerError::ProviderCeilings`] when 1,024 other providers have one
+    /// already; [`LowerError::Closed`] after retirement. A refusal changes
+    /// nothing.
+    pub fn set_provider_running(
+        &self,
+        provider: &ProviderId,
+        ceiling: Option<u32>,
+    ) -> Result<(), LowerError> {
+        if !self.is_open() {
+            return Err(LowerError::Closed);
+        }
+        let startup = self.inner.limits.running_per_provider;
+        if let Some(value) = ceiling.filter(|&c| c > startup) {
+            return Err(LimitsError::Raised {
+                field: LimitField::RunningPerProvider,
+                value: value.into(),
+                startup: startup.into(),
+            }
+            .into());
+        }
+        let set = self
+            .inner
+            .admission
+            .set_provider_ceiling(provider.clone(), ceiling);
+        set.map_err(|refused| match refused {
+            OwnCeilingRefused::InUse(in_use) => LowerError::InUse {
+                field: in_use.field,
+                used: in_use.used,
+                requested: in_use.requested,
+            },
+            OwnCeilingRefused::Full { limit } => LowerError::ProviderCeilings { limit },
+        })
+    }
+}
