@@ -11,7 +11,7 @@ use crate::error::LowerError;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, LimitsError};
 use crate::pools::ProviderPools;
-use crate::scheduler::OwnCeilingRefused;
+use crate::scheduler::{OwnCeiling, OwnCeilingRefused};
 
 impl ProviderPools {
     /// Gives `tenant` its own running ceiling, or with `None` takes it
@@ -49,30 +49,7 @@ impl ProviderPools {
         tenant: &TenantId,
         ceiling: Option<u32>,
     ) -> Result<(), LowerError> {
-        if !self.is_open() {
-            return Err(LowerError::Closed);
-        }
-        let startup = self.inner.limits.running_per_tenant;
-        if let Some(value) = ceiling.filter(|&c| c > startup) {
-            return Err(LimitsError::Raised {
-                field: LimitField::RunningPerTenant,
-                value: value.into(),
-                startup: startup.into(),
-            }
-            .into());
-        }
-        let set = self
-            .inner
-            .admission
-            .set_tenant_ceiling(tenant.clone(), ceiling);
-        set.map_err(|refused| match refused {
-            OwnCeilingRefused::InUse(in_use) => LowerError::InUse {
-                field: in_use.field,
-                used: in_use.used,
-                requested: in_use.requested,
-            },
-            OwnCeilingRefused::Full { limit } => LowerError::TenantCeilings { limit },
-        })
+        self.set_own_running(OwnCeiling::Tenant(tenant.clone()), ceiling)
     }
 
     /// Gives `provider` its own running ceiling, or with `None` takes it
@@ -93,28 +70,38 @@ impl ProviderPools {
         provider: &ProviderId,
         ceiling: Option<u32>,
     ) -> Result<(), LowerError> {
+        self.set_own_running(OwnCeiling::Provider(provider.clone()), ceiling)
+    }
+
+    /// The checks of both calls, then the core's change.
+    fn set_own_running(&self, owner: OwnCeiling, ceiling: Option<u32>) -> Result<(), LowerError> {
         if !self.is_open() {
             return Err(LowerError::Closed);
         }
-        let startup = self.inner.limits.running_per_provider;
+        let limits = &self.inner.limits;
+        let (field, startup) = match owner {
+            OwnCeiling::Tenant(_) => (LimitField::RunningPerTenant, limits.running_per_tenant),
+            OwnCeiling::Provider(_) => {
+                (LimitField::RunningPerProvider, limits.running_per_provider)
+            }
+        };
         if let Some(value) = ceiling.filter(|&c| c > startup) {
             return Err(LimitsError::Raised {
-                field: LimitField::RunningPerProvider,
+                field,
                 value: value.into(),
                 startup: startup.into(),
             }
             .into());
         }
-        let set = self
-            .inner
-            .admission
-            .set_provider_ceiling(provider.clone(), ceiling);
+        let tenant = matches!(owner, OwnCeiling::Tenant(_));
+        let set = self.inner.admission.set_own_ceiling(owner, ceiling);
         set.map_err(|refused| match refused {
             OwnCeilingRefused::InUse(in_use) => LowerError::InUse {
                 field: in_use.field,
                 used: in_use.used,
                 requested: in_use.requested,
             },
+            OwnCeilingRefused::Full { limit } if tenant => LowerError::TenantCeilings { limit },
             OwnCeilingRefused::Full { limit } => LowerError::ProviderCeilings { limit },
         })
     }

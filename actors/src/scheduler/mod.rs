@@ -53,6 +53,7 @@ pub(crate) use actor::{SchedulerActor, SchedulerArgs};
 pub(crate) use grant::{RunningGrant, Waiting};
 pub(crate) use state::bound_field;
 
+use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, Limits};
 use crate::mailbox::MailboxBound;
 use queue::{Ceilings, Refused};
@@ -120,6 +121,9 @@ pub(crate) struct CeilingInUse {
 /// Most tenants (and, apart, providers) with a running ceiling of their
 /// own at once.
 pub(crate) const OWN_CEILINGS: usize = 1_024;
+
+/// Whose own running ceiling, in the engine's identities.
+pub(crate) type OwnCeiling = queue::Owner<TenantId, ProviderId>;
 
 /// A tenant's or provider's own running ceiling refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

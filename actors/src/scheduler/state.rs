@@ -16,7 +16,7 @@ use crate::limits::LimitField;
 use crate::scheduler::cell::{Answer, Cell};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{Bound, Ceilings, FairQueue, Refused, RunningKey};
-use crate::scheduler::{CeilingInUse, OwnCeilingRefused, OWN_CEILINGS};
+use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused, OWN_CEILINGS};
 
 /// An operation left for the queue owner by a caller that found the queue
 /// owned.
@@ -222,51 +222,26 @@ impl State {
         })
     }
 
-    /// Gives `tenant` its own running ceiling (`None`: the node-wide one
-    /// again), refusing one below its running count, or a new one past
-    /// [`OWN_CEILINGS`] tenants.
-    pub(crate) fn set_tenant_ceiling(
+    /// Gives a tenant or provider its own running ceiling (`None`: the
+    /// node-wide one again), refusing one below its running count, or a new
+    /// one past [`OWN_CEILINGS`] of its kind.
+    pub(crate) fn set_own_ceiling(
         &mut self,
-        tenant: TenantId,
+        owner: OwnCeiling,
         ceiling: Option<u32>,
     ) -> Result<(), OwnCeilingRefused> {
-        let full = self.queue.own_ceilings() >= OWN_CEILINGS;
-        if ceiling.is_some() && full && !self.queue.has_own_ceiling(&tenant) {
+        if ceiling.is_some() && !self.queue.has_room(&owner, OWN_CEILINGS) {
             return Err(OwnCeilingRefused::Full {
                 limit: OWN_CEILINGS as u32,
             });
         }
-        self.queue.set_tenant_ceiling(tenant, ceiling).map_err(|e| {
+        self.queue.set_own_ceiling(owner, ceiling).map_err(|e| {
             OwnCeilingRefused::InUse(CeilingInUse {
                 field: bound_field(e.bound),
                 used: e.used,
                 requested: e.requested,
             })
         })
-    }
-
-    /// Gives `provider` its own running ceiling (`None`: the node-wide one
-    /// again), under the rules of [`Self::set_tenant_ceiling`].
-    pub(crate) fn set_provider_ceiling(
-        &mut self,
-        provider: ProviderId,
-        ceiling: Option<u32>,
-    ) -> Result<(), OwnCeilingRefused> {
-        let full = self.queue.own_provider_ceilings() >= OWN_CEILINGS;
-        if ceiling.is_some() && full && !self.queue.has_own_provider_ceiling(&provider) {
-            return Err(OwnCeilingRefused::Full {
-                limit: OWN_CEILINGS as u32,
-            });
-        }
-        self.queue
-            .set_provider_ceiling(provider, ceiling)
-            .map_err(|e| {
-                OwnCeilingRefused::InUse(CeilingInUse {
-                    field: bound_field(e.bound),
-                    used: e.used,
-                    requested: e.requested,
-                })
-            })
     }
 
     /// Closes admission: every queued waiter hears `Closed`, and every

@@ -5,9 +5,8 @@
 use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
-use crate::identity::{ProviderId, TenantId};
 use crate::scheduler::queue::Ceilings;
-use crate::scheduler::{CeilingInUse, OwnCeilingRefused};
+use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::sync::Ordering;
 
 impl Core {
@@ -56,30 +55,15 @@ impl Core {
         set
     }
 
-    /// Gives `tenant` its own running ceiling, or takes it away; a raise
-    /// grants what it makes ready.
-    pub(crate) fn set_tenant_ceiling(
+    /// Gives a tenant or provider its own running ceiling, or takes it
+    /// away; a raise grants what it makes ready.
+    pub(crate) fn set_own_ceiling(
         &self,
-        tenant: TenantId,
+        owner: OwnCeiling,
         ceiling: Option<u32>,
     ) -> Result<(), OwnCeilingRefused> {
         let mut state = self.lock();
-        let set = state.set_tenant_ceiling(tenant, ceiling);
-        let own = state.grant_ready();
-        debug_assert!(own.is_none());
-        state.report();
-        set
-    }
-
-    /// Gives `provider` its own running ceiling, or takes it away; a raise
-    /// grants what it makes ready.
-    pub(crate) fn set_provider_ceiling(
-        &self,
-        provider: ProviderId,
-        ceiling: Option<u32>,
-    ) -> Result<(), OwnCeilingRefused> {
-        let mut state = self.lock();
-        let set = state.set_provider_ceiling(provider, ceiling);
+        let set = state.set_own_ceiling(owner, ceiling);
         let own = state.grant_ready();
         debug_assert!(own.is_none());
         state.report();

@@ -16,8 +16,7 @@
 //! - `release` first appends the tenant if it became eligible, then, if the provider is under its ceiling, moves all the provider's blocked groups in FIFO order to the back of their tenants' provider rotations, appending each tenant as it becomes eligible.
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
-//! - `set_tenant_ceiling` gives a tenant its own running ceiling (or takes it away), refusing one below the tenant's running count; the tenant then enters or leaves the rotation as any eligibility change does. Own ceilings outlive the tenant's bookkeeping.
-//! - `set_provider_ceiling` likewise gives a provider its own running ceiling (capped by `running_per_provider`); a provider then under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them.
+//! - `set_own_ceiling` gives a tenant or a provider its own running ceiling (or takes it away), capped by the node-wide one, refusing one below its running count. A tenant then enters or leaves the rotation as any eligibility change does; a provider under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them. Own ceilings outlive the bookkeeping.
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
 //! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
@@ -41,6 +40,7 @@
 mod book;
 mod index_hash;
 mod own_ceilings;
+pub(crate) use own_ceilings::Owner;
 mod rotation;
 mod slab;
 

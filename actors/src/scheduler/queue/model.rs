@@ -4,7 +4,7 @@
 //! running lists, and tenant eligibility is recomputed for every tenant after
 //! every elementary step (`sync`), instead of being maintained incrementally.
 
-use super::{Bound, Ceilings, InUse, Refused};
+use super::{Bound, Ceilings, InUse, Owner, Refused};
 
 /// Tenants and providers are `u8`, items `u32`.
 pub(super) struct Model {
@@ -85,24 +85,6 @@ impl Model {
         })
     }
 
-    /// Gives `t` its own running ceiling, or takes it away.
-    pub(super) fn set_tenant_ceiling(&mut self, t: u8, ceiling: Option<u32>) -> Result<(), InUse> {
-        let running = self.tenant_counts(t).1;
-        if let Some(requested) = ceiling.filter(|&c| running > c) {
-            return Err(InUse {
-                bound: Bound::RunningPerTenant,
-                used: running,
-                requested,
-            });
-        }
-        self.own.retain(|x| x.0 != t);
-        if let Some(c) = ceiling {
-            self.own.push((t, c));
-        }
-        self.sync();
-        Ok(())
-    }
-
     fn provider_full(&self, p: u8) -> bool {
         let own = self.own_providers.iter().find(|x| x.0 == p).map(|x| x.1);
         let ceiling = own.map_or(self.c.running_per_provider, |own| {
@@ -111,25 +93,33 @@ impl Model {
         self.provider_counts(p).1 >= ceiling
     }
 
-    /// Gives `p` its own running ceiling, or takes it away.
-    pub(super) fn set_provider_ceiling(
+    /// Gives a tenant or provider its own running ceiling, or takes it away.
+    pub(super) fn set_own_ceiling(
         &mut self,
-        p: u8,
+        owner: Owner<u8, u8>,
         ceiling: Option<u32>,
     ) -> Result<(), InUse> {
-        let running = self.provider_counts(p).1;
+        let (bound, running) = match owner {
+            Owner::Tenant(t) => (Bound::RunningPerTenant, self.tenant_counts(t).1),
+            Owner::Provider(p) => (Bound::RunningPerProvider, self.provider_counts(p).1),
+        };
         if let Some(requested) = ceiling.filter(|&c| running > c) {
             return Err(InUse {
-                bound: Bound::RunningPerProvider,
+                bound,
                 used: running,
                 requested,
             });
         }
-        self.own_providers.retain(|x| x.0 != p);
-        if let Some(c) = ceiling {
-            self.own_providers.push((p, c));
+        let (table, key) = match owner {
+            Owner::Tenant(t) => (&mut self.own, t),
+            Owner::Provider(p) => (&mut self.own_providers, p),
+        };
+        table.retain(|x| x.0 != key);
+        table.extend(ceiling.map(|c| (key, c)));
+        match owner {
+            Owner::Tenant(_) => self.sync(),
+            Owner::Provider(p) => self.unblock(p),
         }
-        self.unblock(p);
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use std::hash::Hash;
 use proptest::prelude::*;
 
 use super::model::Model;
-use super::{Ceilings, FairQueue, RunningKey, WaiterKey};
+use super::{Ceilings, FairQueue, Owner, RunningKey, WaiterKey};
 
 /// Checks the module's invariants on the queue's internals.
 pub(super) fn assert_invariants<T, K, P>(q: &FairQueue<T, K, P>)
@@ -72,8 +72,7 @@ enum Op {
     Grant,
     Release(usize),
     SetCeilings(Ceilings),
-    SetTenantCeiling(u8, Option<u32>),
-    SetProviderCeiling(u8, Option<u32>),
+    SetOwnCeiling(Owner<u8, u8>, Option<u32>),
 }
 
 fn ceilings() -> impl Strategy<Value = Ceilings> {
@@ -95,9 +94,9 @@ fn op() -> impl Strategy<Value = Op> {
         3 => any::<usize>().prop_map(Op::Release),
         1 => ceilings().prop_map(Op::SetCeilings),
         1 => (0u8..6, proptest::option::of(0u32..=4))
-            .prop_map(|(t, c)| Op::SetTenantCeiling(t, c)),
+            .prop_map(|(t, c)| Op::SetOwnCeiling(Owner::Tenant(t), c)),
         1 => (0u8..4, proptest::option::of(0u32..=4))
-            .prop_map(|(p, c)| Op::SetProviderCeiling(p, c)),
+            .prop_map(|(p, c)| Op::SetOwnCeiling(Owner::Provider(p), c)),
     ]
 }
 
@@ -152,16 +151,10 @@ proptest! {
                 Op::SetCeilings(c) => {
                     prop_assert_eq!(queue.set_ceilings(c), model.set_ceilings(c));
                 }
-                Op::SetTenantCeiling(t, c) => {
+                Op::SetOwnCeiling(owner, c) => {
                     prop_assert_eq!(
-                        queue.set_tenant_ceiling(t, c),
-                        model.set_tenant_ceiling(t, c)
-                    );
-                }
-                Op::SetProviderCeiling(p, c) => {
-                    prop_assert_eq!(
-                        queue.set_provider_ceiling(p, c),
-                        model.set_provider_ceiling(p, c)
+                        queue.set_own_ceiling(owner, c),
+                        model.set_own_ceiling(owner, c)
                     );
                 }
                 Op::Cancel(_) | Op::Release(_) => {}
