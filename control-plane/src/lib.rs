@@ -4,6 +4,8 @@
 //!
 //! It knows nothing of the pools. The pieces:
 //! - [`ControlPlane`], the trait, and its semantics (module [`client`]);
+//! - [`Board`]: posts that live with a registration and records fenced
+//!   by a lease (module [`board`]);
 //! - [`MemoryClient`] and [`OfflineClient`];
 //! - [`FileClient`], persisted in one JSON file (module [`file`](mod@file));
 //! - leases with strictly increasing [`FencingToken`]s, [`LeadershipGuard`]s
@@ -20,6 +22,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod board;
 pub mod client;
 pub mod clock;
 pub mod coordinator;
@@ -40,6 +43,7 @@ pub mod retry;
 pub mod store;
 pub mod transport;
 
+pub use board::{Board, FencedRecord, Post, MAX_BOARD_VALUE_BYTES};
 pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
 pub use etcd::{EtcdClient, EtcdConfig};
@@ -51,7 +55,7 @@ pub use lease::{
 };
 pub use mailbox::ActorCallError;
 pub use memory::MemoryClient;
-pub use name::{LeaseName, NodeId, ServiceName, MAX_NAME_BYTES};
+pub use name::{LeaseName, NodeId, ServiceName, TopicName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
 pub use presence::{PresenceKey, Registration};
 pub use store::{StoreLimits, StoreStats};

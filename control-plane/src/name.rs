@@ -115,6 +115,11 @@ name_type!(
     LeaseName,
     "lease"
 );
+name_type!(
+    /// A topic instances post on (see [`crate::Board`]).
+    TopicName,
+    "topic"
+);
 
 #[cfg(test)]
 mod tests {
