@@ -206,3 +206,32 @@ async fn a_provider_ceiling_below_use_or_above_the_startup_share_is_refused() {
     let third = admit_once(&pools, &receipt, "c", 1).await;
     assert!(matches!(third, Err(Ok(_))), "{:?}", third.err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn provider_demand_lists_each_tenants_queued_and_running_requests_there() {
+    let mut limits = Limits::DEFAULT;
+    limits.running_per_tenant = 2;
+    let (pools, receipt) = with_mem(limits).await;
+    let provider = receipt.provider.clone();
+    assert!(pools.provider_demand(&provider).is_empty(), "idle at start");
+    let a1 = running(&pools, &receipt, "a", 1).await;
+    let a2 = running(&pools, &receipt, "a", 2).await;
+    let a3 = admit_once(&pools, &receipt, "a", 3)
+        .await
+        .expect("a's third waits at its share of 2");
+    let b1 = running(&pools, &receipt, "b", 1).await;
+    let demand: Vec<_> = pools
+        .provider_demand(&provider)
+        .into_iter()
+        .map(|d| (d.tenant.as_str().to_owned(), d.pending, d.running))
+        .collect();
+    assert_eq!(demand, [("a".to_owned(), 1, 2), ("b".to_owned(), 0, 1)]);
+    let other = ProviderId::new("not-installed").expect("a valid id");
+    assert!(pools.provider_demand(&other).is_empty());
+    drop((a1, a2, a3, b1));
+    let settled = pools.provider_demand(&provider);
+    assert!(
+        settled.is_empty(),
+        "nothing left after every release: {settled:?}"
+    );
+}

@@ -117,3 +117,16 @@ impl Snapshot {
         .all(|&count| count == 0)
     }
 }
+
+/// One tenant's demand on one provider of this node: what it has queued
+/// there and what it runs there (see
+/// [`ProviderPools::provider_demand`](crate::ProviderPools::provider_demand)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantDemand {
+    /// The tenant.
+    pub tenant: crate::identity::TenantId,
+    /// Its requests queued for the provider.
+    pub pending: u32,
+    /// Its requests granted on the provider and not yet finished.
+    pub running: u32,
+}

@@ -5,13 +5,15 @@
 //! running now. A cluster's allocator sets them from its fair division of
 //! a provider's global ceiling (the provider's as the node's share, the
 //! tenants' as their shares on the node); on one node they weight tenants
-//! and cap providers.
+//! and cap providers. [`ProviderPools::provider_demand`] reads what each
+//! tenant asks of a provider, the demand a cluster divides by.
 
 use crate::error::LowerError;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, LimitsError};
 use crate::pools::ProviderPools;
 use crate::scheduler::{OwnCeiling, OwnCeilingRefused};
+use crate::snapshot::TenantDemand;
 
 impl ProviderPools {
     /// Gives `tenant` its own running ceiling, or with `None` takes it
@@ -71,6 +73,29 @@ impl ProviderPools {
         ceiling: Option<u32>,
     ) -> Result<(), LowerError> {
         self.set_own_running(OwnCeiling::Provider(provider.clone()), ceiling)
+    }
+
+    /// Every tenant's queued and running requests on `provider`, ordered
+    /// by tenant; empty when it has neither (or is unknown). A cluster
+    /// publishes this as the node's demand; it is a consistent reading of
+    /// the admission queue at one instant.
+    ///
+    /// It takes the admission queue's lock and walks its groups: meant for
+    /// a periodic report, not for every request.
+    pub fn provider_demand(&self, provider: &ProviderId) -> Vec<TenantDemand> {
+        let mut demand: Vec<TenantDemand> = self
+            .inner
+            .admission
+            .demand(provider)
+            .into_iter()
+            .map(|d| TenantDemand {
+                tenant: d.tenant,
+                pending: d.pending,
+                running: d.running,
+            })
+            .collect();
+        demand.sort_unstable_by(|a, b| a.tenant.cmp(&b.tenant));
+        demand
     }
 
     /// The checks of both calls, then the core's change.

@@ -15,7 +15,7 @@ use crate::ledger::Ledger;
 use crate::limits::LimitField;
 use crate::scheduler::cell::{Answer, Cell};
 use crate::scheduler::deadlines::Deadlines;
-use crate::scheduler::queue::{Bound, Ceilings, FairQueue, Refused, RunningKey};
+use crate::scheduler::queue::{Bound, Ceilings, FairQueue, Refused, RunningKey, TenantDemand};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused, OWN_CEILINGS};
 
 /// An operation left for the queue owner by a caller that found the queue
@@ -254,6 +254,11 @@ impl State {
                 self.cancel(&cell);
             }
         }
+    }
+
+    /// Every tenant's queued and running requests on `provider`.
+    pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
+        self.queue.demand(provider)
     }
 
     /// (pending, running).

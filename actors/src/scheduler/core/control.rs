@@ -1,11 +1,12 @@
 //! The admission core's face to the scheduler actor: its wake-ups, the
 //! hand-over it takes, the deadline alarm, and the control operations
-//! (ceilings, close, stop, counts), which lock the state directly.
+//! (ceilings, close, stop, counts, demand), which lock the state directly.
 
 use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
-use crate::scheduler::queue::Ceilings;
+use crate::identity::{ProviderId, TenantId};
+use crate::scheduler::queue::{Ceilings, TenantDemand};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::sync::Ordering;
 
@@ -87,6 +88,11 @@ impl Core {
         {
             self.give_up(None);
         }
+    }
+
+    /// Every tenant's queued and running requests on `provider`.
+    pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
+        self.lock().demand(provider)
     }
 
     /// (pending, running).

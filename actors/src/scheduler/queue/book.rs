@@ -128,11 +128,30 @@ where
     /// provider `p` (saturating: a caller bug never wraps a count).
     pub(super) fn count(&mut self, t: Option<u32>, p: Option<u32>, change: Move) {
         apply(&mut self.pending, &mut self.running, change);
+        if let (Some(t), Some(p)) = (t, p) {
+            self.count_pair(t, p, change);
+        }
         if let Some(tenant) = t.and_then(|t| self.tenants.get_mut(t)) {
             apply(&mut tenant.pending, &mut tenant.running, change);
         }
         if let Some(provider) = p.and_then(|p| self.providers.get_mut(p)) {
             apply(&mut provider.pending, &mut provider.running, change);
+        }
+    }
+
+    /// Keeps `pair_running` in step with a grant or a release of (`t`, `p`).
+    fn count_pair(&mut self, t: u32, p: u32, change: Move) {
+        match change {
+            Move::Grant => *self.pair_running.entry((t, p)).or_insert(0) += 1,
+            Move::Release => {
+                if let Some(running) = self.pair_running.get_mut(&(t, p)) {
+                    *running -= 1;
+                    if *running == 0 {
+                        self.pair_running.remove(&(t, p));
+                    }
+                }
+            }
+            Move::Queue | Move::Unqueue => {}
         }
     }
 

@@ -27,6 +27,7 @@
 //! - A provider with blocked groups is at its running ceiling.
 //! - The tenant rotation holds exactly the eligible tenants.
 //! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling.
+//! - `pair_running` holds, for each (tenant, provider) with running grants, their number: per provider they sum to its running count.
 //! - Bookkeeping exists only for tenants, providers and groups with live work; slab slots and map capacity are reused, bounded by the peak.
 //! - A [`WaiterKey`] names one waiter: once granted or cancelled it never matches again (until its slot's 32-bit generation wraps).
 //! - A [`RunningKey`] names the entries its grant counts against; they live until its release, which needs no key lookup.
@@ -38,6 +39,8 @@
 //! - `set_ceilings` (rare): O(tenants + providers + groups).
 
 mod book;
+mod demand;
+pub(crate) use demand::TenantDemand;
 mod index_hash;
 mod own_ceilings;
 pub(crate) use own_ceilings::Owner;
@@ -161,6 +164,9 @@ pub(crate) struct FairQueue<T, K, P> {
     /// Providers' own running ceilings, likewise.
     own_provider_ceilings: HashMap<P, u32>,
     group_ix: IndexMap<(u32, u32), u32>,
+    /// Running grants per (tenant slot, provider slot), for [`Self::demand`];
+    /// an entry exists only while its count is above zero.
+    pair_running: IndexMap<(u32, u32), u32>,
     /// The eligible tenants, next turn first.
     rotation: List,
     created_tenants: List,
@@ -187,6 +193,7 @@ where
             own_ceilings: HashMap::new(),
             own_provider_ceilings: HashMap::new(),
             group_ix: IndexMap::default(),
+            pair_running: IndexMap::default(),
             rotation: List::new(ROTATION),
             created_tenants: List::new(CREATED),
             created_providers: List::new(CREATED),

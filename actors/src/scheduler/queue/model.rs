@@ -59,6 +59,19 @@ impl Model {
         (pending as u32, running as u32)
     }
 
+    /// Every tenant's (tenant, pending, running) on `p`, by tenant.
+    pub(super) fn demand(&self, p: u8) -> Vec<(u8, u32, u32)> {
+        let mut found: Vec<(u8, u32, u32)> = Vec::new();
+        for t in 0..=u8::MAX {
+            let pending = self.waiting.iter().filter(|w| w.1 == t && w.2 == p).count();
+            let running = self.running.iter().filter(|r| *r == &(t, p)).count();
+            if pending + running > 0 {
+                found.push((t, pending as u32, running as u32));
+            }
+        }
+        found
+    }
+
     fn group_len(&self, t: u8, p: u8) -> usize {
         self.waiting.iter().filter(|w| w.1 == t && w.2 == p).count()
     }

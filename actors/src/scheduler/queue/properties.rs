@@ -54,6 +54,16 @@ where
     for g in q.groups.values() {
         assert!(!g.waiters.is_empty(), "empty group kept");
     }
+    for p in q.providers.values() {
+        let pairs: u32 = q
+            .pair_running
+            .iter()
+            .filter(|(&(_, x), _)| q.providers.get(x).is_some_and(|y| y.key == p.key))
+            .map(|(_, &n)| n)
+            .sum();
+        assert_eq!(pairs, p.running, "pair counts of {:?}", p.key);
+    }
+    assert!(q.pair_running.values().all(|&n| n > 0), "zero pair kept");
     let active = tenants.iter().filter(|t| t.active).count();
     assert_eq!(q.rotation.len() as usize, active);
     let (mut walked, mut next) = (0, q.rotation.front());
@@ -166,6 +176,13 @@ proptest! {
             }
             for p in 0..4 {
                 prop_assert_eq!(queue.provider_counts(&p), model.provider_counts(p));
+                let mut demand: Vec<_> = queue
+                    .demand(&p)
+                    .into_iter()
+                    .map(|d| (d.tenant, d.pending, d.running))
+                    .collect();
+                demand.sort_unstable();
+                prop_assert_eq!(demand, model.demand(p));
             }
             assert_invariants(&queue);
         }

@@ -1,0 +1,62 @@
+//! What each tenant asks of one provider: its queued and running
+//! requests there, read for a cluster's allocation (issue 21).
+//!
+//! Invariants:
+//! - The answer lists exactly the tenants with something queued or
+//!   running on the provider, each once, with counts that sum to the
+//!   provider's own.
+//! - Reading costs O(groups + running pairs) and changes nothing; it is
+//!   meant for a periodic report, not the admission path.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use super::FairQueue;
+
+/// One tenant's demand on one provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TenantDemand<K> {
+    /// The tenant.
+    pub(crate) tenant: K,
+    /// Its requests queued for the provider.
+    pub(crate) pending: u32,
+    /// Its requests granted on the provider and not yet released.
+    pub(crate) running: u32,
+}
+
+impl<T, K, P> FairQueue<T, K, P>
+where
+    K: Clone + Eq + Hash,
+    P: Clone + Eq + Hash,
+{
+    /// Every tenant's queued and running requests on `provider`, in no
+    /// particular order; empty when the provider has neither.
+    pub(crate) fn demand(&self, provider: &P) -> Vec<TenantDemand<K>> {
+        let Some(&p) = self.provider_ix.get(provider) else {
+            return Vec::new();
+        };
+        let mut by_tenant: HashMap<u32, (u32, u32)> = HashMap::new();
+        for (&(t, q), &g) in &self.group_ix {
+            if q == p {
+                let queued = self.groups.get(g).map_or(0, |group| group.waiters.len());
+                by_tenant.entry(t).or_default().0 += queued;
+            }
+        }
+        for (&(t, q), &running) in &self.pair_running {
+            if q == p {
+                by_tenant.entry(t).or_default().1 += running;
+            }
+        }
+        by_tenant
+            .into_iter()
+            .filter_map(|(t, (pending, running))| {
+                let tenant = self.tenants.get(t)?.key.clone();
+                Some(TenantDemand {
+                    tenant,
+                    pending,
+                    running,
+                })
+            })
+            .collect()
+    }
+}
