@@ -9,6 +9,10 @@
 //! another install directory. A missing peer fails the test that needs it
 //! with a message saying how to install it: nothing is skipped silently.
 //!
+//! [`EtcdCluster`] is the one peer of several processes: N etcd members
+//! started as one cluster on ports all chosen up front, whose leader a test
+//! can find, kill and wait to see replaced.
+//!
 //! Invariants:
 //! - Every wait is bounded; a peer that does not answer in time fails the
 //!   test with the tail of its own log.
@@ -17,11 +21,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod etcd_cluster;
 mod nginx;
 mod peer;
 mod peers;
 mod shared;
 
+pub use etcd_cluster::EtcdCluster;
 pub use nginx::{AccessEntry, Nginx, NginxPeer};
 pub use peer::{binary, free_port, Peer, PeerCommand};
 pub use peers::{Bao, Etcd, Moto, Nats};

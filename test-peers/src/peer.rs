@@ -167,55 +167,13 @@ impl PeerCommand {
     /// When the binary is missing, or the peer never answers; the message
     /// carries the end of the peer's log.
     pub fn start(&self, ready: impl Fn(SocketAddr) -> bool) -> Peer {
-        let program = binary(self.name);
         let mut last_log = String::new();
         for _ in 0..START_ATTEMPTS {
-            let dir = tempfile::Builder::new()
-                .prefix(&format!("peer-{}-", self.name))
-                .tempdir()
-                .expect("a temporary directory for the peer");
             let (port, port2) = free_port_pair();
-            let fill = |s: &str| {
-                s.replace("{port}", &port.to_string())
-                    .replace("{port2}", &port2.to_string())
-                    .replace("{dir}", &dir.path().display().to_string())
-            };
-            for (path, content) in &self.files {
-                let path = dir.path().join(path);
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).expect("a directory for the peer's file");
-                }
-                match content {
-                    FileContent::Template(text) => std::fs::write(&path, fill(text)),
-                    FileContent::Bytes(bytes) => std::fs::write(&path, bytes),
-                }
-                .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-            }
-            let log_path = dir.path().join("peer.log");
-            let log = File::create(&log_path).expect("the peer's log file");
-            let mut command = Command::new(&program);
-            command
-                .args(self.args.iter().map(|a| fill(a)))
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().expect("the peer's log file"))
-                .stderr(log);
-            for (key, value) in &self.env {
-                command.env(key, fill(value));
-            }
-            let child = command
-                .spawn()
-                .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
-            let mut peer = Peer {
-                name: self.name,
-                addr: SocketAddr::from(([127, 0, 0, 1], port)),
-                child,
-                log_path,
-                dir,
-            };
+            let mut peer = self.spawn(port, port2);
             let until = Instant::now() + READY_WITHIN;
             loop {
-                if let Ok(Some(_)) = peer.child.try_wait() {
+                if peer.has_exited() {
                     last_log = peer.log_tail();
                     break;
                 }
@@ -238,6 +196,62 @@ impl PeerCommand {
             "test peer `{}` exited before answering, {START_ATTEMPTS} times; its last log ends:\n{last_log}",
             self.name
         );
+    }
+
+    /// Starts the peer with `{port}` and `{port2}` filled in as given, in
+    /// a fresh temporary directory, without waiting for it to answer: for
+    /// peers whose ports must be known before they start (the members of
+    /// one etcd cluster name each other's). The caller owns the port race:
+    /// a peer that exits early may have lost its port.
+    ///
+    /// # Panics
+    ///
+    /// When the binary is missing or cannot be started, or its directory,
+    /// files or log cannot be written.
+    pub(crate) fn spawn(&self, port: u16, port2: u16) -> Peer {
+        let program = binary(self.name);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("peer-{}-", self.name))
+            .tempdir()
+            .expect("a temporary directory for the peer");
+        let fill = |s: &str| {
+            s.replace("{port}", &port.to_string())
+                .replace("{port2}", &port2.to_string())
+                .replace("{dir}", &dir.path().display().to_string())
+        };
+        for (path, content) in &self.files {
+            let path = dir.path().join(path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("a directory for the peer's file");
+            }
+            match content {
+                FileContent::Template(text) => std::fs::write(&path, fill(text)),
+                FileContent::Bytes(bytes) => std::fs::write(&path, bytes),
+            }
+            .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        }
+        let log_path = dir.path().join("peer.log");
+        let log = File::create(&log_path).expect("the peer's log file");
+        let mut command = Command::new(&program);
+        command
+            .args(self.args.iter().map(|a| fill(a)))
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("the peer's log file"))
+            .stderr(log);
+        for (key, value) in &self.env {
+            command.env(key, fill(value));
+        }
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+        Peer {
+            name: self.name,
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            child,
+            log_path,
+            dir,
+        }
     }
 }
 
@@ -286,6 +300,11 @@ impl Peer {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// True once the process has exited (and been reaped), killed or not.
+    pub(crate) fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
     }
 }
 
@@ -348,4 +367,27 @@ pub(crate) fn http_status(addr: SocketAddr, path: &str) -> Option<u16> {
     stream.read_exact(&mut head).ok()?;
     // "HTTP/1.x NNN"
     std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+/// The status and body `POST path` with the JSON `body` answers on `addr`
+/// with (at most 64 KiB), over a one-shot HTTP/1.0 exchange; `None` when
+/// it does not answer within two seconds.
+pub(crate) fn http_post(addr: SocketAddr, path: &str, body: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .ok()?;
+    write!(
+        stream,
+        "POST {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut response = Vec::new();
+    stream.take(64 * 1024).read_to_end(&mut response).ok()?;
+    let response = String::from_utf8(response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.get(9..12)?.parse().ok()?;
+    Some((status, body.to_owned()))
 }
