@@ -2,7 +2,7 @@
 
 use std::{fmt, str::FromStr, sync::Arc};
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::IdentityError;
 
@@ -164,6 +164,14 @@ macro_rules! string_identity {
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(&self.0)
+            }
+        }
+
+        /// Decodes through the same validation as `new`.
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let value = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                Self::parse(&value).map_err(serde::de::Error::custom)
             }
         }
     };
