@@ -235,3 +235,72 @@ async fn provider_demand_lists_each_tenants_queued_and_running_requests_there() 
         "nothing left after every release: {settled:?}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_expiring_provider_ceiling_falls_back_at_its_instant_without_a_timer() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let provider = receipt.provider.clone();
+    let until = tokio::time::Instant::now() + std::time::Duration::from_millis(100);
+    pools
+        .set_provider_running_until(&provider, 3, until, 1)
+        .expect("3 until the expiry, then 1");
+    let a = running(&pools, &receipt, "a", 1).await;
+    let b = running(&pools, &receipt, "b", 1).await;
+    let c = running(&pools, &receipt, "c", 1).await;
+    let waiting = admit_once(&pools, &receipt, "d", 1)
+        .await
+        .expect("d waits at the ceiling of 3");
+    // Past the expiry, releases hand out nothing until use is under 1.
+    tokio::time::advance(std::time::Duration::from_millis(100)).await;
+    drop(a);
+    drop(b);
+    assert_eq!(
+        (
+            pools.snapshot().running_requests,
+            pools.snapshot().pending_requests
+        ),
+        (1, 1),
+        "two releases past the expiry grant nothing: 1 running is the fallback"
+    );
+    drop(c);
+    let ready = bounded("d, once use is under the fallback", waiting).await;
+    assert!(ready.is_ok(), "{ready:?}");
+    drop(ready);
+}
+
+#[tokio::test(start_paused = true)]
+async fn setting_a_providers_ceiling_again_clears_its_expiry() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let provider = receipt.provider.clone();
+    let now = tokio::time::Instant::now();
+    pools
+        .set_provider_running_until(&provider, 2, now, 0)
+        .expect("expired at once: 0");
+    let waiting = admit_once(&pools, &receipt, "a", 1)
+        .await
+        .expect("nothing runs under an expired ceiling of 0");
+    pools
+        .set_provider_running(&provider, Some(2))
+        .expect("2, with no expiry");
+    let ready = bounded("a, granted by the new ceiling", waiting).await;
+    assert!(ready.is_ok(), "{ready:?}");
+    drop(ready);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fallback_above_the_ceiling_is_refused_naming_the_field() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let until = tokio::time::Instant::now();
+    let refused = pools.set_provider_running_until(&receipt.provider, 1, until, 2);
+    assert_eq!(
+        refused,
+        Err(LowerError::Limits(LimitsError::AboveCeiling {
+            field: LimitField::RunningPerProvider,
+            value: 2,
+            ceiling: 1,
+        }))
+    );
+    // Nothing changed: the startup ceiling still applies.
+    let _first = running(&pools, &receipt, "a", 1).await;
+    let _second = running(&pools, &receipt, "b", 1).await;
+}

@@ -6,13 +6,17 @@
 //! a provider's global ceiling (the provider's as the node's share, the
 //! tenants' as their shares on the node); on one node they weight tenants
 //! and cap providers. [`ProviderPools::provider_demand`] reads what each
-//! tenant asks of a provider, the demand a cluster divides by.
+//! tenant asks of a provider, the demand a cluster divides by;
+//! [`ProviderPools::set_provider_running_until`] holds a provider's share
+//! under a lease, falling back by the node's own clock.
+
+use tokio::time::Instant;
 
 use crate::error::LowerError;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, LimitsError};
 use crate::pools::ProviderPools;
-use crate::scheduler::{OwnCeiling, OwnCeilingRefused};
+use crate::scheduler::{Expiry, OwnCeiling, OwnCeilingRefused};
 use crate::snapshot::TenantDemand;
 
 impl ProviderPools {
@@ -51,7 +55,7 @@ impl ProviderPools {
         tenant: &TenantId,
         ceiling: Option<u32>,
     ) -> Result<(), LowerError> {
-        self.set_own_running(OwnCeiling::Tenant(tenant.clone()), ceiling)
+        self.set_own_running(OwnCeiling::Tenant(tenant.clone()), ceiling, None)
     }
 
     /// Gives `provider` its own running ceiling, or with `None` takes it
@@ -72,7 +76,7 @@ impl ProviderPools {
         provider: &ProviderId,
         ceiling: Option<u32>,
     ) -> Result<(), LowerError> {
-        self.set_own_running(OwnCeiling::Provider(provider.clone()), ceiling)
+        self.set_own_running(OwnCeiling::Provider(provider.clone()), ceiling, None)
     }
 
     /// Every tenant's queued and running requests on `provider`, ordered
@@ -98,8 +102,52 @@ impl ProviderPools {
         demand
     }
 
-    /// The checks of both calls, then the core's change.
-    fn set_own_running(&self, owner: OwnCeiling, ceiling: Option<u32>) -> Result<(), LowerError> {
+    /// Gives `provider` its own running ceiling `ceiling` until `until`,
+    /// and `then` from that instant on — a share held under a lease: a
+    /// cluster node's dynamic share, valid while its registration surely
+    /// lives, falling back to its floor by its own clock.
+    ///
+    /// The fallback is read at every admission check, not by a timer: a
+    /// process stopped past `until` grants nothing above `then` when it
+    /// resumes, whichever of its tasks runs first. Requests running above
+    /// `then` drain. A later call (with or without expiry) replaces this
+    /// one.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::set_provider_running`]; also [`LowerError::Limits`]
+    /// (`AboveCeiling`, naming `running_per_provider`) when `then` is above
+    /// `ceiling`. A refusal changes nothing.
+    pub fn set_provider_running_until(
+        &self,
+        provider: &ProviderId,
+        ceiling: u32,
+        until: Instant,
+        then: u32,
+    ) -> Result<(), LowerError> {
+        if then > ceiling {
+            return Err(LimitsError::AboveCeiling {
+                field: LimitField::RunningPerProvider,
+                value: then.into(),
+                ceiling: ceiling.into(),
+            }
+            .into());
+        }
+        let expiry = Expiry { until, then };
+        self.set_own_running(
+            OwnCeiling::Provider(provider.clone()),
+            Some(ceiling),
+            Some(expiry),
+        )
+    }
+
+    /// The checks of every call, then the core's change.
+    fn set_own_running(
+        &self,
+        owner: OwnCeiling,
+        ceiling: Option<u32>,
+        expiry: Option<Expiry>,
+    ) -> Result<(), LowerError> {
         if !self.is_open() {
             return Err(LowerError::Closed);
         }
@@ -119,7 +167,7 @@ impl ProviderPools {
             .into());
         }
         let tenant = matches!(owner, OwnCeiling::Tenant(_));
-        let set = self.inner.admission.set_own_ceiling(owner, ceiling);
+        let set = self.inner.admission.set_own_ceiling(owner, ceiling, expiry);
         set.map_err(|refused| match refused {
             OwnCeilingRefused::InUse(in_use) => LowerError::InUse {
                 field: in_use.field,

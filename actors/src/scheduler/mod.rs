@@ -124,6 +124,7 @@ pub(crate) const OWN_CEILINGS: usize = 1_024;
 
 /// Whose own running ceiling, in the engine's identities.
 pub(crate) type OwnCeiling = queue::Owner<TenantId, ProviderId>;
+pub(crate) use queue::Expiry;
 
 /// A tenant's or provider's own running ceiling refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

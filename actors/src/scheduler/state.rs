@@ -15,7 +15,9 @@ use crate::ledger::Ledger;
 use crate::limits::LimitField;
 use crate::scheduler::cell::{Answer, Cell};
 use crate::scheduler::deadlines::Deadlines;
-use crate::scheduler::queue::{Bound, Ceilings, FairQueue, Refused, RunningKey, TenantDemand};
+use crate::scheduler::queue::{
+    Bound, Ceilings, Expiry, FairQueue, Refused, RunningKey, TenantDemand,
+};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused, OWN_CEILINGS};
 
 /// An operation left for the queue owner by a caller that found the queue
@@ -229,19 +231,30 @@ impl State {
         &mut self,
         owner: OwnCeiling,
         ceiling: Option<u32>,
+        expiry: Option<Expiry>,
     ) -> Result<(), OwnCeilingRefused> {
         if ceiling.is_some() && !self.queue.has_room(&owner, OWN_CEILINGS) {
             return Err(OwnCeilingRefused::Full {
                 limit: OWN_CEILINGS as u32,
             });
         }
+        let expiring = match (&owner, ceiling, expiry) {
+            (OwnCeiling::Provider(provider), Some(_), Some(expiry)) => {
+                Some((provider.clone(), expiry))
+            }
+            _ => None,
+        };
         self.queue.set_own_ceiling(owner, ceiling).map_err(|e| {
             OwnCeilingRefused::InUse(CeilingInUse {
                 field: bound_field(e.bound),
                 used: e.used,
                 requested: e.requested,
             })
-        })
+        })?;
+        if let Some((provider, expiry)) = expiring {
+            self.queue.expire_own_ceiling(provider, expiry);
+        }
+        Ok(())
     }
 
     /// Closes admission: every queued waiter hears `Closed`, and every

@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
 use crate::identity::{ProviderId, TenantId};
-use crate::scheduler::queue::{Ceilings, TenantDemand};
+use crate::scheduler::queue::{Ceilings, Expiry, TenantDemand};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::sync::Ordering;
 
@@ -57,14 +57,16 @@ impl Core {
     }
 
     /// Gives a tenant or provider its own running ceiling, or takes it
-    /// away; a raise grants what it makes ready.
+    /// away; a raise grants what it makes ready. A provider's may carry an
+    /// expiry.
     pub(crate) fn set_own_ceiling(
         &self,
         owner: OwnCeiling,
         ceiling: Option<u32>,
+        expiry: Option<Expiry>,
     ) -> Result<(), OwnCeilingRefused> {
         let mut state = self.lock();
-        let set = state.set_own_ceiling(owner, ceiling);
+        let set = state.set_own_ceiling(owner, ceiling, expiry);
         let own = state.grant_ready();
         debug_assert!(own.is_none());
         state.report();

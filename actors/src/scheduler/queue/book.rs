@@ -45,6 +45,8 @@ pub(super) struct Provider<P> {
     /// Its own running ceiling, if it has one (capped by the node-wide
     /// `running_per_provider` when read).
     pub(super) own_ceiling: Option<u32>,
+    /// When its own ceiling falls back, and to what.
+    pub(super) own_expiry: Option<super::Expiry>,
     /// Only the [`CREATED`] lane is used, so both entry kinds share its index.
     links: [Links; 2],
 }
@@ -64,13 +66,14 @@ impl<K> Tenant<K> {
 }
 
 impl<P> Provider<P> {
-    pub(super) fn new(key: P, own_ceiling: Option<u32>) -> Self {
+    pub(super) fn new(key: P, own_ceiling: Option<u32>, own_expiry: Option<super::Expiry>) -> Self {
         Self {
             key,
             pending: 0,
             running: 0,
             blocked: List::new(0),
             own_ceiling,
+            own_expiry,
             links: [Links::DETACHED; 2],
         }
     }
@@ -174,9 +177,10 @@ where
         })?;
         let p = p.or_else(|| {
             let own = self.own_provider_ceilings.get(&provider).copied();
+            let expiry = self.own_provider_expiries.get(&provider).copied();
             let (p, _) = self
                 .providers
-                .insert(Provider::new(provider.clone(), own))
+                .insert(Provider::new(provider.clone(), own, expiry))
                 .ok()?;
             self.created_providers.push_back(&mut self.providers, p);
             self.provider_ix.insert(provider, p);

@@ -17,6 +17,7 @@
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
 //! - `set_own_ceiling` gives a tenant or a provider its own running ceiling (or takes it away), capped by the node-wide one, refusing one below its running count. A tenant then enters or leaves the rotation as any eligibility change does; a provider under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them. Own ceilings outlive the bookkeeping.
+//! - A provider's own ceiling may carry an expiry: from that instant on, the ceiling it falls back to applies instead (read at every check, so no timer is needed and a process that was stopped past it grants nothing above the fallback when it resumes). Setting the own ceiling again clears the expiry.
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
 //! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
@@ -26,7 +27,7 @@
 //! - Every group is non-empty and in exactly one FIFO: its tenant's provider rotation or its provider's blocked FIFO.
 //! - A provider with blocked groups is at its running ceiling.
 //! - The tenant rotation holds exactly the eligible tenants.
-//! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling.
+//! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling, and a provider's running may exceed the fallback of an expired own ceiling (it drains).
 //! - `pair_running` holds, for each (tenant, provider) with running grants, their number: per provider they sum to its running count.
 //! - Bookkeeping exists only for tenants, providers and groups with live work; slab slots and map capacity are reused, bounded by the peak.
 //! - A [`WaiterKey`] names one waiter: once granted or cancelled it never matches again (until its slot's 32-bit generation wraps).
@@ -43,7 +44,7 @@ mod demand;
 pub(crate) use demand::TenantDemand;
 mod index_hash;
 mod own_ceilings;
-pub(crate) use own_ceilings::Owner;
+pub(crate) use own_ceilings::{Expiry, Owner};
 mod rotation;
 mod slab;
 
@@ -163,6 +164,8 @@ pub(crate) struct FairQueue<T, K, P> {
     own_ceilings: HashMap<K, u32>,
     /// Providers' own running ceilings, likewise.
     own_provider_ceilings: HashMap<P, u32>,
+    /// When providers' own ceilings fall back, for those that do.
+    own_provider_expiries: HashMap<P, Expiry>,
     group_ix: IndexMap<(u32, u32), u32>,
     /// Running grants per (tenant slot, provider slot), for [`Self::demand`];
     /// an entry exists only while its count is above zero.
@@ -192,6 +195,7 @@ where
             provider_ix: HashMap::new(),
             own_ceilings: HashMap::new(),
             own_provider_ceilings: HashMap::new(),
+            own_provider_expiries: HashMap::new(),
             group_ix: IndexMap::default(),
             pair_running: IndexMap::default(),
             rotation: List::new(ROTATION),

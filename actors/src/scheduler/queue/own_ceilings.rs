@@ -6,7 +6,26 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 
+use tokio::time::Instant;
+
 use super::{Bound, FairQueue, InUse};
+
+/// When a provider's own ceiling falls back, and the ceiling it falls
+/// back to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expiry {
+    /// The instant the fallback applies from.
+    pub(crate) until: Instant,
+    /// The own ceiling from then on.
+    pub(crate) then: u32,
+}
+
+impl Expiry {
+    /// True once the fallback applies.
+    pub(crate) fn is_due(&self) -> bool {
+        Instant::now() >= self.until
+    }
+}
 
 /// Whose own running ceiling: a tenant's or a provider's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,16 +81,35 @@ where
             }
             Owner::Provider(provider) => {
                 let p = self.provider_ix.get(&provider).copied();
+                self.own_provider_expiries.remove(&provider);
                 put(&mut self.own_provider_ceilings, provider, ceiling);
                 if let Some(p) = p {
                     if let Some(entry) = self.providers.get_mut(p) {
                         entry.own_ceiling = ceiling;
+                        entry.own_expiry = None;
                     }
                     self.unblock_provider(p);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Gives `provider`'s own ceiling (just set) an expiry: from
+    /// `expiry.until` on, `expiry.then` applies instead. Lowers nothing
+    /// now, so it cannot be refused; the caller keeps `then` at most the
+    /// ceiling.
+    pub(crate) fn expire_own_ceiling(&mut self, provider: P, expiry: Expiry) {
+        if !self.own_provider_ceilings.contains_key(&provider) {
+            debug_assert!(false, "an expiry without an own ceiling");
+            return;
+        }
+        if let Some(entry) =
+            (self.provider_ix.get(&provider)).and_then(|&p| self.providers.get_mut(p))
+        {
+            entry.own_expiry = Some(expiry);
+        }
+        self.own_provider_expiries.insert(provider, expiry);
     }
 
     /// True when `owner` may be given an own ceiling with at most `most`

@@ -103,9 +103,11 @@ where
     pub(super) fn provider_full(&self, p: u32) -> bool {
         let node_wide = self.ceilings.running_per_provider;
         self.providers.get(p).is_some_and(|provider| {
-            let ceiling = provider
-                .own_ceiling
-                .map_or(node_wide, |own| own.min(node_wide));
+            let own = match provider.own_expiry {
+                Some(expiry) if expiry.is_due() => Some(expiry.then),
+                _ => provider.own_ceiling,
+            };
+            let ceiling = own.map_or(node_wide, |own| own.min(node_wide));
             provider.running >= ceiling
         })
     }
