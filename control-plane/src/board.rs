@@ -103,3 +103,30 @@ pub trait Board: ControlPlane {
     /// backend errors.
     fn read_fenced(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<FencedRecord>>>;
 }
+
+impl<T: Board + ?Sized> Board for std::sync::Arc<T> {
+    fn post(
+        &self,
+        key: PresenceKey,
+        topic: TopicName,
+        value: Vec<u8>,
+    ) -> BoxFuture<'_, CallResult<()>> {
+        (**self).post(key, topic, value)
+    }
+
+    fn read_posts(
+        &self,
+        service: ServiceName,
+        topic: TopicName,
+    ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
+        (**self).read_posts(service, topic)
+    }
+
+    fn write_fenced(&self, grant: LeaseGrant, value: Vec<u8>) -> BoxFuture<'_, CallResult<()>> {
+        (**self).write_fenced(grant, value)
+    }
+
+    fn read_fenced(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<FencedRecord>>> {
+        (**self).read_fenced(key)
+    }
+}

@@ -37,7 +37,7 @@ pub enum ControlPlaneError {
     /// failure after the request was sent). Read the lease back to settle it.
     #[error("outcome of lease {operation} is unknown; read the lease back")]
     OutcomeUnknown {
-        /// `acquire`, `renew` or `release`.
+        /// `acquire`, `renew`, `release` or (a fenced write) `write_fenced`.
         operation: &'static str,
     },
     /// The lease is held by another node.

@@ -1,20 +1,25 @@
 //! [`MemoryClient`]: the control plane of one process, held in memory.
 //!
 //! Invariants:
-//! - At most 65,536 registrations and lease slots together and 16 MiB of
-//!   estimated retained bytes by default; [`MemoryClient::with_limits`] only
-//!   tightens them.
+//! - At most 65,536 registrations, lease slots, posts and fenced records
+//!   together and 16 MiB of estimated retained bytes by default;
+//!   [`MemoryClient::with_limits`] only tightens them.
+//! - A post goes with its registration: expiry, deregistration and
+//!   replacement (`register` again) drop it, as etcd does. A fenced record
+//!   is written only under a lease held now (on the client's clock) with
+//!   the grant's holder and token, and kept after release and expiry.
 //! - A refused change (a limit, an overflow, a conflict) leaves the store as
 //!   it was.
 //! - Calls never wait: each runs under a short lock held across no await.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::board::{Board, FencedRecord, Post};
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::clock::{Clock, TokioClock};
 use crate::error::ControlPlaneError;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::ServiceName;
+use crate::name::{ServiceName, TopicName};
 use crate::presence::{PresenceKey, Registration};
 use crate::store::{StoreLimits, StoreState, StoreStats};
 
@@ -134,5 +139,33 @@ impl ControlPlane for MemoryClient {
 
     fn read_lease(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<LeaseState>>> {
         self.run(move |state, now| Ok(state.read_lease(&key, now)))
+    }
+}
+
+/// Posts and fenced records in the same store, under the same limits.
+impl Board for MemoryClient {
+    fn post(
+        &self,
+        key: PresenceKey,
+        topic: TopicName,
+        value: Vec<u8>,
+    ) -> BoxFuture<'_, CallResult<()>> {
+        self.run(move |state, now| state.post(key, topic, value, now))
+    }
+
+    fn read_posts(
+        &self,
+        service: ServiceName,
+        topic: TopicName,
+    ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
+        self.run(move |state, now| Ok(state.read_posts(&service, &topic, now)))
+    }
+
+    fn write_fenced(&self, grant: LeaseGrant, value: Vec<u8>) -> BoxFuture<'_, CallResult<()>> {
+        self.run(move |state, now| state.write_fenced(grant, value, now))
+    }
+
+    fn read_fenced(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<FencedRecord>>> {
+        self.run(move |state, _| Ok(state.read_fenced(&key)))
     }
 }

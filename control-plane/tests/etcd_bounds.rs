@@ -1,5 +1,5 @@
 //! The etcd backend's bounds and time-to-live handling, on a real etcd:
-//! discovery never truncates silently, responses are bounded, insecure
+//! discovery and reading posts never truncate silently, responses are bounded, insecure
 //! endpoints are refused, and a renewal with another time to live rebinds
 //! the lease without changing its token.
 
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use provider_pools_control_plane::etcd::{EtcdClient, EtcdConfig};
 use provider_pools_control_plane::{
-    ControlPlane, ControlPlaneError, ErrorCode, LeaseGrant, LeaseKey, LeaseName, LeaseRequest,
-    NodeId, Registration, ServiceName,
+    Board, ControlPlane, ControlPlaneError, ErrorCode, LeaseGrant, LeaseKey, LeaseName,
+    LeaseRequest, NodeId, Registration, ServiceName, TopicName,
 };
 use provider_pools_test_peers::{Etcd, SharedPeer};
 
@@ -61,6 +61,38 @@ async fn discovery_over_its_instance_bound_is_refused_not_truncated() {
         .await
         .expect("registered");
     let error = client.discover(billing).await.expect_err("three");
+    assert!(
+        matches!(
+            error,
+            ControlPlaneError::LimitExceeded {
+                limit: "discovered instances"
+            }
+        ),
+        "{error:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_posts_over_the_instance_bound_is_refused_not_truncated() {
+    let etcd = tokio::task::block_in_place(|| ETCD.get());
+    let client = EtcdClient::new(config(&etcd).with_max_discovered(2)).expect("valid");
+    let demand = TopicName::new("demand").expect("valid");
+    let read = || client.read_posts(ServiceName::new("billing").expect("valid"), demand.clone());
+    for node in ["node-a", "node-b", "node-c"] {
+        let registration = registration(node, 0);
+        client
+            .register(registration.clone())
+            .await
+            .expect("registered");
+        client
+            .post(registration.key().clone(), demand.clone(), node.into())
+            .await
+            .expect("posted");
+        if node == "node-b" {
+            assert_eq!(read().await.expect("two").len(), 2);
+        }
+    }
+    let error = read().await.expect_err("three");
     assert!(
         matches!(
             error,

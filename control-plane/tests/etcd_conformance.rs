@@ -1,4 +1,4 @@
-//! The conformance suite against the etcd backend, on a real etcd
+//! The conformance suite and its board part against the etcd backend, on a real etcd
 //! (Debian's etcd-server, installed by `scripts/peers`) in real time: etcd
 //! expires leases itself, so `elapse` sleeps.
 //!
@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use conformance::board::BoardBackend;
 use conformance::Backend;
 use provider_pools_control_plane::etcd::{EtcdClient, EtcdConfig};
-use provider_pools_control_plane::{BoxFuture, ControlPlane};
+use provider_pools_control_plane::{Board, BoxFuture, ControlPlane};
 use provider_pools_test_peers::{Etcd, Peer, SharedPeer};
 
 static ETCD: SharedPeer = SharedPeer::new(Etcd::start);
@@ -64,4 +65,11 @@ impl Backend for EtcdBackend {
     }
 }
 
+impl BoardBackend for EtcdBackend {
+    fn board(&self) -> Arc<dyn Board> {
+        Arc::new(EtcdClient::new(self.config.clone()).expect("valid config"))
+    }
+}
+
 conformance_suite!(async { EtcdBackend::start().await });
+board_suite!(async { EtcdBackend::start().await });

@@ -1,13 +1,15 @@
-//! The conformance suite against the in-memory client, on a manual clock.
+//! The conformance suite and its board part against the in-memory client,
+//! on a manual clock: expiry is the clock advanced, never a sleep.
 
 mod conformance;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use conformance::board::BoardBackend;
 use conformance::Backend;
 use provider_pools_control_plane::clock::ManualClock;
-use provider_pools_control_plane::{BoxFuture, ControlPlane, MemoryClient, StoreLimits};
+use provider_pools_control_plane::{Board, BoxFuture, ControlPlane, MemoryClient, StoreLimits};
 
 struct MemoryBackend {
     clock: ManualClock,
@@ -45,4 +47,11 @@ impl Backend for MemoryBackend {
     }
 }
 
+impl BoardBackend for MemoryBackend {
+    fn board(&self) -> Arc<dyn Board> {
+        self.client.clone()
+    }
+}
+
 conformance_suite!(async { MemoryBackend::new() });
+board_suite!(async { MemoryBackend::new() });

@@ -2,13 +2,14 @@
 
 use std::fmt;
 
+use crate::board::{Board, FencedRecord, Post};
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::error::ControlPlaneError;
 use crate::etcd::config::EtcdConfig;
 use crate::etcd::gateway::Gateway;
 use crate::etcd::layout::Keyspace;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::ServiceName;
+use crate::name::{ServiceName, TopicName};
 use crate::presence::{PresenceKey, Registration};
 
 /// A control-plane client backed by an etcd cluster (v3 API, reached
@@ -109,5 +110,37 @@ impl ControlPlane for EtcdClient {
 
     fn read_lease(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<LeaseState>>> {
         Box::pin(self.etcd_read_lease(key))
+    }
+}
+
+/// Posts share their registration's etcd lease; fenced records are plain
+/// keys written by a transaction pinned to the lease key's creation
+/// revision (see the module `board` of this backend). Re-post after
+/// re-registering: a replaced registration's posts go with its old etcd
+/// lease.
+impl Board for EtcdClient {
+    fn post(
+        &self,
+        key: PresenceKey,
+        topic: TopicName,
+        value: Vec<u8>,
+    ) -> BoxFuture<'_, CallResult<()>> {
+        Box::pin(self.etcd_post(key, topic, value))
+    }
+
+    fn read_posts(
+        &self,
+        service: ServiceName,
+        topic: TopicName,
+    ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
+        Box::pin(self.etcd_read_posts(service, topic))
+    }
+
+    fn write_fenced(&self, grant: LeaseGrant, value: Vec<u8>) -> BoxFuture<'_, CallResult<()>> {
+        Box::pin(self.etcd_write_fenced(grant, value))
+    }
+
+    fn read_fenced(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<FencedRecord>>> {
+        Box::pin(self.etcd_read_fenced(key))
     }
 }

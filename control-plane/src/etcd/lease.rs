@@ -184,7 +184,7 @@ impl EtcdClient {
     }
 
     /// The lease key, if it carries the grant's holder and token.
-    async fn held(
+    pub(super) async fn held(
         &self,
         key: &[u8],
         grant: &LeaseGrant,

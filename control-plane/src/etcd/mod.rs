@@ -7,6 +7,10 @@
 //! - A lease is a key attached to an etcd lease, created only while absent;
 //!   its `create_revision` is the fencing token, so tokens strictly
 //!   increase per lease across release and expiry.
+//! - A post is a key attached to its instance's etcd lease, so it goes
+//!   with the registration; a fenced record is a plain key written by a
+//!   transaction pinned to the lease key's `create_revision` (module
+//!   `board`).
 //! - Expiry is etcd's: a server-side TTL in whole seconds (at least etcd's
 //!   minimum, 2 s by default), revoked by etcd within about half a second.
 //!
@@ -18,6 +22,7 @@
 //!   [`read_lease`](crate::ControlPlane::read_lease)).
 //! - The client spawns nothing and keeps no state: all state is in etcd.
 
+mod board;
 mod client;
 mod config;
 mod gateway;

@@ -170,8 +170,9 @@ pub(super) struct DeleteRangeResponse {
     pub(super) prev_kvs: Vec<KeyValue>,
 }
 
-/// One condition of a transaction: the key's create or mod revision equals
-/// a value (a create revision of zero means "absent").
+/// One condition of a transaction: the key's create or mod revision, or
+/// the etcd lease it is attached to, equals a value (a create revision of
+/// zero means "absent"; an absent key is attached to lease zero).
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct Compare {
     result: &'static str,
@@ -181,6 +182,8 @@ pub(super) struct Compare {
     create_revision: Option<Int>,
     #[serde(skip_serializing_if = "Option::is_none")]
     mod_revision: Option<Int>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease: Option<Int>,
 }
 
 impl Compare {
@@ -192,6 +195,7 @@ impl Compare {
             key: Bytes64(key.to_vec()),
             create_revision: Some(Int(revision)),
             mod_revision: None,
+            lease: None,
         }
     }
 
@@ -203,6 +207,21 @@ impl Compare {
             key: Bytes64(key.to_vec()),
             create_revision: None,
             mod_revision: Some(Int(revision)),
+            lease: None,
+        }
+    }
+
+    /// `lease(key) == etcd_lease`: the key is attached to that etcd lease
+    /// (etcd 3.3 or newer); never true of an absent key for a non-zero
+    /// lease.
+    pub(super) fn attached_to(key: &[u8], etcd_lease: i64) -> Self {
+        Self {
+            result: "EQUAL",
+            target: "LEASE",
+            key: Bytes64(key.to_vec()),
+            create_revision: None,
+            mod_revision: None,
+            lease: Some(Int(etcd_lease)),
         }
     }
 }
@@ -322,6 +341,14 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&txn).expect("encodes"),
             r#"{"compare":[{"result":"EQUAL","target":"CREATE","key":"aw==","create_revision":"0"}],"success":[{"request_put":{"key":"aw==","value":"dg==","lease":"7"}}],"failure":[{"request_range":{"key":"aw=="}}]}"#
+        );
+    }
+
+    #[test]
+    fn a_lease_comparison_names_its_target_and_lease() {
+        assert_eq!(
+            serde_json::to_string(&Compare::attached_to(b"k", 42)).expect("encodes"),
+            r#"{"result":"EQUAL","target":"LEASE","key":"aw==","lease":"42"}"#
         );
     }
 

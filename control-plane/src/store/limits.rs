@@ -5,7 +5,7 @@ use crate::error::ControlPlaneError;
 /// How much a store may retain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreLimits {
-    /// Registrations plus lease slots.
+    /// Registrations, lease slots, posts and fenced records together.
     pub max_records: usize,
     /// Estimated retained bytes.
     pub max_bytes: u64,
@@ -60,6 +60,10 @@ pub struct StoreStats {
     pub registrations: usize,
     /// Lease slots retained.
     pub lease_slots: usize,
+    /// Posts retained (beside live registrations or not yet swept ones).
+    pub posts: usize,
+    /// Fenced records retained.
+    pub fenced_records: usize,
     /// Estimated bytes retained now.
     pub current_bytes: u64,
     /// The most estimated bytes ever retained at once.

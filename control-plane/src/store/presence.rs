@@ -7,7 +7,7 @@ use crate::store::state::{expiry, PresenceRecord, StoreState};
 
 impl StoreState {
     /// Creates or replaces a registration; a replacement that does not fit
-    /// leaves the previous one unchanged.
+    /// leaves the previous one unchanged, one that does drops its posts.
     pub(crate) fn register(
         &mut self,
         registration: Registration,
@@ -31,11 +31,12 @@ impl StoreState {
         let key = record.registration.key().clone();
         let replaced = self
             .presence
-            .entry(key.service)
+            .entry(key.service.clone())
             .or_default()
-            .insert(key.node, record);
-        if replaced.is_none() {
-            self.count_registration(1);
+            .insert(key.node.clone(), record);
+        match replaced {
+            Some(_) => self.drop_posts(&key),
+            None => self.count_registration(1),
         }
         self.account(old_bytes.unwrap_or(0), new_bytes);
         Ok(())
@@ -92,8 +93,10 @@ impl StoreState {
         }
     }
 
-    /// Removes a registration if present and hands it back.
+    /// Removes a registration if present, with its posts, and hands it
+    /// back (without its posts).
     pub(crate) fn deregister(&mut self, key: &PresenceKey) -> Option<PresenceRecord> {
+        self.drop_posts(key);
         let nodes = self.presence.get_mut(&key.service)?;
         let removed = nodes.remove(&key.node);
         if nodes.is_empty() {

@@ -33,17 +33,21 @@ impl StoreState {
     }
 
     /// Reinstates a registration removed by a sweep (or replaced), without
-    /// checking limits.
+    /// checking limits; its posts are not put back, and a record it
+    /// replaces loses its own.
     pub(crate) fn reinstate_presence(&mut self, record: PresenceRecord) {
         let bytes = record.bytes();
         let key = record.registration.key().clone();
         let replaced = self
             .presence
-            .entry(key.service)
+            .entry(key.service.clone())
             .or_default()
-            .insert(key.node, record);
+            .insert(key.node.clone(), record);
         match replaced {
-            Some(old) => self.account(old.bytes(), bytes),
+            Some(old) => {
+                self.drop_posts(&key);
+                self.account(old.bytes(), bytes);
+            }
             None => {
                 self.count_registration(1);
                 self.account(0, bytes);

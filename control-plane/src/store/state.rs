@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::board::FencedRecord;
 use crate::error::ControlPlaneError;
 use crate::lease::{FencingToken, LeaseKey, LeaseState};
-use crate::name::{NodeId, ServiceName};
+use crate::name::{NodeId, ServiceName, TopicName};
 use crate::presence::Registration;
 use crate::store::limits::{StoreLimits, StoreStats};
 use crate::store::{LEASE_OVERHEAD_BYTES, PRESENCE_OVERHEAD_BYTES};
@@ -75,13 +76,17 @@ impl LeaseRecord {
     }
 }
 
-/// Registrations by service then node, lease slots by key, and the account.
+/// Registrations by service then node, lease slots by key, posts by
+/// service, topic then node, fenced records by lease, and the account.
 #[derive(Debug, Clone)]
 pub(crate) struct StoreState {
     pub(crate) presence: BTreeMap<ServiceName, BTreeMap<crate::name::NodeId, PresenceRecord>>,
     pub(crate) leases: BTreeMap<LeaseKey, LeaseRecord>,
+    pub(crate) posts: BTreeMap<ServiceName, BTreeMap<TopicName, BTreeMap<NodeId, Vec<u8>>>>,
+    pub(crate) fenced: BTreeMap<LeaseKey, FencedRecord>,
     limits: StoreLimits,
     registrations: usize,
+    post_count: usize,
     bytes: u64,
     peak_bytes: u64,
     rejections: u64,
@@ -92,8 +97,11 @@ impl StoreState {
         Self {
             presence: BTreeMap::new(),
             leases: BTreeMap::new(),
+            posts: BTreeMap::new(),
+            fenced: BTreeMap::new(),
             limits,
             registrations: 0,
+            post_count: 0,
             bytes: 0,
             peak_bytes: 0,
             rejections: 0,
@@ -108,6 +116,8 @@ impl StoreState {
         StoreStats {
             registrations: self.registrations,
             lease_slots: self.leases.len(),
+            posts: self.post_count,
+            fenced_records: self.fenced.len(),
             current_bytes: self.bytes,
             peak_bytes: self.peak_bytes,
             rejections: self.rejections,
@@ -115,7 +125,7 @@ impl StoreState {
     }
 
     pub(crate) fn records(&self) -> usize {
-        self.registrations + self.leases.len()
+        self.registrations + self.leases.len() + self.post_count + self.fenced.len()
     }
 
     /// Whether replacing `old_bytes` by `new_bytes` and adding
@@ -160,6 +170,10 @@ impl StoreState {
 
     pub(crate) fn count_registration(&mut self, delta: isize) {
         self.registrations = self.registrations.saturating_add_signed(delta);
+    }
+
+    pub(crate) fn count_posts(&mut self, delta: isize) {
+        self.post_count = self.post_count.saturating_add_signed(delta);
     }
 
     /// Inserts a decoded registration as it was persisted.

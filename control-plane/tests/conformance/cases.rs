@@ -9,19 +9,19 @@ use provider_pools_control_plane::{
 
 use super::Backend;
 
-fn node(name: &str) -> NodeId {
+pub fn node(name: &str) -> NodeId {
     NodeId::new(name).expect("valid node")
 }
 
-fn service(name: &str) -> ServiceName {
+pub fn service(name: &str) -> ServiceName {
     ServiceName::new(name).expect("valid service")
 }
 
-fn global(name: &str) -> LeaseKey {
+pub fn global(name: &str) -> LeaseKey {
     LeaseKey::Global(LeaseName::new(name).expect("valid lease"))
 }
 
-fn registration(backend: &impl Backend, service_name: &str, node_name: &str) -> Registration {
+pub fn registration(backend: &impl Backend, service_name: &str, node_name: &str) -> Registration {
     Registration::new(
         service(service_name),
         node(node_name),
@@ -31,7 +31,7 @@ fn registration(backend: &impl Backend, service_name: &str, node_name: &str) -> 
     .expect("valid registration")
 }
 
-fn request(backend: &impl Backend, key: &LeaseKey, holder: &str) -> LeaseRequest {
+pub fn request(backend: &impl Backend, key: &LeaseKey, holder: &str) -> LeaseRequest {
     LeaseRequest::new(key.clone(), node(holder), backend.ttl()).expect("valid request")
 }
 
@@ -44,7 +44,7 @@ fn nodes(found: &[Registration]) -> Vec<&str> {
 
 /// Waits out `ttl` plus the backend's slack, polling `expired` until it
 /// holds; panics naming `what` if it never does.
-async fn expire<B: Backend, F, Fut>(backend: &B, what: &str, mut expired: F)
+pub async fn expire<B: Backend, F, Fut>(backend: &B, what: &str, mut expired: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

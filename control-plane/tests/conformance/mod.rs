@@ -8,6 +8,9 @@
 //! conformance::conformance_suite!(async { MemoryBackend::new() });
 //! ```
 //!
+//! A backend that also implements `Board` implements
+//! [`board::BoardBackend`] and expands [`board_suite!`] the same way.
+//!
 //! Each case starts a fresh backend and asserts one behaviour of the
 //! trait's contract (see `provider_pools_control_plane::client`). Time is
 //! the backend's: a manual clock it advances, or real time for a real
@@ -15,6 +18,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod board;
 pub mod cases;
 
 use std::sync::Arc;
