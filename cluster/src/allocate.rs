@@ -122,7 +122,7 @@ where
 
 /// Divides `units` (at most the sum of the demands) over `demands` by
 /// water-filling; see the module rules. The result keeps `demands`' order.
-fn water_fill<K: Ord + Clone>(units: u64, demands: Vec<(K, u64)>) -> Vec<(K, u64)> {
+pub(crate) fn water_fill<K: Ord + Clone>(units: u64, demands: Vec<(K, u64)>) -> Vec<(K, u64)> {
     let mut order: Vec<usize> = (0..demands.len()).collect();
     order.sort_by(|&a, &b| (demands[a].1, &demands[a].0).cmp(&(demands[b].1, &demands[b].0)));
     let mut shares = vec![0u64; demands.len()];

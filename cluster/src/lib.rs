@@ -4,11 +4,31 @@
 //! provider with a global limit sees N × its per-node ceiling, and a tenant
 //! whose work lands on three nodes gets three turns per rotation. This
 //! crate is where the engine and the control plane meet, neither knowing
-//! the other. So far it holds the allocation ([`allocate`]): the
-//! deterministic function that divides one provider's global running
-//! ceiling between nodes from the demand they publish, so that tenants'
-//! global shares are max-min fair.
+//! the other:
+//!
+//! - [`allocate`]: the deterministic division of a provider's ceiling
+//!   between nodes, max-min fair over tenants' global backlog;
+//! - [`plan::next_table`]: the fenced leader's step, which moves shares
+//!   without ever letting the nodes' bounds exceed the ceiling;
+//! - [`share::Holding`]: a node's side — what it may put in force after
+//!   reading a table, and that it gives its share up before its lease can
+//!   lapse;
+//! - [`wire`]: the reports and tables on the control plane's board;
+//! - [`ClusterAgent`]: the task that runs both sides on every node.
+//!
+//! Each provider's global ceiling is `floor × members` kept by the nodes
+//! on their own (no control plane needed) plus a dynamic pool the leader
+//! divides by demand. The safety argument is in ARCHITECTURE.md ("Cluster
+//! shares"); the property tests in `plan` check it.
 
 mod allocate;
+mod config;
+mod error;
+pub mod plan;
+pub mod share;
+pub mod wire;
 
 pub use allocate::{allocate, Allocation, Demand};
+pub use config::{CeilingSection, ClusterConfig, ClusterSection, GlobalCeiling, MAX_CEILINGS};
+pub use error::ClusterError;
+pub use wire::{MAX_REPORTED_TENANTS, MAX_ROWS};

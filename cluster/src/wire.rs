@@ -1,0 +1,192 @@
+//! What nodes and the leader write on the control plane's board, and how
+//! it is checked on the way in.
+//!
+//! - A [`Report`] is one node's post for one provider: the incarnation of
+//!   its registration, the table epoch it has applied, the dynamic share in
+//!   force, the most it can hold, and each tenant's backlog.
+//! - A [`Table`] is the leader's fenced record for one provider: for each
+//!   node (by incarnation) its grant, the bound the leader accounts it at,
+//!   and its tenants' shares; and the nodes that departed, reserved at
+//!   their last bound until their requests surely ended.
+//!
+//! Invariants:
+//! - Both are JSON of at most [`MAX_BOARD_VALUE_BYTES`]; decoding refuses
+//!   unknown fields, duplicate or invalid names and more than
+//!   [`MAX_REPORTED_TENANTS`] tenants or [`MAX_ROWS`] rows, so a hostile
+//!   peer can make a reading fail but never make it large.
+//! - Tenants are listed in key order, rows in node order: the encoding of
+//!   a value is a function of the value.
+
+use std::collections::BTreeMap;
+
+use provider_pools_actors::identity::TenantId;
+use provider_pools_control_plane::{NodeId, MAX_BOARD_VALUE_BYTES};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ClusterError;
+
+/// Most tenants one report (and one table row) lists: a node with more
+/// backlogged tenants on a provider reports the largest backlogs.
+pub const MAX_REPORTED_TENANTS: usize = 256;
+/// Most rows (nodes) of one table.
+pub const MAX_ROWS: usize = 64;
+
+/// One node's post for one provider.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    /// Which life of the node's registration this is: a new registration
+    /// (a restart, a re-registration after loss) has a new incarnation,
+    /// and a table row for another incarnation does not apply.
+    pub incarnation: u64,
+    /// The epoch of the last table the node applied (0: none).
+    pub epoch: u64,
+    /// The dynamic share in force (above the floor), as applied after that
+    /// table: the node holds at most this until it reads a newer one.
+    pub in_force: u32,
+    /// The most dynamic share this node can hold (its startup ceiling less
+    /// the floor).
+    pub cap: u32,
+    /// Each tenant's backlog (queued + running) on the provider.
+    pub tenants: BTreeMap<TenantId, u32>,
+}
+
+/// The leader's division of one provider's dynamic pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    /// Strictly increasing with every table written for the provider.
+    pub epoch: u64,
+    /// One row per live node, by node.
+    pub rows: BTreeMap<NodeId, Row>,
+    /// Nodes whose report vanished (or whose incarnation changed), still
+    /// counted at their last bound until their requests surely ended.
+    #[serde(default)]
+    pub departed: BTreeMap<NodeId, Departed>,
+}
+
+/// A departed node's reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Departed {
+    /// What it may still hold (its requests drain).
+    pub bound: u32,
+    /// The first table epoch that no longer counts it.
+    pub until: u64,
+}
+
+/// One node's part of a [`Table`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// The registration incarnation this row is for.
+    pub incarnation: u64,
+    /// The dynamic share the node may hold once it reads this table.
+    pub grant: u32,
+    /// What the leader accounts the node at: at least its grant and at
+    /// least what it may still hold from earlier tables.
+    pub bound: u32,
+    /// Each tenant's share on the node (its running ceiling there, floor
+    /// aside).
+    pub tenants: BTreeMap<TenantId, u32>,
+}
+
+impl Report {
+    /// The report as posted.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError::Encode`] past [`MAX_BOARD_VALUE_BYTES`] (it cannot
+    /// be, with at most [`MAX_REPORTED_TENANTS`] tenants of bounded ids).
+    pub fn encode(&self) -> Result<Vec<u8>, ClusterError> {
+        encode("report", self, self.tenants.len() <= MAX_REPORTED_TENANTS)
+    }
+
+    /// A report as read back.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError::Decode`] naming what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ClusterError> {
+        let report: Self = decode("report", bytes)?;
+        if report.tenants.len() > MAX_REPORTED_TENANTS {
+            return Err(ClusterError::decode("report", "too many tenants"));
+        }
+        Ok(report)
+    }
+}
+
+impl Table {
+    /// The table as written.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError::Encode`] when it has too many rows or tenants, or
+    /// is larger than a board value.
+    pub fn encode(&self) -> Result<Vec<u8>, ClusterError> {
+        let bounded = self.rows.len() <= MAX_ROWS
+            && self.departed.len() <= MAX_ROWS
+            && self
+                .rows
+                .values()
+                .all(|row| row.tenants.len() <= MAX_REPORTED_TENANTS);
+        encode("table", self, bounded)
+    }
+
+    /// A table as read back.
+    ///
+    /// # Errors
+    ///
+    /// [`ClusterError::Decode`] naming what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<Self, ClusterError> {
+        let table: Self = decode("table", bytes)?;
+        if table.rows.len() > MAX_ROWS || table.departed.len() > MAX_ROWS {
+            return Err(ClusterError::decode("table", "too many rows"));
+        }
+        if table
+            .rows
+            .values()
+            .any(|row| row.tenants.len() > MAX_REPORTED_TENANTS || row.grant > row.bound)
+        {
+            return Err(ClusterError::decode(
+                "table",
+                "a row has too many tenants or a grant above its bound",
+            ));
+        }
+        Ok(table)
+    }
+}
+
+fn encode<V: Serialize>(
+    what: &'static str,
+    value: &V,
+    bounded: bool,
+) -> Result<Vec<u8>, ClusterError> {
+    if !bounded {
+        return Err(ClusterError::Encode {
+            what,
+            reason: "too many rows or tenants".to_owned(),
+        });
+    }
+    let bytes = serde_json::to_vec(value).map_err(|error| ClusterError::Encode {
+        what,
+        reason: error.to_string(),
+    })?;
+    if bytes.len() > MAX_BOARD_VALUE_BYTES {
+        return Err(ClusterError::Encode {
+            what,
+            reason: format!("{} bytes, above {MAX_BOARD_VALUE_BYTES}", bytes.len()),
+        });
+    }
+    Ok(bytes)
+}
+
+fn decode<'a, V: Deserialize<'a>>(what: &'static str, bytes: &'a [u8]) -> Result<V, ClusterError> {
+    if bytes.len() > MAX_BOARD_VALUE_BYTES {
+        return Err(ClusterError::decode(what, "larger than a board value"));
+    }
+    serde_json::from_slice(bytes).map_err(|error| ClusterError::decode(what, error.to_string()))
+}
+
+#[cfg(test)]
+mod tests;

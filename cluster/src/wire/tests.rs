@@ -1,0 +1,99 @@
+//! Reports and tables round-trip, and hostile ones are refused naming
+//! what is wrong.
+
+use std::collections::BTreeMap;
+
+use provider_pools_actors::identity::TenantId;
+use provider_pools_control_plane::NodeId;
+
+use super::{Departed, Report, Row, Table, MAX_REPORTED_TENANTS};
+use crate::error::ClusterError;
+
+fn report(tenants: usize) -> Report {
+    Report {
+        incarnation: 7,
+        epoch: 3,
+        in_force: 4,
+        cap: 8,
+        tenants: (0..tenants)
+            .map(|i| (TenantId::new(format!("tenant-{i}")).expect("valid"), 1))
+            .collect(),
+    }
+}
+
+fn decode_error(result: Result<impl std::fmt::Debug, ClusterError>) -> String {
+    match result {
+        Err(ClusterError::Decode { reason, .. }) => reason,
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_report_and_a_table_round_trip() {
+    let sent = report(3);
+    assert_eq!(
+        Report::decode(&sent.encode().expect("encodes")).expect("decodes"),
+        sent
+    );
+    let node = NodeId::new("node-a").expect("valid");
+    let table = Table {
+        epoch: 9,
+        rows: BTreeMap::from([(
+            node.clone(),
+            Row {
+                incarnation: 7,
+                grant: 2,
+                bound: 5,
+                tenants: sent.tenants.clone(),
+            },
+        )]),
+        departed: BTreeMap::from([(
+            node,
+            Departed {
+                bound: 1,
+                until: 12,
+            },
+        )]),
+    };
+    assert_eq!(
+        Table::decode(&table.encode().expect("encodes")).expect("decodes"),
+        table
+    );
+}
+
+#[test]
+fn a_report_with_an_unknown_field_or_a_bad_tenant_is_refused() {
+    let unknown = br#"{"incarnation":1,"epoch":0,"in_force":0,"cap":1,"tenants":{},"extra":1}"#;
+    assert!(decode_error(Report::decode(unknown)).contains("unknown field"));
+    let bad = br#"{"incarnation":1,"epoch":0,"in_force":0,"cap":1,"tenants":{"Not Valid":1}}"#;
+    let reason = decode_error(Report::decode(bad));
+    assert!(reason.contains("tenant"), "{reason}");
+}
+
+#[test]
+fn a_report_with_too_many_tenants_is_refused_both_ways() {
+    let big = report(MAX_REPORTED_TENANTS + 1);
+    assert!(matches!(
+        big.encode(),
+        Err(ClusterError::Encode { what: "report", .. })
+    ));
+    let bytes = serde_json::to_vec(&big).expect("serialises");
+    assert_eq!(decode_error(Report::decode(&bytes)), "too many tenants");
+}
+
+#[test]
+fn a_table_granting_above_its_bound_is_refused() {
+    let text =
+        br#"{"epoch":1,"rows":{"node-a":{"incarnation":1,"grant":3,"bound":2,"tenants":{}}}}"#;
+    let reason = decode_error(Table::decode(text));
+    assert!(reason.contains("grant above its bound"), "{reason}");
+}
+
+#[test]
+fn a_value_larger_than_the_board_allows_is_refused_before_parsing() {
+    let huge = vec![b' '; provider_pools_control_plane::MAX_BOARD_VALUE_BYTES + 1];
+    assert_eq!(
+        decode_error(Report::decode(&huge)),
+        "larger than a board value"
+    );
+}
