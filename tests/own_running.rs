@@ -304,3 +304,99 @@ async fn a_fallback_above_the_ceiling_is_refused_naming_the_field() {
     let _first = running(&pools, &receipt, "a", 1).await;
     let _second = running(&pools, &receipt, "b", 1).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn tenant_and_provider_ceilings_together_hold_each_tenant_to_its_own() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let provider = receipt.provider.clone();
+    pools
+        .set_provider_running(&provider, Some(4))
+        .expect("provider 4");
+    pools
+        .set_tenant_running(&tenant("wide"), Some(1))
+        .expect("wide 1");
+    pools
+        .set_tenant_running(&tenant("solo"), Some(3))
+        .expect("solo 3");
+    let mut held = Vec::new();
+    let mut waiting = Vec::new();
+    for round in 0..6u64 {
+        for name in ["wide", "solo"] {
+            match admit_once(&pools, &receipt, name, round).await {
+                Ok(future) => waiting.push(future),
+                Err(answer) => held.push(answer.expect("granted")),
+            }
+        }
+    }
+    let count = |name: &str| {
+        pools
+            .provider_demand(&provider)
+            .into_iter()
+            .find(|d| d.tenant.as_str() == name)
+            .map_or(0, |d| d.running)
+    };
+    assert_eq!((count("wide"), count("solo")), (1, 3));
+    // Releases keep the split.
+    for _ in 0..3 {
+        drop(held.remove(0));
+        support::quiesce().await;
+        assert!(
+            count("wide") <= 1 && count("solo") <= 3,
+            "{:?}",
+            pools.provider_demand(&provider)
+        );
+    }
+    drop((held, waiting));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_draining_tenant_ceiling_below_use_applies_at_once_and_grants_nothing_until_under() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let a = tenant("a");
+    let first = running(&pools, &receipt, "a", 1).await;
+    let second = running(&pools, &receipt, "a", 2).await;
+    let refused = pools.set_tenant_running(&a, Some(1));
+    assert!(
+        matches!(refused, Err(LowerError::InUse { used: 2, .. })),
+        "{refused:?}"
+    );
+    pools
+        .set_tenant_running_draining(&a, Some(1))
+        .expect("accepted below use");
+    let third = admit_once(&pools, &receipt, "a", 3)
+        .await
+        .expect("a waits: it runs 2 with a ceiling of 1");
+    drop(first);
+    support::quiesce().await;
+    assert_eq!(
+        pools.snapshot().pending_requests,
+        1,
+        "one release leaves a at its ceiling: nothing granted"
+    );
+    drop(second);
+    let ready = bounded("a's waiter, once a runs under 1", third).await;
+    assert!(ready.is_ok(), "{ready:?}");
+    drop(ready);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_providers_lease_held_ceiling_below_use_is_accepted_and_drains() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let provider = receipt.provider.clone();
+    let held = running(&pools, &receipt, "a", 1).await;
+    let also = running(&pools, &receipt, "b", 1).await;
+    let far = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    pools
+        .set_provider_running_until(&provider, 1, far, 0)
+        .expect("a ceiling of 1 with 2 running drains");
+    let waiting = admit_once(&pools, &receipt, "c", 1)
+        .await
+        .expect("c waits while 2 run under a ceiling of 1");
+    drop(held);
+    support::quiesce().await;
+    assert_eq!(pools.snapshot().pending_requests, 1, "still at the ceiling");
+    drop(also);
+    let ready = bounded("c, once the provider runs under 1", waiting).await;
+    assert!(ready.is_ok(), "{ready:?}");
+    drop(ready);
+}

@@ -55,7 +55,7 @@ impl ProviderPools {
         tenant: &TenantId,
         ceiling: Option<u32>,
     ) -> Result<(), LowerError> {
-        self.set_own_running(OwnCeiling::Tenant(tenant.clone()), ceiling, None)
+        self.set_own_running(OwnCeiling::Tenant(tenant.clone()), ceiling, None, false)
     }
 
     /// Gives `provider` its own running ceiling, or with `None` takes it
@@ -76,7 +76,7 @@ impl ProviderPools {
         provider: &ProviderId,
         ceiling: Option<u32>,
     ) -> Result<(), LowerError> {
-        self.set_own_running(OwnCeiling::Provider(provider.clone()), ceiling, None)
+        self.set_own_running(OwnCeiling::Provider(provider.clone()), ceiling, None, false)
     }
 
     /// Every tenant's queued and running requests on `provider`, ordered
@@ -109,15 +109,20 @@ impl ProviderPools {
     ///
     /// The fallback is read at every admission check, not by a timer: a
     /// process stopped past `until` grants nothing above `then` when it
-    /// resumes, whichever of its tasks runs first. Requests running above
-    /// `then` drain. A later call (with or without expiry) replaces this
-    /// one.
+    /// resumes, whichever of its tasks runs first. Unlike
+    /// [`Self::set_provider_running`], a ceiling below what runs now is
+    /// accepted: nothing more is granted until use falls under it (a
+    /// share that moved must drain, and under steady load use never falls
+    /// by itself). Requests running above the ceiling, or above `then`
+    /// once it applies, drain the same way. A later call (with or without
+    /// expiry) replaces this one.
     ///
     /// # Errors
     ///
-    /// As [`Self::set_provider_running`]; also [`LowerError::Limits`]
-    /// (`AboveCeiling`, naming `running_per_provider`) when `then` is above
-    /// `ceiling`. A refusal changes nothing.
+    /// As [`Self::set_provider_running`] but never `InUse`; also
+    /// [`LowerError::Limits`] (`AboveCeiling`, naming
+    /// `running_per_provider`) when `then` is above `ceiling`. A refusal
+    /// changes nothing.
     pub fn set_provider_running_until(
         &self,
         provider: &ProviderId,
@@ -138,7 +143,25 @@ impl ProviderPools {
             OwnCeiling::Provider(provider.clone()),
             Some(ceiling),
             Some(expiry),
+            true,
         )
+    }
+
+    /// [`Self::set_tenant_running`], accepting a ceiling below what the
+    /// tenant runs now: it applies at once, and the tenant is granted
+    /// nothing more until enough of its requests ended. For a ceiling that
+    /// follows a moving share (a cluster's), where waiting for use to fall
+    /// under the new ceiling first would never end under steady load.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::set_tenant_running`], never `InUse`.
+    pub fn set_tenant_running_draining(
+        &self,
+        tenant: &TenantId,
+        ceiling: Option<u32>,
+    ) -> Result<(), LowerError> {
+        self.set_own_running(OwnCeiling::Tenant(tenant.clone()), ceiling, None, true)
     }
 
     /// The checks of every call, then the core's change.
@@ -147,6 +170,7 @@ impl ProviderPools {
         owner: OwnCeiling,
         ceiling: Option<u32>,
         expiry: Option<Expiry>,
+        drain: bool,
     ) -> Result<(), LowerError> {
         if !self.is_open() {
             return Err(LowerError::Closed);
@@ -167,7 +191,7 @@ impl ProviderPools {
             .into());
         }
         let tenant = matches!(owner, OwnCeiling::Tenant(_));
-        let set = self.inner.admission.set_own_ceiling(owner, ceiling, expiry);
+        let set = (self.inner.admission).set_own_ceiling(owner, ceiling, expiry, drain);
         set.map_err(|refused| match refused {
             OwnCeilingRefused::InUse(in_use) => LowerError::InUse {
                 field: in_use.field,

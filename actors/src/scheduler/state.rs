@@ -232,6 +232,7 @@ impl State {
         owner: OwnCeiling,
         ceiling: Option<u32>,
         expiry: Option<Expiry>,
+        drain: bool,
     ) -> Result<(), OwnCeilingRefused> {
         if ceiling.is_some() && !self.queue.has_room(&owner, OWN_CEILINGS) {
             return Err(OwnCeilingRefused::Full {
@@ -244,13 +245,15 @@ impl State {
             }
             _ => None,
         };
-        self.queue.set_own_ceiling(owner, ceiling).map_err(|e| {
-            OwnCeilingRefused::InUse(CeilingInUse {
-                field: bound_field(e.bound),
-                used: e.used,
-                requested: e.requested,
-            })
-        })?;
+        self.queue
+            .set_own_ceiling(owner, ceiling, drain)
+            .map_err(|e| {
+                OwnCeilingRefused::InUse(CeilingInUse {
+                    field: bound_field(e.bound),
+                    used: e.used,
+                    requested: e.requested,
+                })
+            })?;
         if let Some((provider, expiry)) = expiring {
             self.queue.expire_own_ceiling(provider, expiry);
         }

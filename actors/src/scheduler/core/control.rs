@@ -58,15 +58,16 @@ impl Core {
 
     /// Gives a tenant or provider its own running ceiling, or takes it
     /// away; a raise grants what it makes ready. A provider's may carry an
-    /// expiry.
+    /// expiry; with `drain`, a ceiling below use is accepted.
     pub(crate) fn set_own_ceiling(
         &self,
         owner: OwnCeiling,
         ceiling: Option<u32>,
         expiry: Option<Expiry>,
+        drain: bool,
     ) -> Result<(), OwnCeilingRefused> {
         let mut state = self.lock();
-        let set = state.set_own_ceiling(owner, ceiling, expiry);
+        let set = state.set_own_ceiling(owner, ceiling, expiry, drain);
         let own = state.grant_ready();
         debug_assert!(own.is_none());
         state.report();

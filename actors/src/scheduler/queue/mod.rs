@@ -16,7 +16,7 @@
 //! - `release` first appends the tenant if it became eligible, then, if the provider is under its ceiling, moves all the provider's blocked groups in FIFO order to the back of their tenants' provider rotations, appending each tenant as it becomes eligible.
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
-//! - `set_own_ceiling` gives a tenant or a provider its own running ceiling (or takes it away), capped by the node-wide one, refusing one below its running count. A tenant then enters or leaves the rotation as any eligibility change does; a provider under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them. Own ceilings outlive the bookkeeping.
+//! - `set_own_ceiling` gives a tenant or a provider its own running ceiling (or takes it away), capped by the node-wide one, refusing one below its running count (unless asked to drain: then it applies at once and what runs above it ends on its own). A tenant then enters or leaves the rotation as any eligibility change does; a provider under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them. Own ceilings outlive the bookkeeping.
 //! - A provider's own ceiling may carry an expiry: from that instant on, the ceiling it falls back to applies instead (read at every check, so no timer is needed and a process that was stopped past it grants nothing above the fallback when it resumes). Setting the own ceiling again clears the expiry.
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
@@ -27,7 +27,7 @@
 //! - Every group is non-empty and in exactly one FIFO: its tenant's provider rotation or its provider's blocked FIFO.
 //! - A provider with blocked groups is at its running ceiling.
 //! - The tenant rotation holds exactly the eligible tenants.
-//! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling, and a provider's running may exceed the fallback of an expired own ceiling (it drains).
+//! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling, and a tenant's or provider's running may exceed an own ceiling set to drain, or the fallback of an expired one (it drains).
 //! - `pair_running` holds, for each (tenant, provider) with running grants, their number: per provider they sum to its running count.
 //! - Bookkeeping exists only for tenants, providers and groups with live work; slab slots and map capacity are reused, bounded by the peak.
 //! - A [`WaiterKey`] names one waiter: once granted or cancelled it never matches again (until its slot's 32-bit generation wraps).

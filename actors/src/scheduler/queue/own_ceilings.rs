@@ -41,12 +41,15 @@ where
 {
     /// Gives `owner` its own running ceiling (`None` takes it away: the
     /// node-wide one applies again), or refuses, changing nothing, when it
-    /// already runs more than `ceiling`. The tenant then enters or leaves
-    /// the rotation; the provider is unblocked once under its ceiling.
+    /// already runs more than `ceiling` — unless `drain`: then the ceiling
+    /// applies at once and what runs above it ends on its own. The tenant
+    /// then enters or leaves the rotation; the provider is unblocked once
+    /// under its ceiling.
     pub(crate) fn set_own_ceiling(
         &mut self,
         owner: Owner<K, P>,
         ceiling: Option<u32>,
+        drain: bool,
     ) -> Result<(), InUse> {
         let (bound, running) = match &owner {
             Owner::Tenant(tenant) => {
@@ -61,7 +64,7 @@ where
                 (Bound::RunningPerProvider, p.map_or(0, |x| x.running))
             }
         };
-        if let Some(requested) = ceiling.filter(|&c| running > c) {
+        if let Some(requested) = ceiling.filter(|&c| running > c && !drain) {
             return Err(InUse {
                 bound,
                 used: running,

@@ -163,7 +163,7 @@ proptest! {
                 }
                 Op::SetOwnCeiling(owner, c) => {
                     prop_assert_eq!(
-                        queue.set_own_ceiling(owner, c),
+                        queue.set_own_ceiling(owner, c, false),
                         model.set_own_ceiling(owner, c)
                     );
                 }
