@@ -7,6 +7,7 @@
 //! endpoints = ["http://127.0.0.1:2379"] # etcd; tried in turn on failure
 //! lease_ttl_ms = 3000                   # presence and leadership leases
 //! period_ms = 500                       # report, allocate and apply
+//! drain_ms = 3000                       # the longest request runs
 //!
 //! [[cluster.ceiling]]
 //! provider = "weather"
@@ -61,6 +62,11 @@ pub struct ClusterSection {
     /// (default 500).
     #[serde(default)]
     pub skew_margin_ms: Option<u64>,
+    /// The longest a request on a ceilinged provider runs (default the
+    /// lease's time to live): a departed node's share stays reserved this
+    /// long after its registration lapsed.
+    #[serde(default)]
+    pub drain_ms: Option<u64>,
     /// The global ceilings.
     #[serde(default, rename = "ceiling")]
     pub ceilings: Vec<CeilingSection>,
@@ -117,6 +123,8 @@ pub struct ClusterConfig {
     pub period: Duration,
     /// Skew margin.
     pub skew_margin: Duration,
+    /// How long a departed node's share stays reserved.
+    pub drain: Duration,
     /// The global ceilings, one per provider.
     pub ceilings: Vec<GlobalCeiling>,
 }
@@ -163,6 +171,7 @@ impl ClusterSection {
         let lease_ttl = millis(self.lease_ttl_ms, 3_000);
         let period = millis(self.period_ms, 500);
         let skew_margin = millis(self.skew_margin_ms, 500);
+        let drain = self.drain_ms.map_or(lease_ttl, Duration::from_millis);
         if period.is_zero() {
             return Err(ClusterError::config("cluster.period_ms", "must be above 0"));
         }
@@ -221,6 +230,7 @@ impl ClusterSection {
             lease_ttl,
             period,
             skew_margin,
+            drain,
             ceilings,
         })
     }

@@ -21,14 +21,18 @@
 //! divides by demand. The safety argument is in ARCHITECTURE.md ("Cluster
 //! shares"); the property tests in `plan` check it.
 
+mod agent;
 mod allocate;
 mod config;
 mod error;
+mod failover;
 pub mod plan;
 pub mod share;
 pub mod wire;
 
+pub use agent::{ClusterAgent, ClusterStatus, ProviderStatus};
 pub use allocate::{allocate, Allocation, Demand};
 pub use config::{CeilingSection, ClusterConfig, ClusterSection, GlobalCeiling, MAX_CEILINGS};
 pub use error::ClusterError;
+pub use failover::Failover;
 pub use wire::{MAX_REPORTED_TENANTS, MAX_ROWS};
