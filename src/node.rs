@@ -45,6 +45,7 @@ use std::fmt;
 use std::ops::Range;
 
 use provider_pools_adapters::http::ApprovedOrigin;
+use provider_pools_cluster::{ClusterConfig, ClusterError, ClusterSection};
 mod start;
 
 pub use start::{Node, NodeError, ROLLBACK_DEADLINE};
@@ -71,6 +72,11 @@ pub struct NodeConfig {
     /// Providers to install.
     #[serde(default, rename = "provider")]
     pub providers: Vec<ProviderDecl>,
+    /// The cluster this node takes part in, if any: its members, etcd
+    /// endpoints and the global ceilings of providers (see
+    /// [`NodeConfig::cluster`]).
+    #[serde(default)]
+    pub cluster: Option<Spanned<ClusterSection>>,
     #[serde(skip)]
     text: String,
 }
@@ -185,8 +191,32 @@ impl fmt::Debug for NodeConfig {
             .field("limits", &self.limits)
             .field("capabilities", &self.capabilities)
             .field("providers", &self.providers)
+            .field(
+                "cluster",
+                &self.cluster.as_ref().map(|c| ClusterShown(c.get_ref())),
+            )
             .field("text_bytes", &self.text.len())
             .finish()
+    }
+}
+
+/// A cluster section in `Debug`: endpoints through `provider_pools_redact`.
+struct ClusterShown<'a>(&'a ClusterSection);
+
+impl fmt::Debug for ClusterShown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let endpoints: Vec<_> = self
+            .0
+            .endpoints
+            .iter()
+            .map(|e| redact_userinfo(e))
+            .collect();
+        f.debug_struct("ClusterSection")
+            .field("node", &self.0.node)
+            .field("members", &self.0.members)
+            .field("endpoints", &endpoints)
+            .field("ceilings", &self.0.ceilings)
+            .finish_non_exhaustive()
     }
 }
 
@@ -259,6 +289,64 @@ impl NodeConfig {
         let text = String::from_utf8(bytes)
             .map_err(|_| NodeConfigError::Read("the file is not UTF-8".into()))?;
         Self::parse(&text)
+    }
+
+    /// The `[cluster]` section, checked: `None` when the node runs alone.
+    /// Each `[[cluster.ceiling]]` must name a declared provider.
+    ///
+    /// ```
+    /// use provider_pools::node::NodeConfig;
+    ///
+    /// let config = NodeConfig::parse(r#"
+    /// [[provider]]
+    /// id = "weather"
+    /// kind = "http"
+    /// service = "weather/v1"
+    /// authority = "http://127.0.0.1:8080"
+    /// origins = ["http://127.0.0.1:8080"]
+    ///
+    /// [cluster]
+    /// node = "node-a"
+    /// members = ["node-a", "node-b"]
+    /// endpoints = ["http://127.0.0.1:2379"]
+    ///
+    /// [[cluster.ceiling]]
+    /// provider = "weather"
+    /// running = 100
+    /// floor = 10
+    /// "#)?;
+    /// let cluster = config.cluster()?.expect("a cluster section");
+    /// assert_eq!(cluster.ceilings[0].running, 100);
+    /// # Ok::<(), provider_pools::node::NodeConfigError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`NodeConfigError::Invalid`] naming the `cluster.…` key and the
+    /// section's line.
+    pub fn cluster(&self) -> Result<Option<ClusterConfig>, NodeConfigError> {
+        let Some(section) = &self.cluster else {
+            return Ok(None);
+        };
+        let line = line_of(&self.text, &section.span());
+        let invalid = |key, message| NodeConfigError::Invalid { key, line, message };
+        let config = section.get_ref().check().map_err(|error| match error {
+            ClusterError::Config { key, message } => invalid(key, message),
+            other => invalid("cluster", other.to_string()),
+        })?;
+        for ceiling in &config.ceilings {
+            let declared = self
+                .providers
+                .iter()
+                .any(|p| p.id.get_ref() == ceiling.provider.as_str());
+            if !declared {
+                return Err(invalid(
+                    "cluster.ceiling.provider",
+                    format!("{} is not a declared [[provider]]", ceiling.provider),
+                ));
+            }
+        }
+        Ok(Some(config))
     }
 
     /// The installations the provider sections declare, validated, with

@@ -1,0 +1,252 @@
+//! One node of the cluster example (and of the cluster tests): a registry
+//! started from a node file with a `[cluster]` section, its cluster
+//! agent, and closed-loop workers calling the shared origin.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use provider_pools::cluster::{ClusterAgent, ClusterStatus};
+use provider_pools::node::{Node, NodeConfig};
+use provider_pools::{
+    AdmitRequest, BrokerGeneration, Bytes, ExecutionPlan, InstallReceipt, LedgerId, OriginKind,
+    PolicyTable, PoolsConfig, ProviderId, ProviderPools, SessionId, Snapshot, TenantId,
+};
+use provider_pools_adapters::http::{self, BodyLimits, HttpDialer, HttpRequest, RequestTarget};
+use tokio::time::Instant;
+
+use crate::origin::BoxError;
+
+/// The provider every node calls.
+pub(crate) const PROVIDER: &str = "api";
+
+/// The knobs of a cluster run.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// The provider's running ceiling for the whole cluster.
+    pub(crate) global: u32,
+    /// Each member's floor.
+    pub(crate) floor: u32,
+    /// Each node's startup `running_per_provider` (and running ceilings).
+    pub(crate) per_node: u32,
+    pub(crate) lease_ttl_ms: u64,
+    pub(crate) period_ms: u64,
+    pub(crate) drain_ms: u64,
+}
+
+impl Settings {
+    /// The figures the tests and the example use: leases of 2 s (etcd's
+    /// smallest by default), a period of 250 ms.
+    pub(crate) fn quick(global: u32) -> Self {
+        Self {
+            global,
+            floor: 0,
+            per_node: global,
+            lease_ttl_ms: 2_000,
+            period_ms: 250,
+            drain_ms: 1_000,
+        }
+    }
+}
+
+/// The node file of `name`.
+pub(crate) fn node_file(
+    name: &str,
+    members: &[&str],
+    endpoints: &[String],
+    origin: &str,
+    settings: &Settings,
+) -> String {
+    let quoted = |items: &mut dyn Iterator<Item = String>| {
+        items
+            .map(|i| format!("{i:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let members = quoted(&mut members.iter().map(|m| m.to_string()));
+    let endpoints = quoted(&mut endpoints.iter().cloned());
+    let Settings {
+        global,
+        floor,
+        per_node,
+        lease_ttl_ms,
+        period_ms,
+        drain_ms,
+    } = settings;
+    format!(
+        r#"
+[limits]
+running_requests = {per_node}
+running_per_tenant = {per_node}
+running_per_provider = {per_node}
+pending_requests = 512
+requests_per_tenant = 256
+requests_per_provider = 512
+queue_age_ms = 30000
+provider_workers = 128
+
+[[provider]]
+id = "{PROVIDER}"
+kind = "http"
+service = "api/v1"
+authority = "{origin}"
+origins = ["{origin}"]
+
+[cluster]
+node = "{name}"
+members = [{members}]
+endpoints = [{endpoints}]
+lease_ttl_ms = {lease_ttl_ms}
+period_ms = {period_ms}
+drain_ms = {drain_ms}
+
+[[cluster.ceiling]]
+provider = "{PROVIDER}"
+running = {global}
+floor = {floor}
+"#
+    )
+}
+
+/// A started node.
+pub(crate) struct ClusterNode {
+    pub(crate) name: String,
+    pub(crate) pools: ProviderPools,
+    agent: ClusterAgent,
+    receipt: InstallReceipt,
+    dialer: HttpDialer,
+    policy: PolicyTable,
+    sessions: AtomicU64,
+    drain: Duration,
+}
+
+impl ClusterNode {
+    /// Starts the node `name` from its node file; `tenants` may call.
+    pub(crate) async fn start(
+        name: &str,
+        members: &[&str],
+        endpoints: &[String],
+        origin: &str,
+        settings: &Settings,
+        tenants: &[&str],
+    ) -> Result<Self, BoxError> {
+        let text = node_file(name, members, endpoints, origin, settings);
+        let config = NodeConfig::parse(&text)?;
+        let cluster = config
+            .cluster()?
+            .ok_or("the node file has a cluster section")?;
+        let Node { pools, receipts } = config
+            .start(PoolsConfig::new(
+                tokio::runtime::Handle::current(),
+                BrokerGeneration::new(),
+            ))
+            .await?;
+        let provider = ProviderId::new(PROVIDER)?;
+        let receipt = receipts.get(&provider).ok_or("api installed")?.clone();
+        let agent =
+            ClusterAgent::connect(pools.clone(), cluster, &tokio::runtime::Handle::current())?;
+        let policy = PolicyTable::new();
+        for tenant in tenants {
+            policy.allow(TenantId::new(*tenant)?, provider.clone());
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            dialer: HttpDialer::new(pools.clone()),
+            pools,
+            agent,
+            receipt,
+            policy,
+            sessions: AtomicU64::new(0),
+            drain: Duration::from_millis(settings.drain_ms),
+        })
+    }
+
+    /// The agent's view.
+    pub(crate) fn status(&self) -> ClusterStatus {
+        self.agent.status()
+    }
+
+    /// One call of `tenant`: admission, dispatch, `GET /work`.
+    pub(crate) async fn call(&self, tenant: &str) -> Result<(), &'static str> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let session = self.sessions.fetch_add(1, Ordering::Relaxed);
+        let plan = ExecutionPlan::seal(
+            TenantId::new(tenant).map_err(|_| "tenant")?,
+            SessionId::new(session),
+            LedgerId::new(1),
+            deadline,
+            deadline,
+        );
+        let input = self
+            .pools
+            .stage_input(&plan, Bytes::from_static(b"work"))
+            .map_err(|e| e.code())?;
+        let ready = self
+            .pools
+            .admit(AdmitRequest {
+                plan: plan.clone(),
+                provider: self.receipt.provider.clone(),
+                slot: self.receipt.slots[0],
+                kind: OriginKind::Http,
+                input,
+            })
+            .await
+            .map_err(|e| e.code())?;
+        let call = self
+            .pools
+            .dispatch(&self.policy, &plan, &self.receipt.provider)
+            .map_err(|e| e.code())?;
+        let running = ready.start(call).map_err(|e| e.code())?;
+        let target = format!("/work?tenant={tenant}");
+        let request = HttpRequest {
+            method: hyper::Method::GET,
+            target: RequestTarget::parse(&target).map_err(|_| "target")?,
+            headers: Default::default(),
+            body: Bytes::new(),
+        };
+        http::call(
+            &self.pools,
+            &running,
+            &self.dialer,
+            request,
+            BodyLimits::default(),
+        )
+        .await
+        .map_err(|e| e.code())?;
+        Ok(())
+    }
+
+    /// Closed-loop workers of `tenant` until `stop`: answers how many calls
+    /// succeeded and failed.
+    pub(crate) async fn work(self: Arc<Self>, tenant: String, stop: Arc<AtomicBool>) -> (u64, u64) {
+        let (mut ok, mut failed) = (0, 0);
+        while !stop.load(Ordering::Acquire) {
+            match self.call(&tenant).await {
+                Ok(()) => ok += 1,
+                Err(_) => failed += 1,
+            }
+        }
+        (ok, failed)
+    }
+
+    /// Leaves the cluster (drains its share), then shuts the registry
+    /// down; answers the agent's last status and the shutdown report.
+    pub(crate) async fn stop(self) -> Result<(ClusterStatus, Snapshot), BoxError> {
+        let status = self.agent.stop(self.drain).await?;
+        let report = self
+            .pools
+            .shutdown(Instant::now() + Duration::from_secs(10))
+            .await;
+        Ok((status, report))
+    }
+}
+
+/// Jain's fairness index over `shares`: 1.0 when all are equal.
+pub(crate) fn jain(shares: &[f64]) -> f64 {
+    let sum: f64 = shares.iter().sum();
+    let squares: f64 = shares.iter().map(|s| s * s).sum();
+    if squares == 0.0 {
+        return 1.0;
+    }
+    sum * sum / (shares.len() as f64 * squares)
+}
