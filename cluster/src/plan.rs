@@ -26,7 +26,9 @@
 //!   more by water-filling.
 //! - What each node wants: its share of [`allocate`] over the reported
 //!   backlogs, at most its cap, plus an even part of whatever the backlogs
-//!   leave (headroom, so new work need not wait a period).
+//!   leave (headroom, so new work need not wait a period). A node that
+//!   reports it is leaving wants nothing, so its bound falls to zero once
+//!   it acknowledges, and its departure reserves nothing.
 
 use std::collections::BTreeMap;
 
@@ -157,6 +159,7 @@ struct Wanted {
 fn wanted(pool: u32, reports: &BTreeMap<NodeId, Report>) -> BTreeMap<NodeId, Wanted> {
     let demands: Vec<_> = reports
         .iter()
+        .filter(|(_, report)| !report.leaving)
         .flat_map(|(node, report)| {
             report.tenants.iter().map(move |(tenant, &backlog)| Demand {
                 node: node.clone(),
@@ -190,7 +193,12 @@ fn wanted(pool: u32, reports: &BTreeMap<NodeId, Report>) -> BTreeMap<NodeId, Wan
         .iter()
         .map(|(node, report)| {
             let grant = wanted.get(node).map_or(0, |w| w.grant);
-            (node.clone(), u64::from(report.cap.saturating_sub(grant)))
+            let room = if report.leaving {
+                0
+            } else {
+                report.cap.saturating_sub(grant)
+            };
+            (node.clone(), u64::from(room))
         })
         .collect();
     let roomy: u64 = room.iter().map(|(_, r)| r).sum();

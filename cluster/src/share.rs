@@ -7,6 +7,8 @@
 //!   target is zero: the node keeps only its floor, before its
 //!   registration (and with it its report) can expire.
 //! - Only a row for this node's incarnation counts; none means zero.
+//! - A leaving node aims at zero and acknowledges the table it read, so
+//!   the leader can count it at zero.
 //! - A table newer than the last one applied may raise the share to its
 //!   grant. The table applied already (or an older one) may only lower
 //!   it: the leader may have counted a lower report against it since.
@@ -30,13 +32,14 @@ pub struct Holding {
 impl Holding {
     /// The share to aim for, and the epoch it acknowledges, after reading
     /// `table` (if any) as `node` of `incarnation`, with or without
-    /// contact.
+    /// contact; a node `leaving` aims at zero and acknowledges the table.
     pub fn target(
         &self,
         table: Option<&Table>,
         node: &NodeId,
         incarnation: u64,
         in_contact: bool,
+        leaving: bool,
     ) -> (u64, u32) {
         if !in_contact {
             return (self.epoch, 0);
@@ -44,6 +47,9 @@ impl Holding {
         let Some(table) = table else {
             return (self.epoch, 0);
         };
+        if leaving {
+            return (table.epoch.max(self.epoch), 0);
+        }
         let grant = table
             .rows
             .get(node)

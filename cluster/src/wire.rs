@@ -49,6 +49,10 @@ pub struct Report {
     pub cap: u32,
     /// Each tenant's backlog (queued + running) on the provider.
     pub tenants: BTreeMap<TenantId, u32>,
+    /// The node is leaving: it wants no share (its backlog aside), so its
+    /// bound can fall to zero before it deregisters.
+    #[serde(default)]
+    pub leaving: bool,
 }
 
 /// The leader's division of one provider's dynamic pool.

@@ -52,6 +52,8 @@ pub(super) struct Runner {
     status: Arc<Mutex<ClusterStatus>>,
     periods: u64,
     last_error: Option<String>,
+    /// Set by [`Self::leave`]: reports say so, and every target is zero.
+    leaving: bool,
 }
 
 impl Runner {
@@ -99,6 +101,7 @@ impl Runner {
             status,
             periods: 0,
             last_error: None,
+            leaving: false,
         })
     }
 
@@ -130,7 +133,7 @@ impl Runner {
         let mut shares: BTreeMap<TenantId, u32> = BTreeMap::new();
         for at in 0..self.providers.len() {
             self.lead(at).await;
-            self.follow(at, false).await;
+            self.follow(at).await;
             let tracked = &self.providers[at];
             if let Some(row) = self.own_row(tracked) {
                 for (tenant, &share) in &row.tenants {
@@ -266,8 +269,8 @@ impl Runner {
     }
 
     /// The node's side for provider `at`: read, choose, put in force,
-    /// report. `leaving` aims at zero whatever the table says.
-    async fn follow(&mut self, at: usize, leaving: bool) {
+    /// report. While leaving, it aims at zero whatever the table says.
+    async fn follow(&mut self, at: usize) {
         let lease = self.providers[at].lease.clone();
         match self.board.read_fenced(lease).await {
             Ok(Some(record)) => match Table::decode(&record.value) {
@@ -278,7 +281,7 @@ impl Runner {
             Err(error) => self.note("read table", &error),
         }
         let now = Instant::now();
-        let contact = self.in_contact(now) && !leaving;
+        let contact = self.in_contact(now);
         let until = self.contact_until.filter(|_| contact).unwrap_or(now);
         let tracked = &self.providers[at];
         let (epoch, target) = tracked.holding.target(
@@ -286,6 +289,7 @@ impl Runner {
             &self.config.node,
             self.incarnation,
             contact,
+            self.leaving,
         );
         let floor = tracked.ceiling.floor;
         let wanted = floor.saturating_add(target.min(tracked.cap));
@@ -345,6 +349,7 @@ impl Runner {
                 .into_iter()
                 .map(|d| (d.tenant, d.pending.saturating_add(d.running)))
                 .collect(),
+            leaving: self.leaving,
         };
         let bytes = match report.encode() {
             Ok(bytes) => bytes,
@@ -408,35 +413,51 @@ impl Runner {
         }
     }
 
-    /// Drops every share, waits (up to `drain`) for use above the floors
-    /// to end, then resigns and deregisters.
+    /// Drops every share and says so; once what ran above the floors
+    /// drained and the tables give this node no bound (so its departure
+    /// reserves nothing), or `drain` passed, resigns and deregisters —
+    /// the latter only if drained.
     async fn leave(&mut self, drain: Duration) {
+        self.leaving = true;
         let deadline = Instant::now() + drain;
         loop {
             for at in 0..self.providers.len() {
-                self.follow(at, true).await;
+                self.lead(at).await;
+                self.follow(at).await;
             }
-            let drained = self.providers.iter().all(|p| p.holding.in_force == 0);
-            if drained || Instant::now() >= deadline {
+            self.publish();
+            if self.released() || Instant::now() >= deadline {
                 break;
             }
             tokio::time::sleep(self.config.period.min(Duration::from_millis(50))).await;
         }
-        for at in 0..self.providers.len() {
-            if let Some(guard) = self.providers[at].guard.take() {
+        for tracked in &mut self.providers {
+            if let Some(guard) = tracked.guard.take() {
                 let _ = self.board.release(guard.grant().clone()).await;
             }
         }
         let drained = self.providers.iter().all(|p| p.holding.in_force == 0);
         let left = drained && self.board.deregister(self.presence.clone()).await.is_ok();
-        self.registered = self.registered && !left;
+        self.registered &= !left;
         self.publish();
-        if left {
-            self.status
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .left = true;
-        }
+        self.status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .left = left;
+    }
+
+    /// True when nothing runs above the floors and no table still counts
+    /// a bound for this incarnation.
+    fn released(&self) -> bool {
+        self.providers.iter().all(|tracked| {
+            let bound = tracked
+                .table
+                .as_ref()
+                .and_then(|table| table.rows.get(&self.config.node))
+                .filter(|row| row.incarnation == self.incarnation)
+                .map_or(0, |row| row.bound);
+            tracked.holding.in_force == 0 && bound == 0
+        })
     }
 
     fn note(&mut self, what: &str, error: &ControlPlaneError) {

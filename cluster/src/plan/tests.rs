@@ -2,7 +2,7 @@
 //! interleaving proptest draws: reports posted late, tables read and
 //! applied late,
 //! contact lost and regained, registrations expiring, nodes coming back
-//! under a new incarnation, requests starting and ending. After every
+//! under a new incarnation, nodes leaving, requests starting and ending. After every
 //! step, what the nodes can admit plus what still runs stays within the
 //! pool.
 
@@ -39,6 +39,7 @@ struct Sim {
     /// Running requests, each with the table epoch it started under.
     running: Vec<u64>,
     posted: Option<Report>,
+    leaving: bool,
     /// The table as last read: applying it may come later.
     seen: Option<Table>,
     backlog: BTreeMap<TenantId, u32>,
@@ -53,6 +54,7 @@ impl Sim {
             holding: Holding::default(),
             running: Vec::new(),
             posted: None,
+            leaving: false,
             seen: None,
             backlog: BTreeMap::new(),
         }
@@ -70,9 +72,13 @@ impl Sim {
     }
 
     fn apply(&mut self, i: usize, table: Option<&Table>) {
-        let (epoch, target) = self
-            .holding
-            .target(table, &node(i), self.incarnation, self.contact);
+        let (epoch, target) = self.holding.target(
+            table,
+            &node(i),
+            self.incarnation,
+            self.contact,
+            self.leaving,
+        );
         let running = self.running.len() as u32;
         let in_force = if target >= self.holding.in_force {
             target
@@ -100,6 +106,7 @@ enum Step {
     RegainContact(usize),
     Expire(usize),
     Rejoin(usize),
+    Leave(usize),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -115,7 +122,8 @@ fn step() -> impl Strategy<Value = Step> {
         1 => i.clone().prop_map(Step::LoseContact),
         1 => i.clone().prop_map(Step::RegainContact),
         1 => i.clone().prop_map(Step::Expire),
-        1 => i.prop_map(Step::Rejoin),
+        1 => i.clone().prop_map(Step::Rejoin),
+        1 => i.prop_map(Step::Leave),
     ]
 }
 
@@ -172,6 +180,7 @@ impl World {
                         in_force: n.holding.in_force,
                         cap: CAP,
                         tenants: n.backlog.clone(),
+                        leaving: n.leaving,
                     });
                 }
             }
@@ -209,9 +218,11 @@ impl World {
                 if !n.registered {
                     n.registered = true;
                     n.contact = true;
+                    n.leaving = false;
                     n.incarnation += 1;
                 }
             }
+            Step::Leave(i) => self.nodes[i].leaving = true,
         }
     }
 
@@ -260,6 +271,7 @@ fn round(world: &mut World) {
             in_force: n.holding.in_force,
             cap: CAP,
             tenants: backlog.into_iter().collect(),
+            leaving: false,
         });
     }
     world.run(&Step::LeaderRead);
@@ -382,4 +394,49 @@ fn a_node_never_raises_on_a_table_it_reported_a_lower_share_under() {
     world.run(&Step::Apply(0));
     assert_eq!(world.nodes[0].holding.in_force, 0);
     assert!(world.exposure() <= POOL, "{:?}", world.nodes);
+}
+
+#[test]
+fn a_leaving_node_is_bound_to_nothing_once_it_acknowledges_so_its_departure_reserves_nothing() {
+    let mut world = World {
+        nodes: vec![Sim::new(); NODES],
+        table: None,
+        read: None,
+    };
+    for i in 0..NODES {
+        world.nodes[i].backlog.insert(tenant(i as u8), 10);
+    }
+    for _ in 0..4 {
+        round(&mut world);
+    }
+    assert!(world.table.as_ref().expect("a table").rows[&node(0)].bound > 0);
+    // n0 leaves: it aims at zero and says so, its backlog still listed.
+    let mut leaving_rounds = 0;
+    loop {
+        world.nodes[0].leaving = true;
+        world.run(&Step::Read(0));
+        world.run(&Step::Apply(0));
+        let n = &mut world.nodes[0];
+        n.posted = Some(Report {
+            incarnation: n.incarnation,
+            epoch: n.holding.epoch,
+            in_force: n.holding.in_force,
+            cap: CAP,
+            tenants: n.backlog.clone(),
+            leaving: true,
+        });
+        world.run(&Step::LeaderRead);
+        world.run(&Step::LeaderWrite);
+        leaving_rounds += 1;
+        let table = world.table.as_ref().expect("a table");
+        if table.rows[&node(0)].bound == 0 {
+            break;
+        }
+        assert!(leaving_rounds < 4, "n0 still bound: {table:?}");
+    }
+    world.nodes[0].registered = false;
+    world.nodes[0].posted = None;
+    round(&mut world);
+    let table = world.table.as_ref().expect("a table");
+    assert!(table.departed.is_empty(), "nothing reserved: {table:?}");
 }

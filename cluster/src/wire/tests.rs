@@ -18,6 +18,7 @@ fn report(tenants: usize) -> Report {
         tenants: (0..tenants)
             .map(|i| (TenantId::new(format!("tenant-{i}")).expect("valid"), 1))
             .collect(),
+        leaving: false,
     }
 }
 
