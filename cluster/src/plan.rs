@@ -10,9 +10,13 @@
 //! its old requests drain is counted twice, never less).
 //!
 //! - What a node may hold now (`held`) is what it reported in force when
-//!   its report acknowledges the last table; otherwise the larger of that
-//!   and the bound the last table gave its incarnation (it may have
-//!   applied that table and not said so yet).
+//!   its report acknowledges the last table. A report that acknowledges an
+//!   older table adds the largest grant of the tables written since (the
+//!   node may have applied any of them and not said so yet): rows keep
+//!   their last [`RECENT_GRANTS`] grants for this; a node further behind
+//!   is counted at its last bound. (Counting every lagging node at its
+//!   bound instead would carry an old share forward for ever when a
+//!   node's period runs one table behind the leader's.)
 //! - A node whose report is gone (or whose incarnation changed) admits
 //!   nothing above its floor: its registration expired, and it gave up its
 //!   dynamic share before it could (see [`crate::share`]); it comes back
@@ -36,6 +40,9 @@ use provider_pools_control_plane::NodeId;
 
 use crate::allocate::{allocate, water_fill, Demand};
 use crate::wire::{Departed, Report, Row, Table};
+
+/// How many of its latest grants a row keeps.
+pub const RECENT_GRANTS: usize = 8;
 
 /// The table that follows `previous` for a dynamic pool of `pool`, given
 /// the live reports (one per node); a departed node stays reserved for
@@ -77,6 +84,15 @@ pub fn next_table(
             .get(node)
             .map(|w| w.tenants.clone())
             .unwrap_or_default();
+        let mut recent: Vec<u32> = previous
+            .and_then(|table| table.rows.get(node))
+            .filter(|row| row.incarnation == report.incarnation)
+            .map(|row| row.recent.clone())
+            .unwrap_or_default();
+        recent.push(grant);
+        if recent.len() > RECENT_GRANTS {
+            recent.drain(..recent.len() - RECENT_GRANTS);
+        }
         rows.insert(
             node.clone(),
             Row {
@@ -84,6 +100,7 @@ pub fn next_table(
                 grant,
                 bound: grant.max(have),
                 tenants,
+                recent,
             },
         );
     }
@@ -134,17 +151,22 @@ fn held(previous: Option<&Table>, reports: &BTreeMap<NodeId, Report>) -> BTreeMa
     reports
         .iter()
         .map(|(node, report)| {
-            let acknowledged = previous.is_some_and(|table| table.epoch == report.epoch);
-            let bound = previous
+            let row = previous
                 .and_then(|table| table.rows.get(node))
-                .filter(|row| row.incarnation == report.incarnation)
-                .map_or(0, |row| row.bound);
-            let held = if acknowledged {
-                report.in_force
-            } else {
-                report.in_force.max(bound)
+                .filter(|row| row.incarnation == report.incarnation);
+            // Tables written since the one the report acknowledges: the
+            // node may have applied any of them.
+            let behind = previous.map_or(0, |table| table.epoch.saturating_sub(report.epoch));
+            let since = match row {
+                _ if behind == 0 => 0,
+                Some(row) if behind <= row.recent.len() as u64 => {
+                    let from = row.recent.len() - behind as usize;
+                    row.recent[from..].iter().copied().max().unwrap_or(0)
+                }
+                Some(row) => row.bound,
+                None => 0,
             };
-            (node.clone(), held)
+            (node.clone(), report.in_force.max(since))
         })
         .collect()
 }

@@ -93,6 +93,10 @@ pub struct Row {
     /// Each tenant's share on the node (its running ceiling there, floor
     /// aside).
     pub tenants: BTreeMap<TenantId, u32>,
+    /// This incarnation's grants in the latest tables, oldest first, this
+    /// one's last (at most [`RECENT_GRANTS`](crate::plan::RECENT_GRANTS)).
+    #[serde(default)]
+    pub recent: Vec<u32>,
 }
 
 impl Report {
@@ -147,14 +151,14 @@ impl Table {
         if table.rows.len() > MAX_ROWS || table.departed.len() > MAX_ROWS {
             return Err(ClusterError::decode("table", "too many rows"));
         }
-        if table
-            .rows
-            .values()
-            .any(|row| row.tenants.len() > MAX_REPORTED_TENANTS || row.grant > row.bound)
-        {
+        if table.rows.values().any(|row| {
+            row.tenants.len() > MAX_REPORTED_TENANTS
+                || row.grant > row.bound
+                || row.recent.len() > crate::plan::RECENT_GRANTS
+        }) {
             return Err(ClusterError::decode(
                 "table",
-                "a row has too many tenants or a grant above its bound",
+                "a row has too many tenants or grants, or a grant above its bound",
             ));
         }
         Ok(table)

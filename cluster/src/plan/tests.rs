@@ -440,3 +440,38 @@ fn a_leaving_node_is_bound_to_nothing_once_it_acknowledges_so_its_departure_rese
     let table = world.table.as_ref().expect("a table");
     assert!(table.departed.is_empty(), "nothing reserved: {table:?}");
 }
+
+#[test]
+fn a_node_whose_reports_run_one_table_behind_still_gives_its_old_share_up() {
+    let mut world = World {
+        nodes: vec![Sim::new(); NODES],
+        table: None,
+        read: None,
+    };
+    world.nodes[0].backlog.insert(tenant(0), 10);
+    world.nodes[1].backlog.insert(tenant(1), 10);
+    for _ in 0..4 {
+        round(&mut world);
+    }
+    // n2 arrives; n1 reads each table just before the leader writes the
+    // next, so its report always names the table before the last.
+    world.nodes[2].backlog.insert(tenant(2), 10);
+    for _ in 0..12 {
+        for i in [0, 2] {
+            world.run(&Step::Read(i));
+            world.run(&Step::Apply(i));
+            world.run(&Step::Post(i, i as u8, 10));
+        }
+        world.run(&Step::Read(1));
+        world.run(&Step::Apply(1));
+        world.run(&Step::LeaderRead);
+        world.run(&Step::LeaderWrite);
+        world.run(&Step::Post(1, 1, 10));
+        assert!(world.exposure() <= POOL);
+    }
+    let in_force: Vec<u32> = world.nodes.iter().map(|n| n.holding.in_force).collect();
+    assert!(
+        in_force.iter().all(|&f| (3..=4).contains(&f)),
+        "{in_force:?}"
+    );
+}

@@ -46,6 +46,7 @@ fn a_report_and_a_table_round_trip() {
                 grant: 2,
                 bound: 5,
                 tenants: sent.tenants.clone(),
+                recent: vec![1, 2],
             },
         )]),
         departed: BTreeMap::from([(
