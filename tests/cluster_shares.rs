@@ -25,6 +25,9 @@ use cluster_support::{
 use provider_pools_test_peers::EtcdCluster;
 
 const MEMBERS: [&str; 3] = ["a", "b", "c"];
+/// How long the origin takes per request: long against the nodes' own
+/// overhead, so what it serves at once is what the engines run.
+const ORIGIN_THINK: Duration = Duration::from_millis(100);
 /// Workers per tenant per node: more than any share, so every tenant is
 /// backlogged everywhere it works.
 const WORKERS: usize = 6;
@@ -34,9 +37,7 @@ fn three_nodes_hold_the_global_ceiling_and_share_it_fairly_between_unevenly_spre
     let _serial = serial();
     runtime().block_on(async {
         let etcd = EtcdCluster::start(3);
-        let origin = start_origin(Duration::from_millis(20))
-            .await
-            .expect("an origin");
+        let origin = start_origin(ORIGIN_THINK).await.expect("an origin");
         // wide on all three nodes, pair on two, solo-b and solo-c on one.
         let a = Running::start("a", &MEMBERS, &etcd, &origin, &["wide", "pair"], WORKERS).await;
         let b = Running::start(
@@ -81,9 +82,7 @@ fn a_node_joining_or_leaving_moves_the_shares_within_two_lease_periods() {
     let _serial = serial();
     runtime().block_on(async {
         let etcd = EtcdCluster::start(3);
-        let origin = start_origin(Duration::from_millis(20))
-            .await
-            .expect("an origin");
+        let origin = start_origin(ORIGIN_THINK).await.expect("an origin");
         let a = Running::start("a", &MEMBERS, &etcd, &origin, &["x"], WORKERS).await;
         let b = Running::start("b", &MEMBERS, &etcd, &origin, &["y"], WORKERS).await;
         within(2 * LEASE, "a and b split the ceiling", || {
@@ -128,9 +127,7 @@ fn killing_the_etcd_leader_mid_run_changes_nothing_in_the_safety_check() {
     let _serial = serial();
     runtime().block_on(async {
         let mut etcd = EtcdCluster::start(3);
-        let origin = start_origin(Duration::from_millis(20))
-            .await
-            .expect("an origin");
+        let origin = start_origin(ORIGIN_THINK).await.expect("an origin");
         let a = Running::start("a", &MEMBERS, &etcd, &origin, &["x", "w"], WORKERS).await;
         let b = Running::start("b", &MEMBERS, &etcd, &origin, &["y", "w"], WORKERS).await;
         let c = Running::start("c", &MEMBERS, &etcd, &origin, &["z"], WORKERS).await;

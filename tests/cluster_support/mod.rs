@@ -13,6 +13,7 @@ use provider_pools_test_peers::EtcdCluster;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+#[allow(unused_imports, reason = "each cluster test binary uses a part")]
 pub(crate) use crate::node::{jain, ClusterNode, Settings};
 pub(crate) use crate::origin::{start as start_origin, Origin};
 
