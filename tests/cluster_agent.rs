@@ -1,0 +1,237 @@
+//! The cluster agent (issue 21) on one node, on tokio's paused clock, over
+//! an in-memory control plane that can be cut off: the share lapses by
+//! the node's own clock before its registration can, and comes back with
+//! the control plane.
+
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use provider_pools::cluster::{CeilingSection, ClusterAgent, ClusterSection};
+use provider_pools::{AdmitError, InstallReceipt, Limits, PoolReady, ProviderPools};
+use provider_pools_control_plane::{
+    Board, BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencedRecord, LeaseGrant,
+    LeaseKey, LeaseRequest, LeaseState, MemoryClient, Post, PresenceKey, Registration, ServiceName,
+    TopicName,
+};
+use support::{bounded, plan, request, running, with_mem};
+
+type Admit = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;
+
+/// The in-memory control plane, or `Offline` for every call once cut.
+#[derive(Debug, Default)]
+struct Cuttable {
+    inner: MemoryClient,
+    cut: AtomicBool,
+}
+
+impl Cuttable {
+    fn gate<'a, T: Send + 'a>(
+        &'a self,
+        call: BoxFuture<'a, CallResult<T>>,
+    ) -> BoxFuture<'a, CallResult<T>> {
+        if self.cut.load(Ordering::SeqCst) {
+            Box::pin(async { Err(ControlPlaneError::Offline) })
+        } else {
+            call
+        }
+    }
+}
+
+impl ControlPlane for Cuttable {
+    fn register(&self, registration: Registration) -> BoxFuture<'_, CallResult<()>> {
+        self.gate(self.inner.register(registration))
+    }
+    fn heartbeat(&self, key: PresenceKey) -> BoxFuture<'_, CallResult<()>> {
+        self.gate(self.inner.heartbeat(key))
+    }
+    fn deregister(&self, key: PresenceKey) -> BoxFuture<'_, CallResult<()>> {
+        self.gate(self.inner.deregister(key))
+    }
+    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+        self.gate(self.inner.discover(service))
+    }
+    fn acquire(&self, request: LeaseRequest) -> BoxFuture<'_, CallResult<LeaseGrant>> {
+        self.gate(self.inner.acquire(request))
+    }
+    fn renew(&self, grant: LeaseGrant) -> BoxFuture<'_, CallResult<LeaseGrant>> {
+        self.gate(self.inner.renew(grant))
+    }
+    fn release(&self, grant: LeaseGrant) -> BoxFuture<'_, CallResult<()>> {
+        self.gate(self.inner.release(grant))
+    }
+    fn read_lease(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<LeaseState>>> {
+        self.gate(self.inner.read_lease(key))
+    }
+}
+
+impl Board for Cuttable {
+    fn post(
+        &self,
+        key: PresenceKey,
+        topic: TopicName,
+        value: Vec<u8>,
+    ) -> BoxFuture<'_, CallResult<()>> {
+        self.gate(self.inner.post(key, topic, value))
+    }
+    fn read_posts(
+        &self,
+        service: ServiceName,
+        topic: TopicName,
+    ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
+        self.gate(self.inner.read_posts(service, topic))
+    }
+    fn write_fenced(&self, grant: LeaseGrant, value: Vec<u8>) -> BoxFuture<'_, CallResult<()>> {
+        self.gate(self.inner.write_fenced(grant, value))
+    }
+    fn read_fenced(&self, key: LeaseKey) -> BoxFuture<'_, CallResult<Option<FencedRecord>>> {
+        self.gate(self.inner.read_fenced(key))
+    }
+}
+
+/// Node `a` of members `a` and `b`: provider `mem`, 8 for the cluster,
+/// floor 2 each, so a alone may take the 4 left. Leases of 3 s, margin
+/// 500 ms, a period of 500 ms.
+fn section() -> ClusterSection {
+    ClusterSection {
+        node: "a".into(),
+        members: vec!["a".into(), "b".into()],
+        endpoints: vec!["http://127.0.0.1:2379".into()],
+        service: None,
+        prefix: None,
+        lease_ttl_ms: Some(3_000),
+        period_ms: Some(500),
+        skew_margin_ms: Some(500),
+        drain_ms: Some(1_000),
+        ceilings: vec![CeilingSection {
+            provider: "mem".into(),
+            running: 8,
+            floor: 2,
+        }],
+    }
+}
+
+async fn started() -> (ProviderPools, InstallReceipt, Arc<Cuttable>, ClusterAgent) {
+    let limits = Limits {
+        running_per_provider: 8,
+        ..Limits::DEFAULT
+    };
+    let (pools, receipt) = with_mem(limits).await;
+    let board = Arc::new(Cuttable::default());
+    let config = section().check().expect("a valid section");
+    let agent = ClusterAgent::start(
+        pools.clone(),
+        Arc::clone(&board) as Arc<dyn Board>,
+        config,
+        &tokio::runtime::Handle::current(),
+    )
+    .expect("the agent starts");
+    (pools, receipt, board, agent)
+}
+
+/// Advances the paused clock a period at a time until `ceiling` is in
+/// force, at most `periods` periods.
+async fn ceiling_becomes(agent: &ClusterAgent, ceiling: u32, periods: u32) {
+    for _ in 0..periods {
+        let status = agent.status();
+        if status.providers.values().all(|p| p.ceiling == ceiling) && status.periods > 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("the ceiling never became {ceiling}: {:?}", agent.status());
+}
+
+async fn admit_once(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+) -> Option<Admit> {
+    let admitting = pools.clone();
+    let admit = request(pools, plan(tenant, session), receipt, b"");
+    let mut future: Admit = Box::pin(async move { admitting.admit(admit).await });
+    match std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
+        Poll::Pending => Some(future),
+        Poll::Ready(answer) => {
+            drop(answer.expect("granted"));
+            None
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_that_loses_the_control_plane_falls_to_its_floor_before_its_registration_can_lapse()
+{
+    let (pools, receipt, board, agent) = started().await;
+    // Alone, a takes the whole dynamic pool: floor 2 + 4.
+    ceiling_becomes(&agent, 6, 10).await;
+    let before = agent.status();
+    let until = before.contact_until.expect("in contact");
+    board.cut.store(true, Ordering::SeqCst);
+    let held: Vec<_> = futures_held(&pools, &receipt, 6).await;
+
+    // Up to the contact deadline, the share stands; then it lapses, with
+    // the registration still live in the store.
+    tokio::time::sleep_until(until - Duration::from_millis(1)).await;
+    assert_eq!(
+        agent
+            .status()
+            .providers
+            .values()
+            .map(|p| p.ceiling)
+            .sum::<u32>(),
+        6
+    );
+    tokio::time::sleep_until(until).await;
+    let live = board
+        .inner
+        .discover(ServiceName::new("provider-pools").expect("valid"))
+        .await
+        .expect("the store answers");
+    assert_eq!(live.len(), 1, "a's registration outlives its share");
+
+    // Past the deadline the engine grants only the floor, whatever ran.
+    drop(held);
+    let _first = running(&pools, &receipt, "t", 100).await;
+    let _second = running(&pools, &receipt, "t", 101).await;
+    let third = admit_once(&pools, &receipt, "t", 102).await;
+    assert!(third.is_some(), "a third request waits: the floor is 2");
+    drop(third);
+    drop(agent.stop(Duration::ZERO).await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_share_comes_back_with_the_control_plane_under_a_new_incarnation() {
+    let (_pools, _receipt, board, agent) = started().await;
+    ceiling_becomes(&agent, 6, 10).await;
+    let first = agent.status().incarnation;
+    board.cut.store(true, Ordering::SeqCst);
+    // Long enough for the registration and the leadership to lapse.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    ceiling_becomes(&agent, 2, 1).await;
+    board.cut.store(false, Ordering::SeqCst);
+    ceiling_becomes(&agent, 6, 10).await;
+    let status = agent.status();
+    assert!(status.incarnation > first, "registered again: {status:?}");
+    let stopped = bounded("the agent stops", agent.stop(Duration::from_secs(1))).await;
+    assert!(stopped.expect("stops").left, "it leaves cleanly once back");
+}
+
+/// `n` requests of tenant `t` held running.
+async fn futures_held(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    n: u64,
+) -> Vec<provider_pools::RunningRequest> {
+    let mut held = Vec::new();
+    for session in 0..n {
+        held.push(running(pools, receipt, "t", session).await);
+    }
+    held
+}
