@@ -28,6 +28,11 @@
 //! origins = ["/var/lib/node/blobs"]
 //! ```
 //!
+//! A `[cluster]` section (see [`NodeConfig::cluster`] and
+//! `provider_pools_cluster::ClusterSection`) makes the node one member of
+//! a cluster that shares providers' global running ceilings over etcd;
+//! the host starts its `ClusterAgent`.
+//!
 //! Invariants:
 //! - Only `[[provider]]` sections construct clients; capabilities are names.
 //! - Every error names the key and the line it was found on; none carries a
