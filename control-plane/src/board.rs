@@ -58,6 +58,12 @@ pub trait Board: ControlPlane {
     /// that instance's previous post there. The post lives as long as the
     /// registration.
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped post may have applied; posting
+    /// again is harmless (it replaces the same post).
+    ///
     /// # Errors
     ///
     /// `NotRegistered` when the registration is absent or expired;
@@ -73,6 +79,10 @@ pub trait Board: ControlPlane {
     /// The live posts on `topic` by instances of `service`, ordered by
     /// node.
     ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
     /// # Errors
     ///
     /// `LimitExceeded` past the backend's discovery bound; `Corrupt` for a
@@ -86,6 +96,13 @@ pub trait Board: ControlPlane {
     /// Writes `value` as the record of `grant.key`, if and only if that
     /// lease is held now by `grant.holder` with `grant.token`.
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before the backend started the call means it
+    /// never runs. Once started, a dropped write may have applied: read it
+    /// back with [`read_fenced`](Board::read_fenced), or write again
+    /// (harmless while the lease is held).
+    ///
     /// # Errors
     ///
     /// `LeaseLost` when it is not (and nothing is written);
@@ -96,6 +113,10 @@ pub trait Board: ControlPlane {
 
     /// The last record written for `key`, with its token; `None` if none
     /// was ever written.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
     ///
     /// # Errors
     ///
