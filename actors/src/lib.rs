@@ -72,6 +72,6 @@ pub use limits::{LimitField, Limits, LimitsError};
 pub use observe::{AdmissionEvent, AdmissionObserver};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
 pub use pools::{PoolsConfig, Prepaid, ProviderPools};
-pub use snapshot::{ConnectionCounts, ControlState, Snapshot, TenantDemand};
+pub use snapshot::{ConnectionCounts, ControlState, Held, Snapshot, TenantDemand, Usage};
 pub use supervision::RestartPolicy;
 pub use workers::{JobError, JobHandle};

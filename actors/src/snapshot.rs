@@ -130,3 +130,24 @@ pub struct TenantDemand {
     /// Its requests granted on the provider and not yet finished.
     pub running: u32,
 }
+
+/// Queued and running requests of one tenant or one provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Requests queued for admission.
+    pub pending: u32,
+    /// Requests granted and not yet finished.
+    pub running: u32,
+}
+
+/// Who holds the admission queue now (see
+/// [`ProviderPools::usage`](crate::ProviderPools::usage)): every tenant and
+/// every provider with queued or running requests, by key. Snapshots stay
+/// aggregate; this is the per-key view an operator's gauges read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Each tenant with requests.
+    pub tenants: std::collections::BTreeMap<crate::identity::TenantId, Held>,
+    /// Each provider with requests.
+    pub providers: std::collections::BTreeMap<crate::identity::ProviderId, Held>,
+}

@@ -15,7 +15,7 @@ use crate::mailbox::MailboxError;
 use crate::observe::spans;
 use crate::pools::ProviderPools;
 use crate::registry::Msg;
-use crate::snapshot::{ControlState, Snapshot};
+use crate::snapshot::{ControlState, Held, Snapshot, Usage};
 use crate::workers::WaitError;
 
 /// How many times a lookup re-reads the directory when the epoch it found
@@ -107,6 +107,26 @@ impl ProviderPools {
             snapshot.control = ControlState::Failed;
         }
         snapshot
+    }
+
+    /// Every tenant's and every provider's queued and running requests
+    /// now: the per-key view behind per-tenant gauges. It reads the
+    /// admission queue under its lock in O(tenants + providers with live
+    /// work), so it suits a scrape, not every request. Keys with nothing
+    /// queued or running are absent.
+    pub fn usage(&self) -> Usage {
+        let (tenants, providers) = self.inner.admission.usage();
+        let held = |pending, running| Held { pending, running };
+        Usage {
+            tenants: tenants
+                .into_iter()
+                .map(|(tenant, pending, running)| (tenant, held(pending, running)))
+                .collect(),
+            providers: providers
+                .into_iter()
+                .map(|(provider, pending, running)| (provider, held(pending, running)))
+                .collect(),
+        }
     }
 
     /// Closes admission at once and retires every installed epoch; work

@@ -16,7 +16,7 @@ use crate::limits::LimitField;
 use crate::scheduler::cell::{Answer, Cell};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{
-    Bound, Ceilings, Expiry, FairQueue, Refused, RunningKey, TenantDemand,
+    Bound, Ceilings, Expiry, FairQueue, Refused, RunningKey, TenantDemand, Usage,
 };
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused, OWN_CEILINGS};
 
@@ -275,6 +275,11 @@ impl State {
     /// Every tenant's queued and running requests on `provider`.
     pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
         self.queue.demand(provider)
+    }
+
+    /// Every tenant's and provider's queued and running requests.
+    pub(crate) fn usage(&self) -> Usage<TenantId, ProviderId> {
+        self.queue.usage()
     }
 
     /// (pending, running).

@@ -1,12 +1,12 @@
 //! The admission core's face to the scheduler actor: its wake-ups, the
 //! hand-over it takes, the deadline alarm, and the control operations
-//! (ceilings, close, stop, counts, demand), which lock the state directly.
+//! (ceilings, close, stop, counts, demand, usage), which lock the state directly.
 
 use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
 use crate::identity::{ProviderId, TenantId};
-use crate::scheduler::queue::{Ceilings, Expiry, TenantDemand};
+use crate::scheduler::queue::{Ceilings, Expiry, TenantDemand, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::sync::Ordering;
 
@@ -96,6 +96,11 @@ impl Core {
     /// Every tenant's queued and running requests on `provider`.
     pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
         self.lock().demand(provider)
+    }
+
+    /// Every tenant's and provider's queued and running requests.
+    pub(crate) fn usage(&self) -> Usage<TenantId, ProviderId> {
+        self.lock().usage()
     }
 
     /// (pending, running).

@@ -1,5 +1,6 @@
-//! What each tenant asks of one provider: its queued and running
-//! requests there, read for a cluster's allocation (issue 21).
+//! What each tenant asks of one provider (its queued and running
+//! requests there, read for a cluster's allocation, issue 21), and every
+//! tenant's and provider's totals (read for per-tenant gauges, issue 22).
 //!
 //! Invariants:
 //! - The answer lists exactly the tenants with something queued or
@@ -12,6 +13,9 @@ use std::collections::HashMap;
 use std::hash::Hash;
 
 use super::FairQueue;
+
+/// Every tenant's and every provider's (key, pending, running).
+pub(crate) type Usage<K, P> = (Vec<(K, u32, u32)>, Vec<(P, u32, u32)>);
 
 /// One tenant's demand on one provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,5 +62,22 @@ where
                 })
             })
             .collect()
+    }
+
+    /// Every tenant's and every provider's queued and running requests:
+    /// exactly those with some, in no particular order. O(tenants +
+    /// providers) with live work; changes nothing.
+    pub(crate) fn usage(&self) -> Usage<K, P> {
+        let tenants = self
+            .tenants
+            .values()
+            .map(|t| (t.key.clone(), t.pending, t.running))
+            .collect();
+        let providers = self
+            .providers
+            .values()
+            .map(|p| (p.key.clone(), p.pending, p.running))
+            .collect();
+        (tenants, providers)
     }
 }

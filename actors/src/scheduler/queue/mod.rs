@@ -41,7 +41,7 @@
 
 mod book;
 mod demand;
-pub(crate) use demand::TenantDemand;
+pub(crate) use demand::{TenantDemand, Usage};
 mod index_hash;
 mod own_ceilings;
 pub(crate) use own_ceilings::{Expiry, Owner};
