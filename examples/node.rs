@@ -39,7 +39,7 @@ use tokio::time::Instant;
 use traffic::{rotate, start_origin, BoxError, Traffic};
 
 /// The metric families the final scrape must contain, with their types.
-const FAMILIES: [(&str, &str); 9] = [
+const FAMILIES: [(&str, &str); 13] = [
     ("provider_pools_running_requests", "gauge"),
     ("provider_pools_pending_requests", "gauge"),
     ("provider_pools_connections", "gauge"),
@@ -49,6 +49,10 @@ const FAMILIES: [(&str, &str); 9] = [
     ("provider_pools_admission_wait_seconds", "histogram"),
     ("provider_pools_tenant_served", "counter"),
     ("provider_pools_tenant_served_share", "gauge"),
+    ("provider_pools_tenant_running_requests", "gauge"),
+    ("provider_pools_tenant_pending_requests", "gauge"),
+    ("provider_pools_provider_running_requests", "gauge"),
+    ("provider_pools_provider_pending_requests", "gauge"),
 ];
 
 const TENANTS: [(&str, usize); 8] = [

@@ -15,6 +15,8 @@
 //! | `provider_pools_admission_wait_seconds` | histogram | `outcome` |
 //! | `provider_pools_tenant_served_total` | counter | `tenant` |
 //! | `provider_pools_tenant_served_share` | gauge (0..=1) | `tenant` |
+//! | `provider_pools_tenant_running_requests`, `_tenant_pending_requests` | gauge | `tenant` |
+//! | `provider_pools_provider_running_requests`, `_provider_pending_requests` | gauge | `provider` |
 //!
 //! Invariants:
 //! - Label values are stable codes, or tenant ids (public names): never a
@@ -27,6 +29,10 @@
 //!   stable code. So the exposition's size is bounded.
 //! - `served_total` counts granted admissions; the share is each labelled
 //!   tenant's (and `_other`'s) part of all of them, 0 before the first.
+//! - The per-tenant and per-provider gauges read
+//!   [`ProviderPools::usage`] at each scrape: who holds requests now. The
+//!   same bound applies to each (the most loaded keys, then `_other`), so
+//!   their size is bounded too; snapshots stay aggregate.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -41,6 +47,8 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 pub use prometheus_client;
+
+mod usage;
 
 use crate::observe::{AdmissionEvent, AdmissionObserver, ADMITTED};
 use crate::{ControlState, ProviderPools, TenantId};
@@ -316,7 +324,12 @@ impl Collector for PoolsMetrics {
             };
             ConstGauge::new(share).encode(metric.encode_family(&label)?)?;
         }
-        Ok(())
+        let labels = recorder
+            .served
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .limit;
+        usage::encode(&mut encoder, &self.pools.usage(), labels)
     }
 }
 

@@ -225,3 +225,113 @@ async fn a_registry_takes_one_observer() {
         Some(MetricsError::ObserverTaken)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn who_holds_the_pool_now_is_exposed_per_tenant_and_per_provider() {
+    let limits = Limits {
+        running_per_tenant: 2,
+        ..Limits::DEFAULT
+    };
+    let pools = start(limits).await;
+    let metrics = PoolsMetrics::install_with_tenant_labels(&pools, 2).expect("first observer");
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let receipt = pools
+        .install(installation(
+            &provider("web"),
+            0,
+            b"k",
+            tcp_config("web", &["127.0.0.1:9".to_owned()]),
+        ))
+        .await
+        .expect("install");
+    // acme runs 2 and waits for a third; globex and initech run one each.
+    let mut held = Vec::new();
+    for (session, tenant) in ["acme", "acme", "globex", "initech"].iter().enumerate() {
+        held.push(running(&pools, &receipt, tenant, session as u64).await);
+    }
+    let admitting = pools.clone();
+    let third = support::request(&pools, support::plan("acme", 9), &receipt, b"");
+    let mut waiting = Box::pin(async move { admitting.admit(third).await });
+    let polled = std::future::poll_fn(|cx| {
+        std::task::Poll::Ready(std::future::Future::poll(waiting.as_mut(), cx).is_pending())
+    })
+    .await;
+    assert!(polled, "acme's third request waits at its share of 2");
+
+    let e = scrape(&registry);
+    for family in [
+        "provider_pools_tenant_running_requests",
+        "provider_pools_tenant_pending_requests",
+        "provider_pools_provider_running_requests",
+        "provider_pools_provider_pending_requests",
+    ] {
+        assert_eq!(
+            e.types.get(family).map(String::as_str),
+            Some("gauge"),
+            "{family}"
+        );
+    }
+    // Two labels: the most loaded tenants (acme 3, then globex before
+    // initech by id); initech is summed under _other.
+    let running_of = |t: &str| {
+        e.value(&format!(
+            "provider_pools_tenant_running_requests{{tenant=\"{t}\"}}"
+        ))
+    };
+    let pending_of = |t: &str| {
+        e.value(&format!(
+            "provider_pools_tenant_pending_requests{{tenant=\"{t}\"}}"
+        ))
+    };
+    assert_eq!(
+        e.keys("provider_pools_tenant_running_requests"),
+        [
+            "provider_pools_tenant_running_requests{tenant=\"_other\"}",
+            "provider_pools_tenant_running_requests{tenant=\"acme\"}",
+            "provider_pools_tenant_running_requests{tenant=\"globex\"}",
+        ]
+    );
+    assert_eq!(
+        (
+            running_of("acme"),
+            running_of("globex"),
+            running_of("_other")
+        ),
+        (2.0, 1.0, 1.0)
+    );
+    assert_eq!(
+        (
+            pending_of("acme"),
+            pending_of("globex"),
+            pending_of("_other")
+        ),
+        (1.0, 0.0, 0.0)
+    );
+    assert_eq!(
+        e.value("provider_pools_provider_running_requests{provider=\"web\"}"),
+        4.0
+    );
+    assert_eq!(
+        e.value("provider_pools_provider_pending_requests{provider=\"web\"}"),
+        1.0
+    );
+    // The snapshot stays aggregate and agrees.
+    assert_eq!(e.value("provider_pools_running_requests"), 4.0);
+    assert_eq!(e.value("provider_pools_pending_requests"), 1.0);
+
+    drop(waiting);
+    drop(held);
+    support::eventually("every request released", || {
+        pools.snapshot().running_requests == 0 && pools.snapshot().pending_requests == 0
+    })
+    .await;
+    let e = scrape(&registry);
+    assert!(
+        e.keys("provider_pools_tenant_running_requests{").is_empty(),
+        "nobody holds anything"
+    );
+    assert!(e
+        .keys("provider_pools_provider_pending_requests{")
+        .is_empty());
+}
