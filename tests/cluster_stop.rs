@@ -126,13 +126,7 @@ fn a_stopped_node_keeps_no_share_past_its_lease_and_the_others_never_over_commit
             status.success(),
             "the child node left and shut down cleanly: {status}"
         );
-        for running in [a, b] {
-            let (left, clean, failed) = running.stop().await;
-            assert!(
-                left && clean && failed == 0,
-                "left {left}, clean {clean}, failed {failed}"
-            );
-        }
+        cluster_support::stop_all(vec![a, b]).await;
         assert!(origin.counts.max_in_flight() <= GLOBAL);
     });
 }

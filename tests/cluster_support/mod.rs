@@ -96,6 +96,19 @@ impl Running {
     }
 }
 
+/// Stops every node; each must leave cleanly, shut down clean, and have
+/// seen no failed call.
+pub(crate) async fn stop_all(nodes: Vec<Running>) {
+    for running in nodes {
+        let name = running.node.name.clone();
+        let (left, clean, failed) = running.stop().await;
+        assert!(
+            left && clean && failed == 0,
+            "{name}: left {left}, clean {clean}, failed {failed}"
+        );
+    }
+}
+
 /// Polls `condition` every 20 ms until it holds; fails after `limit`
 /// naming `what` and the last `state`. Answers the time it took.
 pub(crate) async fn within(

@@ -134,6 +134,28 @@ struct World {
 }
 
 impl World {
+    /// Three nodes, no table yet.
+    fn new() -> Self {
+        Self {
+            nodes: vec![Sim::new(); NODES],
+            table: None,
+            read: None,
+        }
+    }
+
+    /// Each node `i` backlogged with 10 for its own tenant `t<i>`, after
+    /// four full rounds.
+    fn settled_one_tenant_per_node() -> Self {
+        let mut world = Self::new();
+        for (i, n) in world.nodes.iter_mut().enumerate() {
+            n.backlog.insert(tenant(i as u8), 10);
+        }
+        for _ in 0..4 {
+            round(&mut world);
+        }
+        world
+    }
+
     fn epoch(&self) -> u64 {
         self.table.as_ref().map_or(0, |t| t.epoch)
     }
@@ -280,11 +302,7 @@ fn round(world: &mut World) {
 
 #[test]
 fn shares_converge_to_the_fair_division_and_move_when_demand_moves() {
-    let mut world = World {
-        nodes: vec![Sim::new(); NODES],
-        table: None,
-        read: None,
-    };
+    let mut world = World::new();
     // t0 backlogged on all three nodes, t1 on n2 only: 5 each globally.
     for i in 0..NODES {
         world.nodes[i].backlog.insert(tenant(0), 10);
@@ -317,17 +335,7 @@ fn shares_converge_to_the_fair_division_and_move_when_demand_moves() {
 
 #[test]
 fn a_departed_nodes_bound_stays_reserved_for_the_quarantine_then_moves() {
-    let mut world = World {
-        nodes: vec![Sim::new(); NODES],
-        table: None,
-        read: None,
-    };
-    for i in 0..NODES {
-        world.nodes[i].backlog.insert(tenant(i as u8), 10);
-    }
-    for _ in 0..4 {
-        round(&mut world);
-    }
+    let mut world = World::settled_one_tenant_per_node();
     let before = world.table.clone().expect("a table");
     let n0_bound = before.rows[&node(0)].bound;
     assert!(n0_bound > 0, "{before:?}");
@@ -356,17 +364,7 @@ fn a_departed_nodes_bound_stays_reserved_for_the_quarantine_then_moves() {
 
 #[test]
 fn a_node_never_raises_on_a_table_it_reported_a_lower_share_under() {
-    let mut world = World {
-        nodes: vec![Sim::new(); NODES],
-        table: None,
-        read: None,
-    };
-    for i in 0..NODES {
-        world.nodes[i].backlog.insert(tenant(i as u8), 10);
-    }
-    for _ in 0..4 {
-        round(&mut world);
-    }
+    let mut world = World::settled_one_tenant_per_node();
     let held = world.nodes[0].holding.in_force;
     assert!(held > 0, "n0 holds a share");
     // n0 read the table, then lost contact (down to what runs: nothing),
@@ -398,17 +396,7 @@ fn a_node_never_raises_on_a_table_it_reported_a_lower_share_under() {
 
 #[test]
 fn a_leaving_node_is_bound_to_nothing_once_it_acknowledges_so_its_departure_reserves_nothing() {
-    let mut world = World {
-        nodes: vec![Sim::new(); NODES],
-        table: None,
-        read: None,
-    };
-    for i in 0..NODES {
-        world.nodes[i].backlog.insert(tenant(i as u8), 10);
-    }
-    for _ in 0..4 {
-        round(&mut world);
-    }
+    let mut world = World::settled_one_tenant_per_node();
     assert!(world.table.as_ref().expect("a table").rows[&node(0)].bound > 0);
     // n0 leaves: it aims at zero and says so, its backlog still listed.
     let mut leaving_rounds = 0;
@@ -443,11 +431,7 @@ fn a_leaving_node_is_bound_to_nothing_once_it_acknowledges_so_its_departure_rese
 
 #[test]
 fn a_node_whose_reports_run_one_table_behind_still_gives_its_old_share_up() {
-    let mut world = World {
-        nodes: vec![Sim::new(); NODES],
-        table: None,
-        read: None,
-    };
+    let mut world = World::new();
     world.nodes[0].backlog.insert(tenant(0), 10);
     world.nodes[1].backlog.insert(tenant(1), 10);
     for _ in 0..4 {
