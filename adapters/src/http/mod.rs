@@ -28,6 +28,8 @@
 //! - An `https` connection is verified against the approved origin's host;
 //!   a failed TLS handshake is a failed dial, and the client backs off.
 
+mod admission_layer;
+mod admitted;
 mod buffered;
 pub(crate) mod delivery;
 mod dialer;
@@ -35,14 +37,18 @@ mod error;
 pub(crate) mod exchange;
 mod ingress;
 mod origin;
+mod service;
 mod streaming;
 mod tls;
 
+pub use admission_layer::{AdmissionLayer, Admitted, HeldBody};
+pub use admitted::ServiceError;
 pub use buffered::{call, BufferedResponse};
 pub use dialer::{HttpConnection, HttpDialer};
 pub use error::{HttpError, Sent};
 pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING};
 pub use ingress::{refusal_status, AckBody};
 pub use origin::{ApprovedOrigin, OriginError, RequestTarget, TargetError, MAX_TARGET};
+pub use service::{HttpService, StagedBody};
 pub use streaming::{call_streaming, ResponseStream};
 pub use tls::CA_FILE_SETTING;
