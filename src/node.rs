@@ -28,10 +28,7 @@
 //! origins = ["/var/lib/node/blobs"]
 //! ```
 //!
-//! A `[cluster]` section (see [`NodeConfig::cluster`] and
-//! `provider_pools_cluster::ClusterSection`) makes the node one member of
-//! a cluster that shares providers' global running ceilings over etcd;
-//! the host starts its `ClusterAgent`.
+//! A `[cluster]` section makes the node a cluster member ([`NodeConfig::cluster`]).
 //!
 //! Invariants:
 //! - Only `[[provider]]` sections construct clients; capabilities are names.
@@ -46,16 +43,17 @@
 //!   through `provider_pools_redact`, and the file's text is not printed.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::ops::Range;
 
 use provider_pools_adapters::http::ApprovedOrigin;
-use provider_pools_cluster::{ClusterConfig, ClusterError, ClusterSection};
+use provider_pools_cluster::ClusterSection;
+mod cluster;
+mod redacted;
 mod start;
 
 pub use start::{Node, NodeError, ROLLBACK_DEADLINE};
 
-use provider_pools_redact::{redact_setting, redact_urls_in, redact_userinfo};
+use provider_pools_redact::redact_urls_in;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -189,71 +187,6 @@ pub fn is_reserved_header(name: &str) -> bool {
     RESERVED_AUTH_HEADERS.contains(&lower.as_str()) || lower.starts_with("proxy-")
 }
 
-impl fmt::Debug for NodeConfig {
-    /// The declarations, redacted; the file's text is not printed.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("NodeConfig")
-            .field("limits", &self.limits)
-            .field("capabilities", &self.capabilities)
-            .field("providers", &self.providers)
-            .field(
-                "cluster",
-                &self.cluster.as_ref().map(|c| ClusterShown(c.get_ref())),
-            )
-            .field("text_bytes", &self.text.len())
-            .finish()
-    }
-}
-
-/// A cluster section in `Debug`: endpoints through `provider_pools_redact`.
-struct ClusterShown<'a>(&'a ClusterSection);
-
-impl fmt::Debug for ClusterShown<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let endpoints: Vec<_> = self
-            .0
-            .endpoints
-            .iter()
-            .map(|e| redact_userinfo(e))
-            .collect();
-        f.debug_struct("ClusterSection")
-            .field("node", &self.0.node)
-            .field("members", &self.0.members)
-            .field("endpoints", &endpoints)
-            .field("ceilings", &self.0.ceilings)
-            .finish_non_exhaustive()
-    }
-}
-
-impl fmt::Debug for ProviderDecl {
-    /// Authority, origins and settings through `provider_pools_redact`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let origins: Vec<_> = self
-            .origins
-            .get_ref()
-            .iter()
-            .map(|o| redact_userinfo(o))
-            .collect();
-        let settings: BTreeMap<_, _> = self
-            .settings
-            .iter()
-            .map(|(key, value)| (key, redact_setting(key, value)))
-            .collect();
-        f.debug_struct("ProviderDecl")
-            .field("id", self.id.get_ref())
-            .field("kind", &self.kind)
-            .field("service", self.service.get_ref())
-            .field("authority", &redact_userinfo(self.authority.get_ref()))
-            .field("origins", &origins)
-            .field(
-                "credential_env",
-                &self.credential_env.as_ref().map(|v| v.get_ref()),
-            )
-            .field("settings", &settings)
-            .finish()
-    }
-}
-
 impl NodeConfig {
     /// Parses a node file.
     ///
@@ -294,64 +227,6 @@ impl NodeConfig {
         let text = String::from_utf8(bytes)
             .map_err(|_| NodeConfigError::Read("the file is not UTF-8".into()))?;
         Self::parse(&text)
-    }
-
-    /// The `[cluster]` section, checked: `None` when the node runs alone.
-    /// Each `[[cluster.ceiling]]` must name a declared provider.
-    ///
-    /// ```
-    /// use provider_pools::node::NodeConfig;
-    ///
-    /// let config = NodeConfig::parse(r#"
-    /// [[provider]]
-    /// id = "weather"
-    /// kind = "http"
-    /// service = "weather/v1"
-    /// authority = "http://127.0.0.1:8080"
-    /// origins = ["http://127.0.0.1:8080"]
-    ///
-    /// [cluster]
-    /// node = "node-a"
-    /// members = ["node-a", "node-b"]
-    /// endpoints = ["http://127.0.0.1:2379"]
-    ///
-    /// [[cluster.ceiling]]
-    /// provider = "weather"
-    /// running = 100
-    /// floor = 10
-    /// "#)?;
-    /// let cluster = config.cluster()?.expect("a cluster section");
-    /// assert_eq!(cluster.ceilings[0].running, 100);
-    /// # Ok::<(), provider_pools::node::NodeConfigError>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`NodeConfigError::Invalid`] naming the `cluster.…` key and the
-    /// section's line.
-    pub fn cluster(&self) -> Result<Option<ClusterConfig>, NodeConfigError> {
-        let Some(section) = &self.cluster else {
-            return Ok(None);
-        };
-        let line = line_of(&self.text, &section.span());
-        let invalid = |key, message| NodeConfigError::Invalid { key, line, message };
-        let config = section.get_ref().check().map_err(|error| match error {
-            ClusterError::Config { key, message } => invalid(key, message),
-            other => invalid("cluster", other.to_string()),
-        })?;
-        for ceiling in &config.ceilings {
-            let declared = self
-                .providers
-                .iter()
-                .any(|p| p.id.get_ref() == ceiling.provider.as_str());
-            if !declared {
-                return Err(invalid(
-                    "cluster.ceiling.provider",
-                    format!("{} is not a declared [[provider]]", ceiling.provider),
-                ));
-            }
-        }
-        Ok(Some(config))
     }
 
     /// The installations the provider sections declare, validated, with

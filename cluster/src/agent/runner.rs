@@ -1,5 +1,9 @@
-//! The agent's loop: presence, leadership and the node's side, every
-//! period (see the parent module for the order and its invariants).
+//! The agent's loop: presence and the node's side, every period (see the
+//! parent module for the order and its invariants); the leader's side is
+//! in `lead`, leaving the cluster in `leave`.
+
+mod lead;
+mod leave;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use provider_pools_actors::identity::{ProviderId, TenantId};
 use provider_pools_actors::{LowerError, ProviderPools};
 use provider_pools_control_plane::{
-    Board, ControlPlaneError, LeadershipGuard, LeaseKey, LeaseName, LeaseRequest, PresenceKey,
-    Registration, SkewMargin, TopicName,
+    Board, ControlPlaneError, LeadershipGuard, LeaseKey, LeaseName, PresenceKey, Registration,
+    TopicName,
 };
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -17,7 +21,6 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::status::{ClusterStatus, ProviderStatus};
 use crate::config::{ClusterConfig, GlobalCeiling};
 use crate::error::ClusterError;
-use crate::plan::next_table;
 use crate::share::Holding;
 use crate::wire::{Report, Table, MAX_REPORTED_TENANTS};
 
@@ -193,81 +196,6 @@ impl Runner {
         }
     }
 
-    /// Campaigns for provider `at`'s lease and, while leading safely,
-    /// writes its next table.
-    async fn lead(&mut self, at: usize) {
-        let node = self.config.node.clone();
-        let ttl = self.config.lease_ttl;
-        let margin = SkewMargin(self.config.skew_margin);
-        let tracked = &mut self.providers[at];
-        let sent = Instant::now();
-        let mut failure = None;
-        match tracked.guard.as_mut() {
-            Some(guard) if guard.check_at(sent).is_ok() => {
-                match self.board.renew(guard.grant().clone()).await {
-                    Ok(_) => guard.renewed(sent),
-                    Err(ControlPlaneError::LeaseLost) => tracked.guard = None,
-                    Err(error) => failure = Some(error),
-                }
-            }
-            _ => {
-                tracked.guard = None;
-                let request = LeaseRequest::new(tracked.lease.clone(), node, ttl);
-                match request {
-                    Ok(request) => match self.board.acquire(request).await {
-                        Ok(grant) => tracked.guard = LeadershipGuard::new(grant, sent, margin).ok(),
-                        Err(ControlPlaneError::LeaseHeld { .. }) => {}
-                        Err(error) => failure = Some(error),
-                    },
-                    Err(error) => failure = Some(error),
-                }
-            }
-        }
-        if let Some(error) = failure {
-            return self.note("leadership", &error);
-        }
-        if let Err(error) = self.allocate(at).await {
-            self.last_error = Some(format!("allocation: {error}"));
-        }
-    }
-
-    /// The leader's step for provider `at`.
-    async fn allocate(&mut self, at: usize) -> Result<(), ClusterError> {
-        let tracked = &self.providers[at];
-        let Some(guard) = tracked.guard.as_ref().filter(|g| g.check().is_ok()) else {
-            return Ok(());
-        };
-        let grant = guard.grant().clone();
-        let posts = self
-            .board
-            .read_posts(self.config.service.clone(), tracked.topic.clone())
-            .await?;
-        let mut reports = BTreeMap::new();
-        for post in posts {
-            if self.config.members.contains(&post.node) {
-                reports.insert(post.node, Report::decode(&post.value)?);
-            }
-        }
-        let previous = match self.board.read_fenced(tracked.lease.clone()).await? {
-            Some(record) => Some(Table::decode(&record.value)?),
-            None => None,
-        };
-        let pool = tracked.ceiling.dynamic_pool(self.config.members.len());
-        let table = next_table(pool, self.quarantine, previous.as_ref(), &reports);
-        let bytes = table.encode()?;
-        if tracked.guard.as_ref().is_none_or(|g| g.check().is_err()) {
-            return Ok(());
-        }
-        match self.board.write_fenced(grant, bytes).await {
-            Ok(()) => Ok(()),
-            Err(ControlPlaneError::LeaseLost) => {
-                self.providers[at].guard = None;
-                Ok(())
-            }
-            Err(error) => Err(error.into()),
-        }
-    }
-
     /// The node's side for provider `at`: read, choose, put in force,
     /// report. While leaving, it aims at zero whatever the table says.
     async fn follow(&mut self, at: usize) {
@@ -411,53 +339,6 @@ impl Runner {
                 Err(error) => self.last_error = Some(format!("tenant {tenant}: {error}")),
             }
         }
-    }
-
-    /// Drops every share and says so; once what ran above the floors
-    /// drained and the tables give this node no bound (so its departure
-    /// reserves nothing), or `drain` passed, resigns and deregisters —
-    /// the latter only if drained.
-    async fn leave(&mut self, drain: Duration) {
-        self.leaving = true;
-        let deadline = Instant::now() + drain;
-        loop {
-            for at in 0..self.providers.len() {
-                self.lead(at).await;
-                self.follow(at).await;
-            }
-            self.publish();
-            if self.released() || Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(self.config.period.min(Duration::from_millis(50))).await;
-        }
-        for tracked in &mut self.providers {
-            if let Some(guard) = tracked.guard.take() {
-                let _ = self.board.release(guard.grant().clone()).await;
-            }
-        }
-        let drained = self.providers.iter().all(|p| p.holding.in_force == 0);
-        let left = drained && self.board.deregister(self.presence.clone()).await.is_ok();
-        self.registered &= !left;
-        self.publish();
-        self.status
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .left = left;
-    }
-
-    /// True when nothing runs above the floors and no table still counts
-    /// a bound for this incarnation.
-    fn released(&self) -> bool {
-        self.providers.iter().all(|tracked| {
-            let bound = tracked
-                .table
-                .as_ref()
-                .and_then(|table| table.rows.get(&self.config.node))
-                .filter(|row| row.incarnation == self.incarnation)
-                .map_or(0, |row| row.bound);
-            tracked.holding.in_force == 0 && bound == 0
-        })
     }
 
     fn note(&mut self, what: &str, error: &ControlPlaneError) {

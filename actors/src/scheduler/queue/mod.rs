@@ -28,8 +28,7 @@
 //! - A provider with blocked groups is at its running ceiling.
 //! - The tenant rotation holds exactly the eligible tenants.
 //! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling, and a tenant's or provider's running may exceed an own ceiling set to drain, or the fallback of an expired one (it drains).
-//! - `pair_running` holds, for each (tenant, provider) with running grants, their number: per provider they sum to its running count.
-//! - Bookkeeping exists only for tenants, providers and groups with live work; slab slots and map capacity are reused, bounded by the peak.
+//! - Bookkeeping exists only for tenants, providers, groups and (tenant, provider) running counts (`pair_running`) with live work; slab slots and map capacity are reused, bounded by the peak.
 //! - A [`WaiterKey`] names one waiter: once granted or cancelled it never matches again (until its slot's 32-bit generation wraps).
 //! - A [`RunningKey`] names the entries its grant counts against; they live until its release, which needs no key lookup.
 //!
