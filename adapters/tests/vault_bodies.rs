@@ -246,7 +246,7 @@ async fn an_endless_vault_answer_fails_when_its_chunks_pass_the_share_not_at_its
 async fn eight_vault_connections_the_server_closed_while_parked_never_fail_the_next_read() {
     let _serial = SERIAL.lock().await;
     const WAVE: usize = 8;
-    let body = r#"{"data":{"data":{"k":"v"},"metadata":{"version":1}}}"#;
+    let body = r#"{"data":{"data":{"k":"v"},"metadata":{"version":1,"created_time":"t","deletion_time":"","destroyed":false}}}"#;
     let origin = IdleOrigin::start(body, Duration::from_millis(100), WAVE).await;
     let pools = start(Limits {
         connections_per_client: 16,

@@ -1,12 +1,14 @@
 //! What a Vault slot is configured with, and what a guest may name: the
-//! server's address, the KV-v2 mount, the namespace, the token, and secret
-//! paths. Parsing here is pure: nothing dials or installs.
+//! server's address, the KV-v2 and transit mounts, the namespace, the
+//! token, secret paths and transit key names. Parsing here is pure:
+//! nothing dials or installs.
 //!
 //! Invariants:
 //! - A [`VaultAddress`] is exactly scheme (`http` or `https`), host and
 //!   port: the http adapter's [`ApprovedOrigin`], which its dialer connects to.
 //! - A mount, a namespace and a [`SecretPath`] are relative, `/`-separated
-//!   segments of `[A-Za-z0-9._-]`, none empty, `.` or `..`, within a bound.
+//!   segments of `[A-Za-z0-9._-]`, none empty, `.` or `..`, within a bound;
+//!   a [`TransitKey`] is one such segment.
 //! - A token is printable ASCII (a valid header value); a refused token is
 //!   never echoed.
 
@@ -22,6 +24,11 @@ pub const MOUNT_SETTING: &str = "mount";
 pub const NAMESPACE_SETTING: &str = "namespace";
 /// The KV-v2 mount used when the provider sets none.
 pub const DEFAULT_MOUNT: &str = "secret";
+/// The provider setting naming the transit mount (default
+/// [`DEFAULT_TRANSIT_MOUNT`]).
+pub const TRANSIT_MOUNT_SETTING: &str = "transit_mount";
+/// The transit mount used when the provider sets none.
+pub const DEFAULT_TRANSIT_MOUNT: &str = "transit";
 
 /// Longest secret path accepted, in bytes.
 pub const MAX_PATH: usize = 512;
@@ -111,6 +118,54 @@ fn check_segments(text: &str, max: usize) -> Result<(), PathError> {
     Ok(())
 }
 
+/// A guest's transit key name, e.g. `app-key`: one segment of
+/// `[A-Za-z0-9._-]`, not `.` or `..`, at most [`MAX_MOUNT`] bytes.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct TransitKey(String);
+
+impl TransitKey {
+    /// Parses a transit key name.
+    ///
+    /// # Errors
+    ///
+    /// [`VaultError::InvalidInput`] naming the key and what was wrong.
+    pub fn parse(text: &str) -> Result<Self, VaultError> {
+        let refuse = |reason| VaultError::InvalidInput {
+            input: "transit key",
+            reason,
+        };
+        if text.contains('/') {
+            return Err(refuse("must be one segment"));
+        }
+        check_segments(text, MAX_MOUNT).map_err(|e| {
+            refuse(match e {
+                PathError::Empty => "is empty",
+                PathError::TooLong => "is longer than 128 bytes",
+                PathError::DotSegment => "must not be '.' or '..'",
+                _ => "may hold only ASCII letters, digits, '.', '_' and '-'",
+            })
+        })?;
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The name as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for TransitKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "TransitKey({})", self.0)
+    }
+}
+
+impl fmt::Display for TransitKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A Vault server's address: `http://host[:port]` or `https://host[:port]`
 /// (ports 80 and 443 when left out).
 #[derive(Clone, PartialEq, Eq)]
@@ -162,6 +217,17 @@ pub(crate) fn mount(setting: Option<&str>) -> Result<String, VaultError> {
     let mount = setting.unwrap_or(DEFAULT_MOUNT);
     check_segments(mount, MAX_MOUNT).map_err(|_| VaultError::Config {
         setting: MOUNT_SETTING,
+        reason: "must be a relative path of [A-Za-z0-9._-] segments",
+    })?;
+    Ok(mount.to_owned())
+}
+
+/// The transit mount named by the epoch's `transit_mount` setting, or
+/// [`DEFAULT_TRANSIT_MOUNT`].
+pub(crate) fn transit_mount(setting: Option<&str>) -> Result<String, VaultError> {
+    let mount = setting.unwrap_or(DEFAULT_TRANSIT_MOUNT);
+    check_segments(mount, MAX_MOUNT).map_err(|_| VaultError::Config {
+        setting: TRANSIT_MOUNT_SETTING,
         reason: "must be a relative path of [A-Za-z0-9._-] segments",
     })?;
     Ok(mount.to_owned())
@@ -221,6 +287,29 @@ mod tests {
         }
         let long = "a".repeat(MAX_PATH + 1);
         assert_eq!(SecretPath::parse(&long), Err(PathError::TooLong));
+    }
+
+    #[test]
+    fn transit_keys_are_one_checked_segment() {
+        assert_eq!(
+            TransitKey::parse("app-key.v2").expect("valid").as_str(),
+            "app-key.v2"
+        );
+        for bad in ["", "a/b", "..", "k y", "k%2f", &"k".repeat(MAX_MOUNT + 1)] {
+            let err = TransitKey::parse(bad).expect_err(bad);
+            assert!(
+                matches!(
+                    err,
+                    VaultError::InvalidInput {
+                        input: "transit key",
+                        ..
+                    }
+                ),
+                "{bad}"
+            );
+        }
+        assert_eq!(transit_mount(None).ok().as_deref(), Some("transit"));
+        assert!(transit_mount(Some("../sys")).is_err());
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub enum VaultError {
     /// dialed nothing; an oversized response destroyed its connection.
     #[error("{what} of {len} bytes is over the limit of {max}")]
     TooLarge {
-        /// `secret data` or `response body`.
+        /// `secret data`, `custom metadata`, `plaintext`, `ciphertext`,
+        /// `request body` or `response body`.
         what: &'static str,
         /// Its length, or the bytes read before the limit was passed.
         len: u64,
@@ -51,12 +52,22 @@ pub enum VaultError {
         /// A fixed reason.
         reason: &'static str,
     },
+    /// A guest's input other than a path was refused before any dial: a
+    /// transit key name, a version list, a ciphertext, custom metadata.
+    #[error("invalid {input}: {reason}")]
+    InvalidInput {
+        /// What was refused (`transit key`, `versions`, `ciphertext`,
+        /// `custom metadata`, `delete_version_after`).
+        input: &'static str,
+        /// A fixed reason; never the value.
+        reason: &'static str,
+    },
     /// The slot's configuration, a setting or the epoch's token is unusable.
     /// Nothing was sent.
     #[error("invalid configuration: {setting} {reason}")]
     Config {
-        /// The setting (`target`, `mount`, `namespace`, `ca_file`,
-        /// `credential`).
+        /// The setting (`target`, `mount`, `transit_mount`, `namespace`,
+        /// `ca_file`, `credential`).
         setting: &'static str,
         /// A fixed reason; never the value.
         reason: &'static str,
@@ -101,6 +112,7 @@ impl VaultError {
             Self::TooLarge { .. } => "too_large",
             Self::Path(_) => "invalid_path",
             Self::InvalidWrite { .. } => "invalid_write",
+            Self::InvalidInput { .. } => "invalid_input",
             Self::Config { .. } => "invalid_config",
             Self::Connect(e) => e.code(),
             Self::Timeout => "timeout",

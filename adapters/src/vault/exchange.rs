@@ -1,5 +1,6 @@
-//! One Vault exchange on a connection the pools own: the KV-v2 request is
-//! built with the running epoch's token, sent on an [`HttpConnection`]
+//! One Vault exchange on a connection the pools own: the request (built by
+//! a vaultrs endpoint, handed over by [`PoolClient`](super::client)) gets
+//! Vault's headers and the running epoch's token, is sent on an [`HttpConnection`]
 //! reserved with the slot's [`HttpDialer`] (the http adapter's checkout),
 //! and the answer is read under a cap and classified.
 //!
@@ -25,6 +26,8 @@
 //!   was read to its end, it is HTTP/1.1 without `Connection: close`, and
 //!   the connection is ready again within `REUSE_WAIT`; a transport error,
 //!   an oversized body, a deadline or a dropped future destroy it.
+//! - A request body is moved into a zeroizing buffer that backs it until
+//!   hyper drops it.
 //! - No error carries request or response bytes, except Vault's own
 //!   bounded error messages.
 
@@ -39,9 +42,11 @@ use zeroize::Zeroizing;
 use crate::http::delivery::{deliver, Delivered, Undeliverable};
 use crate::http::exchange::{asks_close, park_if_reusable, Progress};
 use crate::http::{HttpConnection, HttpDialer};
-use crate::vault::config::{self, VaultAddress, MOUNT_SETTING, NAMESPACE_SETTING};
+use crate::vault::config::{
+    self, VaultAddress, MOUNT_SETTING, NAMESPACE_SETTING, TRANSIT_MOUNT_SETTING,
+};
 use crate::vault::error::{bounded_messages, VaultError};
-use crate::vault::wire::{Endpoint, ErrorBody};
+use crate::vault::wire::ErrorBody;
 
 /// Vault's message for a check-and-set mismatch (a 400 answer).
 const CAS_MISMATCH: &str = "check-and-set parameter did not match";
@@ -52,9 +57,22 @@ const X_VAULT_REQUEST: HeaderName = HeaderName::from_static("x-vault-request");
 
 /// What an exchange needs from the slot, checked before any dial.
 pub(crate) struct Slot {
-    address: VaultAddress,
+    pub(crate) address: VaultAddress,
     namespace: Option<String>,
+    /// The KV-v2 mount.
     pub(crate) mount: String,
+    /// The transit mount.
+    pub(crate) transit_mount: String,
+}
+
+/// One request as it goes on the wire, Vault's headers and token aside.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub(crate) method: http::Method,
+    /// Origin-form: `/v1/...`, with its query.
+    pub(crate) path: String,
+    /// The JSON body; empty for none.
+    pub(crate) body: Vec<u8>,
 }
 
 impl Slot {
@@ -76,16 +94,19 @@ impl Slot {
         let namespace = config::namespace(client.setting(NAMESPACE_SETTING))?;
         config::token(client.credential_for_adapter().expose_to_adapter())?;
         let mount = config::mount(client.setting(MOUNT_SETTING))?;
+        let transit_mount = config::transit_mount(client.setting(TRANSIT_MOUNT_SETTING))?;
         Ok(Self {
             address,
             namespace,
             mount,
+            transit_mount,
         })
     }
 }
 
-/// Sends `endpoint` on a pooled connection of `running`'s client and
-/// returns the body of a 2xx answer; other statuses become errors. A
+/// Sends `outgoing` on a pooled connection of `running`'s client and
+/// returns the status and body of a 2xx answer; other statuses become
+/// errors. A
 /// stale idle connection that hands the request back unsent is replaced
 /// by another (the http adapter's delivery); a request a connection took
 /// is never sent again.
@@ -100,10 +121,10 @@ pub(crate) async fn exchange(
     running: &RunningRequest,
     dialer: &HttpDialer,
     slot: &Slot,
-    endpoint: Endpoint,
+    outgoing: Outgoing,
     max_response: usize,
-) -> Result<StagedOutput, VaultError> {
-    let request = build(running, slot, endpoint)?;
+) -> Result<(http::StatusCode, StagedOutput), VaultError> {
+    let request = build(running, slot, outgoing)?;
     let deadline = running.deadline();
     let (conn, keep_alive, status, body) = tokio::time::timeout_at(deadline, async {
         let Delivered { conn, response } =
@@ -118,14 +139,14 @@ pub(crate) async fn exchange(
                 })?;
         // The request never asks to close: only the answer can.
         let keep_alive = response.version() == Version::HTTP_11 && !asks_close(response.headers());
-        let status = response.status().as_u16();
+        let status = response.status();
         let body = read_capped(response.into_body(), max_response, running).await?;
         Ok::<_, VaultError>((conn, keep_alive, status, body))
     })
     .await
     .map_err(|_| VaultError::Timeout)??;
     release(conn, keep_alive, deadline).await;
-    classify(status, body)
+    classify(status.as_u16(), body).map(|body| (status, body))
 }
 
 /// After a complete answer: parks a keep-alive connection once it is ready
@@ -147,14 +168,16 @@ async fn release(
 fn build(
     running: &RunningRequest,
     slot: &Slot,
-    endpoint: Endpoint,
+    outgoing: Outgoing,
 ) -> Result<http::Request<Full<Bytes>>, VaultError> {
     let building = VaultError::Protocol {
         phase: "building the request",
     };
-    let Endpoint { method, path, body } = endpoint;
+    let Outgoing { method, path, body } = outgoing;
     let json = !body.is_empty();
-    let mut request = http::Request::new(Full::new(Bytes::from(body)));
+    // The body may hold secret data or plaintext: wiped once hyper drops it.
+    let body = Bytes::from_owner(Zeroizing::new(body));
+    let mut request = http::Request::new(Full::new(body));
     *request.method_mut() = method;
     *request.uri_mut() = http::Uri::try_from(path).map_err(|_| building)?;
     let headers = request.headers_mut();

@@ -1,116 +1,21 @@
-//! The KV-v2 operations: read (latest or a version), write with an
+//! The KV-v2 reads and writes: read (latest or a version), write with an
 //! optional check-and-set, read metadata. Each checks its slot and input
-//! before any dial, runs one bounded exchange, and charges what it returns.
+//! before any dial, runs one vaultrs endpoint on a [`PoolClient`], and
+//! charges what it returns.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use provider_pools_actors::{Bytes, ProviderPools, RunningRequest, StagedOutput};
+use provider_pools_actors::{Bytes, ProviderPools, RunningRequest};
 use serde_json::{Map, Value};
 
 use crate::http::HttpDialer;
+use crate::vault::client::PoolClient;
 use crate::vault::config::SecretPath;
 use crate::vault::error::VaultError;
-use crate::vault::exchange::{exchange, Slot};
-use crate::vault::wire::{envelope_data, Endpoint, MetadataAnswer, ReadAnswer, VersionAnswer};
+use crate::vault::exchange::Slot;
+use crate::vault::secret::{SecretMetadata, VaultSecret, VersionMetadata, VersionState};
+use crate::vault::wire;
 use crate::vault::VaultLimits;
-
-/// One version's metadata, as a read or a write reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionMetadata {
-    /// The version number (from 1).
-    pub version: u64,
-    /// When it was written (RFC 3339).
-    pub created_time: String,
-    /// When it was soft-deleted, or empty.
-    pub deletion_time: String,
-    /// True once destroyed.
-    pub destroyed: bool,
-}
-
-impl From<VersionAnswer> for VersionMetadata {
-    fn from(m: VersionAnswer) -> Self {
-        Self {
-            version: m.version,
-            created_time: m.created_time,
-            deletion_time: m.deletion_time,
-            destroyed: m.destroyed,
-        }
-    }
-}
-
-/// A secret version read: its data, charged to the request as staged
-/// output (holding the request's running owner until dropped), and its
-/// metadata.
-pub struct VaultSecret {
-    /// The version read.
-    pub metadata: VersionMetadata,
-    /// The secret's `data` object as JSON, charged.
-    pub data: StagedOutput,
-}
-
-impl VaultSecret {
-    /// Parses the charged data into a map (the caller's own copy).
-    ///
-    /// # Errors
-    ///
-    /// [`VaultError::Protocol`] if it is not a JSON object (not expected:
-    /// it was checked when read).
-    pub fn to_map(&self) -> Result<Map<String, Value>, VaultError> {
-        serde_json::from_slice(self.data.bytes()).map_err(|_| VaultError::Protocol {
-            phase: "parsing the secret's data",
-        })
-    }
-}
-
-impl fmt::Debug for VaultSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("VaultSecret")
-            .field("metadata", &self.metadata)
-            .field("data_len", &self.data.bytes().len())
-            .finish()
-    }
-}
-
-/// The state of one version, as the metadata lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionState {
-    /// When it was written (RFC 3339).
-    pub created_time: String,
-    /// When it was soft-deleted, or empty.
-    pub deletion_time: String,
-    /// True once destroyed.
-    pub destroyed: bool,
-}
-
-/// A secret's metadata: its versions and their states.
-pub struct SecretMetadata {
-    /// The newest version.
-    pub current_version: u64,
-    /// The oldest version kept.
-    pub oldest_version: u64,
-    /// When the secret was created (RFC 3339).
-    pub created_time: String,
-    /// When it was last written (RFC 3339).
-    pub updated_time: String,
-    /// Every version kept, by number.
-    pub versions: BTreeMap<u64, VersionState>,
-    /// The response body as received, charged to the request (it bounds
-    /// what the fields above hold), holding its running owner until dropped.
-    pub body: StagedOutput,
-}
-
-impl fmt::Debug for SecretMetadata {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SecretMetadata")
-            .field("current_version", &self.current_version)
-            .field("oldest_version", &self.oldest_version)
-            .field("created_time", &self.created_time)
-            .field("updated_time", &self.updated_time)
-            .field("versions", &self.versions.len())
-            .finish_non_exhaustive()
-    }
-}
 
 /// Reads the latest version of the secret at `path`.
 ///
@@ -172,18 +77,10 @@ async fn read_at(
 ) -> Result<VaultSecret, VaultError> {
     limits.check()?;
     let slot = Slot::of(running)?;
-    let endpoint = Endpoint::read(&slot.mount, path, version);
-    let body = exchange(
-        pools,
-        running,
-        dialer,
-        &slot,
-        endpoint,
-        limits.max_response_bytes,
-    )
-    .await?;
-    let response: ReadAnswer = envelope_data(body.bytes())?;
-    drop(body);
+    let client = PoolClient::new(pools, running, dialer, &slot, limits);
+    let response = client.data(&wire::read(&slot.mount, path, version)).await?;
+    // The data is staged on its own below; the whole answer's charge goes.
+    drop(client);
     if !response.data.is_object() {
         return Err(VaultError::Protocol {
             phase: "reading the secret's data",
@@ -244,17 +141,11 @@ pub async fn write(
         })
         .transpose()?;
     let slot = Slot::of(running)?;
-    let endpoint = Endpoint::write(&slot.mount, path, data, cas)?;
-    let body = exchange(
-        pools,
-        running,
-        dialer,
-        &slot,
-        endpoint,
-        limits.max_response_bytes,
-    )
-    .await?;
-    Ok(envelope_data::<VersionAnswer>(body.bytes())?.into())
+    let client = PoolClient::new(pools, running, dialer, &slot, limits);
+    let written = client
+        .data(&wire::write(&slot.mount, path, data, cas))
+        .await?;
+    Ok(written.into())
 }
 
 /// Reads the metadata of the secret at `path`: its versions and their
@@ -276,17 +167,11 @@ pub async fn read_metadata(
 ) -> Result<SecretMetadata, VaultError> {
     limits.check()?;
     let slot = Slot::of(running)?;
-    let endpoint = Endpoint::metadata(&slot.mount, path);
-    let body = exchange(
-        pools,
-        running,
-        dialer,
-        &slot,
-        endpoint,
-        limits.max_response_bytes,
-    )
-    .await?;
-    let response: MetadataAnswer = envelope_data(body.bytes())?;
+    let client = PoolClient::new(pools, running, dialer, &slot, limits);
+    let response = client.data(&wire::metadata(&slot.mount, path)).await?;
+    let body = client.take_answer().ok_or(VaultError::Protocol {
+        phase: "reading the response",
+    })?;
     let mut versions = BTreeMap::new();
     for (number, state) in response.versions {
         let number = number.parse::<u64>().map_err(|_| VaultError::Protocol {
@@ -306,6 +191,14 @@ pub async fn read_metadata(
         oldest_version: response.oldest_version,
         created_time: response.created_time,
         updated_time: response.updated_time,
+        max_versions: response.max_versions,
+        cas_required: response.cas_required,
+        delete_version_after: response.delete_version_after,
+        custom_metadata: response
+            .custom_metadata
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
         versions,
         body,
     })

@@ -1,101 +1,28 @@
-//! Vault's KV-v2 HTTP API as this adapter speaks it: what each operation
-//! sends (method, origin-form path, JSON body) and the shapes of the
-//! answers it reads.
+//! The vaultrs endpoints each operation runs (`vaultrs::api::kv2` and
+//! `vaultrs::api::transit` request types), built only from checked
+//! input, and Vault's error body.
 //!
 //! Invariants:
 //! - A path is built only from a checked mount and a checked
-//!   [`SecretPath`]: `/`-separated segments of `[A-Za-z0-9._-]`, so it
-//!   never needs escaping and never leaves `/v1/{mount}/`.
+//!   [`SecretPath`] or [`TransitKey`]: `/`-separated segments of
+//!   `[A-Za-z0-9._-]`, so it never needs escaping and never leaves
+//!   `/v1/{mount}/`.
 //! - Nothing here holds or sees the token; headers are the exchange's.
-//! - Response types name only the fields the adapter returns; anything
-//!   else Vault sends is ignored.
+//! - vaultrs's request types derive `Debug` over their fields (secret data,
+//!   plaintext): they are built here, run, and dropped, never formatted.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
-use http::Method;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Value};
+use vaultrs::api::kv2::requests::{
+    DeleteLatestSecretVersionRequest, DeleteSecretVersionsRequest, DestroySecretVersionsRequest,
+    ListSecretsRequest, ReadSecretMetadataRequest, ReadSecretRequest, SetSecretMetadataRequest,
+    SetSecretRequest, SetSecretRequestOptions, UndeleteSecretVersionsRequest,
+};
+use vaultrs::api::transit::requests::{DecryptDataRequest, EncryptDataRequest};
 
-use crate::vault::config::SecretPath;
-use crate::vault::error::VaultError;
-
-/// One KV-v2 call: what goes on the wire, token and headers aside.
-#[derive(Debug)]
-pub(crate) struct Endpoint {
-    pub(crate) method: Method,
-    /// Origin-form: `/v1/{mount}/...`, with its query.
-    pub(crate) path: String,
-    /// The JSON body of a write; empty otherwise.
-    pub(crate) body: Vec<u8>,
-}
-
-impl Endpoint {
-    /// `GET /v1/{mount}/data/{path}`, with `?version=N` for a version.
-    pub(crate) fn read(mount: &str, path: &SecretPath, version: Option<u64>) -> Self {
-        let mut target = format!("/v1/{mount}/data/{path}");
-        if let Some(version) = version {
-            target.push_str(&format!("?version={version}"));
-        }
-        Self {
-            method: Method::GET,
-            path: target,
-            body: Vec::new(),
-        }
-    }
-
-    /// `POST /v1/{mount}/data/{path}` with `{"data": …, "options": {"cas": n}}`
-    /// (no `options` without a check-and-set).
-    ///
-    /// # Errors
-    ///
-    /// [`VaultError::InvalidWrite`] when the body cannot be serialized.
-    pub(crate) fn write(
-        mount: &str,
-        path: &SecretPath,
-        data: Map<String, Value>,
-        cas: Option<u32>,
-    ) -> Result<Self, VaultError> {
-        let body = WriteBody {
-            data,
-            options: cas.map(|cas| WriteOptions { cas }),
-        };
-        let body = serde_json::to_vec(&body).map_err(|_| VaultError::InvalidWrite {
-            reason: "the data cannot be serialized",
-        })?;
-        Ok(Self {
-            method: Method::POST,
-            path: format!("/v1/{mount}/data/{path}"),
-            body,
-        })
-    }
-
-    /// `GET /v1/{mount}/metadata/{path}`.
-    pub(crate) fn metadata(mount: &str, path: &SecretPath) -> Self {
-        Self {
-            method: Method::GET,
-            path: format!("/v1/{mount}/metadata/{path}"),
-            body: Vec::new(),
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct WriteBody {
-    data: Map<String, Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    options: Option<WriteOptions>,
-}
-
-#[derive(Serialize)]
-struct WriteOptions {
-    cas: u32,
-}
-
-/// Vault's response envelope: the answer is its `data`.
-#[derive(Deserialize)]
-struct Envelope<T> {
-    data: Option<T>,
-}
+use crate::vault::config::{SecretPath, TransitKey};
 
 /// Vault's error body: `{"errors": [...]}`.
 #[derive(Deserialize)]
@@ -104,113 +31,270 @@ pub(crate) struct ErrorBody {
     pub(crate) errors: Vec<String>,
 }
 
-/// A read's answer: the secret's data and its version's metadata.
-#[derive(Deserialize)]
-pub(crate) struct ReadAnswer {
-    pub(crate) data: Value,
-    pub(crate) metadata: VersionAnswer,
+/// `GET /v1/{mount}/data/{path}`, with `?version=N` for a version.
+pub(crate) fn read(mount: &str, path: &SecretPath, version: Option<u64>) -> ReadSecretRequest {
+    ReadSecretRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+        version,
+    }
 }
 
-/// One version's metadata, as a read or a write answers it.
-#[derive(Deserialize)]
-pub(crate) struct VersionAnswer {
-    pub(crate) version: u64,
-    #[serde(default)]
-    pub(crate) created_time: String,
-    #[serde(default)]
-    pub(crate) deletion_time: String,
-    #[serde(default)]
-    pub(crate) destroyed: bool,
+/// `POST /v1/{mount}/data/{path}` with `{"data": …, "options": {"cas": n}}`
+/// (no `options` without a check-and-set).
+pub(crate) fn write(
+    mount: &str,
+    path: &SecretPath,
+    data: Map<String, Value>,
+    cas: Option<u32>,
+) -> SetSecretRequest {
+    SetSecretRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+        data: Value::Object(data),
+        options: cas.map(|cas| SetSecretRequestOptions { cas }),
+    }
 }
 
-/// A metadata read's answer.
-#[derive(Deserialize)]
-pub(crate) struct MetadataAnswer {
-    pub(crate) current_version: u64,
-    pub(crate) oldest_version: u64,
-    #[serde(default)]
-    pub(crate) created_time: String,
-    #[serde(default)]
-    pub(crate) updated_time: String,
-    #[serde(default)]
-    pub(crate) versions: BTreeMap<String, VersionStateAnswer>,
+/// `GET /v1/{mount}/metadata/{path}`.
+pub(crate) fn metadata(mount: &str, path: &SecretPath) -> ReadSecretMetadataRequest {
+    ReadSecretMetadataRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+    }
 }
 
-/// One version's state in a metadata answer.
-#[derive(Deserialize)]
-pub(crate) struct VersionStateAnswer {
-    #[serde(default)]
-    pub(crate) created_time: String,
-    #[serde(default)]
-    pub(crate) deletion_time: String,
-    #[serde(default)]
-    pub(crate) destroyed: bool,
+/// `LIST /v1/{mount}/metadata/{folder}` (the mount's root without one).
+pub(crate) fn list(mount: &str, folder: Option<&SecretPath>) -> ListSecretsRequest {
+    ListSecretsRequest {
+        mount: mount.to_owned(),
+        path: folder.map(|f| f.as_str().to_owned()).unwrap_or_default(),
+    }
 }
 
-/// The `data` of Vault's response envelope.
-///
-/// # Errors
-///
-/// [`VaultError::Protocol`] when the body is no such envelope.
-pub(crate) fn envelope_data<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, VaultError> {
-    serde_json::from_slice::<Envelope<T>>(body)
-        .map_err(|_| VaultError::Protocol {
-            phase: "parsing the response",
-        })?
-        .data
-        .ok_or(VaultError::Protocol {
-            phase: "reading the response's data",
-        })
+/// `DELETE /v1/{mount}/data/{path}`: soft-deletes the latest version.
+pub(crate) fn delete_latest(mount: &str, path: &SecretPath) -> DeleteLatestSecretVersionRequest {
+    DeleteLatestSecretVersionRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+    }
+}
+
+/// `POST /v1/{mount}/delete/{path}` with `{"versions": [...]}`.
+pub(crate) fn delete_versions(
+    mount: &str,
+    path: &SecretPath,
+    versions: Vec<u64>,
+) -> DeleteSecretVersionsRequest {
+    DeleteSecretVersionsRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+        versions,
+    }
+}
+
+/// `POST /v1/{mount}/undelete/{path}` with `{"versions": [...]}`.
+pub(crate) fn undelete(
+    mount: &str,
+    path: &SecretPath,
+    versions: Vec<u64>,
+) -> UndeleteSecretVersionsRequest {
+    UndeleteSecretVersionsRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+        versions,
+    }
+}
+
+/// `POST /v1/{mount}/destroy/{path}` with `{"versions": [...]}`.
+pub(crate) fn destroy(
+    mount: &str,
+    path: &SecretPath,
+    versions: Vec<u64>,
+) -> DestroySecretVersionsRequest {
+    DestroySecretVersionsRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+        versions,
+    }
+}
+
+/// `POST /v1/{mount}/metadata/{path}` with the settings given (fields left
+/// out are left unchanged).
+pub(crate) fn update_metadata(
+    mount: &str,
+    path: &SecretPath,
+    max_versions: Option<u64>,
+    cas_required: Option<bool>,
+    delete_version_after: Option<String>,
+    custom_metadata: Option<HashMap<String, String>>,
+) -> SetSecretMetadataRequest {
+    SetSecretMetadataRequest {
+        mount: mount.to_owned(),
+        path: path.as_str().to_owned(),
+        max_versions,
+        cas_required,
+        delete_version_after,
+        custom_metadata,
+    }
+}
+
+/// `POST /v1/{mount}/encrypt/{key}` with `{"plaintext": base64}`.
+pub(crate) fn encrypt(mount: &str, key: &TransitKey, plaintext: String) -> EncryptDataRequest {
+    EncryptDataRequest {
+        mount: mount.to_owned(),
+        name: key.as_str().to_owned(),
+        plaintext,
+        ..EncryptDataRequest::default()
+    }
+}
+
+/// `POST /v1/{mount}/decrypt/{key}` with `{"ciphertext": "vault:v…"}`.
+pub(crate) fn decrypt(mount: &str, key: &TransitKey, ciphertext: &str) -> DecryptDataRequest {
+    DecryptDataRequest {
+        mount: mount.to_owned(),
+        name: key.as_str().to_owned(),
+        ciphertext: ciphertext.to_owned(),
+        ..DecryptDataRequest::default()
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use http::Method;
+    use rustify::endpoint::Endpoint;
+
     use super::*;
+
+    const BASE: &str = "http://127.0.0.1:8200/v1";
 
     fn path(text: &str) -> SecretPath {
         SecretPath::parse(text).expect("valid")
     }
 
+    /// Method, origin-form target and body of `endpoint`, as rustify
+    /// builds them.
+    fn wire(endpoint: &impl Endpoint) -> (Method, String, String) {
+        let request = endpoint.request(BASE).expect("request");
+        // As the client sends it: without the `?` of an empty query.
+        let target = request
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().trim_end_matches('?').to_owned())
+            .unwrap_or_default();
+        let body = String::from_utf8(request.body().clone()).expect("utf-8");
+        (request.method().clone(), target, body)
+    }
+
     #[test]
-    fn endpoints_name_the_kv_v2_paths() {
-        let read = Endpoint::read("secret", &path("app/db"), None);
+    fn kv_v2_endpoints_name_their_paths() {
+        let get = |target: &str| (Method::GET, target.to_owned(), String::new());
         assert_eq!(
-            (read.method, read.path.as_str()),
-            (Method::GET, "/v1/secret/data/app/db")
+            wire(&read("secret", &path("app/db"), None)),
+            get("/v1/secret/data/app/db")
         );
-        assert!(read.body.is_empty());
-        let version = Endpoint::read("kv/team", &path("db"), Some(3));
-        assert_eq!(version.path, "/v1/kv/team/data/db?version=3");
-        let metadata = Endpoint::metadata("secret", &path("app/db"));
-        assert_eq!(metadata.path, "/v1/secret/metadata/app/db");
+        assert_eq!(
+            wire(&read("kv/team", &path("db"), Some(3))),
+            get("/v1/kv/team/data/db?version=3")
+        );
+        assert_eq!(
+            wire(&metadata("secret", &path("app/db"))),
+            get("/v1/secret/metadata/app/db")
+        );
+        let list_method = Method::from_bytes(b"LIST").expect("method");
+        assert_eq!(
+            wire(&list("secret", Some(&path("app")))),
+            (
+                list_method.clone(),
+                "/v1/secret/metadata/app".to_owned(),
+                String::new()
+            )
+        );
+        assert_eq!(wire(&list("secret", None)).1, "/v1/secret/metadata/");
+        assert_eq!(
+            wire(&delete_latest("secret", &path("a"))),
+            (
+                Method::DELETE,
+                "/v1/secret/data/a".to_owned(),
+                String::new()
+            )
+        );
+        for (endpoint, verb) in [
+            (
+                wire(&delete_versions("secret", &path("a"), vec![1, 2])),
+                "delete",
+            ),
+            (
+                wire(&undelete("secret", &path("a"), vec![1, 2])),
+                "undelete",
+            ),
+            (wire(&destroy("secret", &path("a"), vec![1, 2])), "destroy"),
+        ] {
+            assert_eq!(
+                endpoint,
+                (
+                    Method::POST,
+                    format!("/v1/secret/{verb}/a"),
+                    r#"{"versions":[1,2]}"#.to_owned()
+                )
+            );
+        }
     }
 
     #[test]
     fn a_write_sends_its_data_and_only_a_given_check_and_set() {
         let data: Map<String, Value> = [("k".to_owned(), Value::from("v"))].into_iter().collect();
-        let plain = Endpoint::write("secret", &path("a"), data.clone(), None).expect("body");
-        assert_eq!(plain.method, Method::POST);
-        assert_eq!(plain.path, "/v1/secret/data/a");
-        assert_eq!(plain.body, br#"{"data":{"k":"v"}}"#);
-        let cas = Endpoint::write("secret", &path("a"), data, Some(0)).expect("body");
-        assert_eq!(cas.body, br#"{"data":{"k":"v"},"options":{"cas":0}}"#);
+        let plain = wire(&write("secret", &path("a"), data.clone(), None));
+        assert_eq!(
+            plain,
+            (
+                Method::POST,
+                "/v1/secret/data/a".to_owned(),
+                r#"{"data":{"k":"v"}}"#.to_owned()
+            )
+        );
+        let cas = wire(&write("secret", &path("a"), data, Some(0)));
+        assert_eq!(cas.2, r#"{"data":{"k":"v"},"options":{"cas":0}}"#);
     }
 
     #[test]
-    fn answers_are_read_from_the_envelope() {
-        let body = br#"{"request_id":"x","data":{"data":{"k":"v"},
-            "metadata":{"version":2,"created_time":"t","deletion_time":"","destroyed":false,
-            "custom_metadata":null}},"warnings":null}"#;
-        let read: ReadAnswer = envelope_data(body).expect("read answer");
-        assert_eq!(read.metadata.version, 2);
-        assert_eq!(read.data["k"], "v");
-        assert!(matches!(
-            envelope_data::<ReadAnswer>(br#"{"data":null}"#),
-            Err(VaultError::Protocol { .. })
+    fn a_metadata_update_sends_only_what_it_changes() {
+        let only = wire(&update_metadata(
+            "secret",
+            &path("a"),
+            Some(3),
+            None,
+            None,
+            None,
         ));
-        assert!(matches!(
-            envelope_data::<ReadAnswer>(b"<html>"),
-            Err(VaultError::Protocol { .. })
-        ));
+        assert_eq!(
+            only,
+            (
+                Method::POST,
+                "/v1/secret/metadata/a".to_owned(),
+                r#"{"max_versions":3}"#.to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn transit_endpoints_name_the_key() {
+        let key = TransitKey::parse("app-key").expect("key");
+        assert_eq!(
+            wire(&encrypt("transit", &key, "aGk=".to_owned())),
+            (
+                Method::POST,
+                "/v1/transit/encrypt/app-key".to_owned(),
+                r#"{"plaintext":"aGk="}"#.to_owned()
+            )
+        );
+        assert_eq!(
+            wire(&decrypt("transit", &key, "vault:v1:abc")),
+            (
+                Method::POST,
+                "/v1/transit/decrypt/app-key".to_owned(),
+                r#"{"ciphertext":"vault:v1:abc"}"#.to_owned()
+            )
+        );
     }
 }
