@@ -235,3 +235,30 @@ async fn futures_held(
     }
     held
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_members_unreadable_report_stalls_no_one_else() {
+    let (_pools, _receipt, board, agent) = started().await;
+    // Member b registers and posts something that is not a report.
+    let b = Registration::new(
+        ServiceName::new("provider-pools").expect("valid"),
+        provider_pools_control_plane::NodeId::new("b").expect("valid"),
+        "b",
+        Duration::from_secs(30),
+    )
+    .expect("valid");
+    board.inner.register(b.clone()).await.expect("b registers");
+    let topic = TopicName::new("demand.mem").expect("valid");
+    board
+        .inner
+        .post(b.key().clone(), topic, b"not json".to_vec())
+        .await
+        .expect("b posts");
+    // a still leads and takes the whole dynamic pool: b is counted at
+    // nothing it never held.
+    ceiling_becomes(&agent, 6, 10).await;
+    let status = agent.status();
+    let error = status.last_error.expect("the bad report is reported");
+    assert!(error.contains("b's report"), "{error}");
+    drop(agent.stop(Duration::ZERO).await);
+}

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use provider_pools_control_plane::{ControlPlaneError, LeadershipGuard, LeaseRequest, SkewMargin};
+use provider_pools_control_plane::{
+    ControlPlaneError, LeadershipGuard, LeaseRequest, NodeId, SkewMargin,
+};
 use tokio::time::Instant;
 
 use super::Runner;
@@ -62,16 +64,31 @@ impl Runner {
             .board
             .read_posts(self.config.service.clone(), tracked.topic.clone())
             .await?;
-        let mut reports = BTreeMap::new();
-        for post in posts {
-            if self.config.members.contains(&post.node) {
-                reports.insert(post.node, Report::decode(&post.value)?);
-            }
-        }
         let previous = match self.board.read_fenced(tracked.lease.clone()).await? {
             Some(record) => Some(Table::decode(&record.value)?),
             None => None,
         };
+        let mut reports = BTreeMap::new();
+        let mut unreadable = None;
+        for post in posts {
+            if !self.config.members.contains(&post.node) {
+                continue;
+            }
+            match Report::decode(&post.value) {
+                Ok(report) => {
+                    reports.insert(post.node, report);
+                }
+                Err(error) => {
+                    // A report that does not decode is one node's problem:
+                    // that node keeps what it may hold and gets nothing
+                    // new; the others' shares still move.
+                    if let Some(held) = previous.as_ref().and_then(|t| standing(t, &post.node)) {
+                        reports.insert(post.node.clone(), held);
+                    }
+                    unreadable = Some(format!("{}'s report: {error}", post.node));
+                }
+            }
+        }
         let pool = tracked.ceiling.dynamic_pool(self.config.members.len());
         let table = next_table(pool, self.quarantine, previous.as_ref(), &reports);
         let bytes = table.encode()?;
@@ -79,7 +96,10 @@ impl Runner {
             return Ok(());
         }
         match self.board.write_fenced(grant, bytes).await {
-            Ok(()) => Ok(()),
+            Ok(()) => match unreadable {
+                Some(reason) => Err(ClusterError::decode("report", reason)),
+                None => Ok(()),
+            },
             Err(ControlPlaneError::LeaseLost) => {
                 self.providers[at].guard = None;
                 Ok(())
@@ -87,4 +107,19 @@ impl Runner {
             Err(error) => Err(error.into()),
         }
     }
+}
+
+/// What an unreadable node stands at: its row of the last table, as a
+/// report that acknowledges no table (so it is counted at its bound and
+/// recent grants), wants nothing and can take nothing more.
+fn standing(table: &Table, node: &NodeId) -> Option<Report> {
+    let row = table.rows.get(node)?;
+    Some(Report {
+        incarnation: row.incarnation,
+        epoch: 0,
+        in_force: row.bound,
+        cap: 0,
+        tenants: BTreeMap::new(),
+        leaving: false,
+    })
 }
