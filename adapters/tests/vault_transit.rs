@@ -3,10 +3,6 @@
 //! plaintext on one socket, the `transit_mount` setting, a key that cannot
 //! decrypt, and the plaintext charged until dropped.
 
-// Gated here rather than by `required-features`: the crate's manifest is
-// shared, and the test targets are discovered.
-#![cfg(feature = "vault")]
-
 mod support;
 
 use std::net::SocketAddr;

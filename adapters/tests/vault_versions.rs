@@ -3,10 +3,6 @@
 //! update; input refused before any dial; and a failure caused by one
 //! tenant's request content leaving another tenant's calls untouched.
 
-// Gated here rather than by `required-features`: the crate's manifest is
-// shared, and the test targets are discovered.
-#![cfg(feature = "vault")]
-
 mod support;
 
 use std::collections::BTreeMap;
