@@ -7,6 +7,8 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod capture;
+
 #[cfg(any(feature = "s3", feature = "vault"))]
 pub(crate) mod idle;
 #[cfg(feature = "nats")]
