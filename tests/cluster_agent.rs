@@ -262,3 +262,33 @@ async fn a_members_unreadable_report_stalls_no_one_else() {
     assert!(error.contains("b's report"), "{error}");
     drop(agent.stop(Duration::ZERO).await);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_floor_below_what_runs_refuses_the_start_and_leaves_no_ceiling() {
+    let limits = Limits {
+        running_per_provider: 8,
+        ..Limits::DEFAULT
+    };
+    let (pools, receipt) = with_mem(limits).await;
+    let _held: Vec<_> = futures_held(&pools, &receipt, 3).await;
+    let config = section().check().expect("a valid section");
+    let refused = ClusterAgent::start(
+        pools.clone(),
+        Arc::new(Cuttable::default()) as Arc<dyn Board>,
+        config,
+        &tokio::runtime::Handle::current(),
+    )
+    .expect_err("3 run, the floor is 2");
+    assert!(
+        matches!(
+            refused,
+            provider_pools::cluster::ClusterError::Engine(provider_pools::LowerError::InUse {
+                used: 3,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    // No ceiling was left behind: a fourth request runs at once.
+    let _fourth = running(&pools, &receipt, "t", 50).await;
+}

@@ -55,8 +55,9 @@ pub struct ClusterAgent {
 }
 
 impl ClusterAgent {
-    /// Puts every ceilinged provider at its floor, then starts the agent's
-    /// task on `runtime`. Start it before the node takes work.
+    /// Checks everything, puts every ceilinged provider at its floor (all
+    /// or none: a refusal clears the ones already set), then starts the
+    /// agent's task on `runtime`. Start it before the node takes work.
     ///
     /// # Errors
     ///
@@ -71,21 +72,32 @@ impl ClusterAgent {
         runtime: &Handle,
     ) -> Result<Self, ClusterError> {
         let startup = pools.limits().running_per_provider;
-        for ceiling in &config.ceilings {
-            if ceiling.floor > startup {
-                return Err(ClusterError::config(
-                    "cluster.ceiling.floor",
-                    format!(
-                        "{}: a floor of {} is above this node's running_per_provider of {startup}",
-                        ceiling.provider, ceiling.floor
-                    ),
-                ));
-            }
-            pools.set_provider_running(&ceiling.provider, Some(ceiling.floor))?;
+        if let Some(ceiling) = config.ceilings.iter().find(|c| c.floor > startup) {
+            return Err(ClusterError::config(
+                "cluster.ceiling.floor",
+                format!(
+                    "{}: a floor of {} is above this node's running_per_provider of {startup}",
+                    ceiling.provider, ceiling.floor
+                ),
+            ));
         }
+        let floors: Vec<_> = config
+            .ceilings
+            .iter()
+            .map(|c| (c.provider.clone(), c.floor))
+            .collect();
         let status = Arc::new(Mutex::new(ClusterStatus::default()));
         let (stop, stopping) = watch::channel(None);
-        let runner = Runner::new(pools, board, config, Arc::clone(&status))?;
+        let runner = Runner::new(pools.clone(), board, config, Arc::clone(&status))?;
+        // Every check passed: the floors go in force, all or none.
+        for (at, (provider, floor)) in floors.iter().enumerate() {
+            if let Err(error) = pools.set_provider_running(provider, Some(*floor)) {
+                for (provider, _) in &floors[..at] {
+                    let _ = pools.set_provider_running(provider, None);
+                }
+                return Err(error.into());
+            }
+        }
         let task = runtime.spawn(runner.run(stopping));
         Ok(Self { status, stop, task })
     }
