@@ -59,6 +59,31 @@ impl Exposition {
     }
 }
 
+/// Pools under `limits` with provider `web` installed and the metrics
+/// (two tenant labels) registered.
+async fn observed(
+    limits: Limits,
+) -> (
+    provider_pools::ProviderPools,
+    Registry,
+    provider_pools::InstallReceipt,
+) {
+    let pools = start(limits).await;
+    let metrics = PoolsMetrics::install_with_tenant_labels(&pools, 2).expect("first observer");
+    let mut registry = Registry::default();
+    metrics.register(&mut registry);
+    let receipt = pools
+        .install(installation(
+            &provider("web"),
+            0,
+            b"k",
+            tcp_config("web", &["127.0.0.1:9".to_owned()]),
+        ))
+        .await
+        .expect("install");
+    (pools, registry, receipt)
+}
+
 fn scrape(registry: &Registry) -> Exposition {
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, registry).expect("encode");
@@ -74,19 +99,7 @@ async fn a_known_workload_is_exposed_exactly() {
         queue_age: Duration::from_millis(250),
         ..Limits::DEFAULT
     };
-    let pools = start(limits).await;
-    let metrics = PoolsMetrics::install_with_tenant_labels(&pools, 2).expect("first observer");
-    let mut registry = Registry::default();
-    metrics.register(&mut registry);
-    let receipt = pools
-        .install(installation(
-            &provider("web"),
-            0,
-            b"k",
-            tcp_config("web", &["127.0.0.1:9".to_owned()]),
-        ))
-        .await
-        .expect("install");
+    let (pools, registry, receipt) = observed(limits).await;
 
     // Four grants: acme twice, globex, then initech past the label bound.
     for (session, tenant) in ["acme", "acme", "globex", "initech"].iter().enumerate() {
@@ -232,19 +245,7 @@ async fn who_holds_the_pool_now_is_exposed_per_tenant_and_per_provider() {
         running_per_tenant: 2,
         ..Limits::DEFAULT
     };
-    let pools = start(limits).await;
-    let metrics = PoolsMetrics::install_with_tenant_labels(&pools, 2).expect("first observer");
-    let mut registry = Registry::default();
-    metrics.register(&mut registry);
-    let receipt = pools
-        .install(installation(
-            &provider("web"),
-            0,
-            b"k",
-            tcp_config("web", &["127.0.0.1:9".to_owned()]),
-        ))
-        .await
-        .expect("install");
+    let (pools, registry, receipt) = observed(limits).await;
     // acme runs 2 and waits for a third; globex and initech run one each.
     let mut held = Vec::new();
     for (session, tenant) in ["acme", "acme", "globex", "initech"].iter().enumerate() {

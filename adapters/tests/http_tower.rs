@@ -119,8 +119,9 @@ async fn layered_client(
     (pools, client)
 }
 
-#[tokio::test]
-async fn the_tower_service_runs_a_buffered_call_on_an_owned_connection_under_a_tower_http_layer() {
+/// An origin, pools with provider `web` at it, and the tower service
+/// bound to it.
+async fn served() -> (Origin, provider_pools_actors::ProviderPools, HttpService) {
     let origin = Origin::start().await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &origin.target, &[], b"k").await;
@@ -131,6 +132,12 @@ async fn the_tower_service_runs_a_buffered_call_on_an_owned_connection_under_a_t
         Arc::new(AllowAll),
         BodyLimits::default(),
     );
+    (origin, pools, service)
+}
+
+#[tokio::test]
+async fn the_tower_service_runs_a_buffered_call_on_an_owned_connection_under_a_tower_http_layer() {
+    let (origin, pools, service) = served().await;
     let layered = tower_http::set_header::SetRequestHeaderLayer::overriding(
         http::header::HeaderName::from_static("x-layer"),
         http::HeaderValue::from_static("on"),
@@ -176,16 +183,7 @@ async fn the_tower_service_runs_a_buffered_call_on_an_owned_connection_under_a_t
 
 #[tokio::test]
 async fn a_request_without_a_plan_is_refused_before_anything_is_charged() {
-    let origin = Origin::start().await;
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = install(&pools, &origin.target, &[], b"k").await;
-    let service = HttpService::new(
-        &pools,
-        &receipt.provider,
-        receipt.slots[0],
-        Arc::new(AllowAll),
-        BodyLimits::default(),
-    );
+    let (origin, pools, service) = served().await;
     let before = pools.snapshot();
     let request = http::Request::get("/ok")
         .body(Empty::<Bytes>::new())
