@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use provider_pools_actors::{ProviderPools, RunningRequest};
+use rustify::endpoint::Endpoint;
 
 use crate::http::HttpDialer;
 use crate::vault::client::PoolClient;
@@ -93,13 +94,16 @@ pub async fn delete_versions(
     versions: &[u64],
     limits: VaultLimits,
 ) -> Result<(), VaultError> {
-    limits.check()?;
-    let versions = checked_versions(versions)?;
-    let slot = Slot::of(running)?;
-    let client = PoolClient::new(pools, running, dialer, &slot, limits);
-    client
-        .empty(&wire::delete_versions(&slot.mount, path, versions))
-        .await
+    on_versions(
+        pools,
+        running,
+        dialer,
+        path,
+        versions,
+        limits,
+        wire::delete_versions,
+    )
+    .await
 }
 
 /// Restores soft-deleted `versions` of the secret at `path` (destroyed
@@ -120,13 +124,16 @@ pub async fn undelete(
     versions: &[u64],
     limits: VaultLimits,
 ) -> Result<(), VaultError> {
-    limits.check()?;
-    let versions = checked_versions(versions)?;
-    let slot = Slot::of(running)?;
-    let client = PoolClient::new(pools, running, dialer, &slot, limits);
-    client
-        .empty(&wire::undelete(&slot.mount, path, versions))
-        .await
+    on_versions(
+        pools,
+        running,
+        dialer,
+        path,
+        versions,
+        limits,
+        wire::undelete,
+    )
+    .await
 }
 
 /// Destroys `versions` of the secret at `path`: their data is gone for
@@ -147,13 +154,16 @@ pub async fn destroy(
     versions: &[u64],
     limits: VaultLimits,
 ) -> Result<(), VaultError> {
-    limits.check()?;
-    let versions = checked_versions(versions)?;
-    let slot = Slot::of(running)?;
-    let client = PoolClient::new(pools, running, dialer, &slot, limits);
-    client
-        .empty(&wire::destroy(&slot.mount, path, versions))
-        .await
+    on_versions(
+        pools,
+        running,
+        dialer,
+        path,
+        versions,
+        limits,
+        wire::destroy,
+    )
+    .await
 }
 
 /// Changes the settings `update` names in the metadata of the secret at
@@ -214,6 +224,25 @@ fn checked_versions(versions: &[u64]) -> Result<Vec<u64>, VaultError> {
         return Err(refuse("names version 0 (versions start at 1)"));
     }
     Ok(versions.to_vec())
+}
+
+/// What every call on some versions does: check the bounds and the
+/// versions before any dial, then send the endpoint `make` builds for the
+/// slot's mount, expecting no body back.
+async fn on_versions<E: Endpoint>(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    dialer: &HttpDialer,
+    path: &SecretPath,
+    versions: &[u64],
+    limits: VaultLimits,
+    make: fn(&str, &SecretPath, Vec<u64>) -> E,
+) -> Result<(), VaultError> {
+    limits.check()?;
+    let versions = checked_versions(versions)?;
+    let slot = Slot::of(running)?;
+    let client = PoolClient::new(pools, running, dialer, &slot, limits);
+    client.empty(&make(&slot.mount, path, versions)).await
 }
 
 #[cfg(test)]
