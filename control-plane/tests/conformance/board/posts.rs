@@ -83,35 +83,13 @@ pub async fn posts_are_scoped_to_their_service_and_topic(backend: &impl BoardBac
 
 pub async fn a_post_without_a_registration_is_refused(backend: &impl BoardBackend) {
     let board = backend.board();
-    let error = board
-        .post(
-            instance("billing", "node-a"),
-            topic("demand"),
-            b"7".to_vec(),
-        )
-        .await
-        .expect_err("not registered");
-    assert!(
-        matches!(error, ControlPlaneError::NotRegistered),
-        "{error:?}"
-    );
+    refused_unregistered(&*board, b"7", "not registered").await;
     // Another instance of the service registered changes nothing.
     board
         .register(registration(backend, "billing", "node-b"))
         .await
         .expect("registered");
-    let error = board
-        .post(
-            instance("billing", "node-a"),
-            topic("demand"),
-            b"7".to_vec(),
-        )
-        .await
-        .expect_err("still not registered");
-    assert!(
-        matches!(error, ControlPlaneError::NotRegistered),
-        "{error:?}"
-    );
+    refused_unregistered(&*board, b"7", "still not registered").await;
     assert!(posts(&*board, "billing", "demand").await.is_empty());
 }
 
@@ -127,18 +105,7 @@ pub async fn a_post_goes_with_its_deregistration(backend: &impl BoardBackend) {
         posts(&*board, "billing", "demand").await,
         [post("node-b", b"b")]
     );
-    let error = board
-        .post(
-            instance("billing", "node-a"),
-            topic("demand"),
-            b"a".to_vec(),
-        )
-        .await
-        .expect_err("deregistered");
-    assert!(
-        matches!(error, ControlPlaneError::NotRegistered),
-        "{error:?}"
-    );
+    refused_unregistered(&*board, b"a", "deregistered").await;
 }
 
 pub async fn a_post_goes_when_its_registration_expires(backend: &impl BoardBackend) {
@@ -149,18 +116,7 @@ pub async fn a_post_goes_when_its_registration_expires(backend: &impl BoardBacke
         async move { posts(&*board, "billing", "demand").await.is_empty() }
     })
     .await;
-    let error = board
-        .post(
-            instance("billing", "node-a"),
-            topic("demand"),
-            b"a".to_vec(),
-        )
-        .await
-        .expect_err("expired");
-    assert!(
-        matches!(error, ControlPlaneError::NotRegistered),
-        "{error:?}"
-    );
+    refused_unregistered(&*board, b"a", "expired").await;
 }
 
 pub async fn a_post_survives_heartbeats_past_its_ttl(backend: &impl BoardBackend) {
@@ -256,5 +212,26 @@ pub async fn an_oversize_value_is_refused_and_the_largest_is_kept(backend: &impl
             token: grant.token,
             value: largest
         })
+    );
+}
+
+/// A post by `node-a` of `billing` on `demand` is refused
+/// `NotRegistered` (`why` names the case).
+async fn refused_unregistered(
+    board: &dyn provider_pools_control_plane::Board,
+    value: &[u8],
+    why: &str,
+) {
+    let error = board
+        .post(
+            instance("billing", "node-a"),
+            topic("demand"),
+            value.to_vec(),
+        )
+        .await
+        .expect_err(why);
+    assert!(
+        matches!(error, ControlPlaneError::NotRegistered),
+        "{why}: {error:?}"
     );
 }
