@@ -9,13 +9,17 @@ use std::time::Duration;
 use provider_pools::cluster::{ClusterAgent, ClusterStatus};
 use provider_pools::node::{Node, NodeConfig};
 use provider_pools::{
-    AdmitRequest, BrokerGeneration, Bytes, ExecutionPlan, InstallReceipt, LedgerId, OriginKind,
-    PolicyTable, PoolsConfig, ProviderId, ProviderPools, SessionId, Snapshot, TenantId,
+    BrokerGeneration, Bytes, ExecutionPlan, LedgerId, PolicyTable, PoolsConfig, ProviderId,
+    ProviderPools, SessionId, Snapshot, TenantId,
 };
-use provider_pools_adapters::http::{self, BodyLimits, HttpDialer, HttpRequest, RequestTarget};
+use provider_pools_adapters::http::{BodyLimits, HttpService};
 use tokio::time::Instant;
+use tower_service::Service;
 
 use crate::origin::BoxError;
+
+/// A call's request: a GET, without a body.
+type Get = hyper::Request<http_body_util::Empty<Bytes>>;
 
 /// The provider every node calls.
 pub(crate) const PROVIDER: &str = "api";
@@ -118,9 +122,7 @@ pub(crate) struct ClusterNode {
     pub(crate) name: String,
     pub(crate) pools: ProviderPools,
     agent: ClusterAgent,
-    receipt: InstallReceipt,
-    dialer: HttpDialer,
-    policy: PolicyTable,
+    service: HttpService,
     sessions: AtomicU64,
     drain: Duration,
 }
@@ -154,13 +156,18 @@ impl ClusterNode {
         for tenant in tenants {
             policy.allow(TenantId::new(*tenant)?, provider.clone());
         }
+        let service = HttpService::new(
+            &pools,
+            &receipt.provider,
+            receipt.slots[0],
+            Arc::new(policy),
+            BodyLimits::default(),
+        );
         Ok(Self {
             name: name.to_owned(),
-            dialer: HttpDialer::new(pools.clone()),
             pools,
             agent,
-            receipt,
-            policy,
+            service,
             sessions: AtomicU64::new(0),
             drain: Duration::from_millis(settings.drain_ms),
         })
@@ -171,7 +178,8 @@ impl ClusterNode {
         self.agent.status()
     }
 
-    /// One call of `tenant`: admission, dispatch, `GET /work`.
+    /// One call of `tenant`: `GET /work` through the buffered adapter's
+    /// tower service (admission, dispatch, an owned connection).
     pub(crate) async fn call(&self, tenant: &str) -> Result<(), &'static str> {
         let deadline = Instant::now() + Duration::from_secs(30);
         let session = self.sessions.fetch_add(1, Ordering::Relaxed);
@@ -182,42 +190,16 @@ impl ClusterNode {
             deadline,
             deadline,
         );
-        let input = self
-            .pools
-            .stage_input(&plan, Bytes::from_static(b"work"))
-            .map_err(|e| e.code())?;
-        let ready = self
-            .pools
-            .admit(AdmitRequest {
-                plan: plan.clone(),
-                provider: self.receipt.provider.clone(),
-                slot: self.receipt.slots[0],
-                kind: OriginKind::Http,
-                input,
-            })
+        let mut request = hyper::Request::get(format!("/work?tenant={tenant}"))
+            .body(http_body_util::Empty::<Bytes>::new())
+            .map_err(|_| "request")?;
+        request.extensions_mut().insert(plan);
+        let mut service = self.service.clone();
+        std::future::poll_fn(|cx| Service::<Get>::poll_ready(&mut service, cx))
             .await
             .map_err(|e| e.code())?;
-        let call = self
-            .pools
-            .dispatch(&self.policy, &plan, &self.receipt.provider)
-            .map_err(|e| e.code())?;
-        let running = ready.start(call).map_err(|e| e.code())?;
-        let target = format!("/work?tenant={tenant}");
-        let request = HttpRequest {
-            method: hyper::Method::GET,
-            target: RequestTarget::parse(&target).map_err(|_| "target")?,
-            headers: Default::default(),
-            body: Bytes::new(),
-        };
-        http::call(
-            &self.pools,
-            &running,
-            &self.dialer,
-            request,
-            BodyLimits::default(),
-        )
-        .await
-        .map_err(|e| e.code())?;
+        // The response's body holds the running request: dropped here.
+        service.call(request).await.map_err(|e| e.code())?;
         Ok(())
     }
 
