@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use crate::admission::ready::PoolReady;
 use crate::admission::{AdmitError, OutputBuffer, StagedInput, StagedOutput};
+use crate::connection::ConnectError;
 use crate::epoch::ClientLease;
 use crate::ledger::Ledger;
 use crate::plan::ExecutionPlan;
@@ -24,7 +25,7 @@ pub struct RunningRequest(Arc<Running>);
 struct Running {
     // Field order is drop order: the running capacity goes back to the
     // scheduler before the lease may let the epoch drain.
-    _grant: RunningGrant,
+    grant: RunningGrant,
     lease: ClientLease,
     plan: ExecutionPlan,
     input: StagedInput,
@@ -47,7 +48,7 @@ impl RunningRequest {
             granted: _,
         } = ready;
         Self(Arc::new(Running {
-            _grant: grant,
+            grant,
             lease,
             plan,
             input,
@@ -70,6 +71,38 @@ impl RunningRequest {
     /// The staged input.
     pub fn input(&self) -> &StagedInput {
         &self.0.input
+    }
+
+    /// Confirms that the share this request was admitted under still
+    /// holds, the last step before any byte of it is sent:
+    /// [`ProviderPools::reserve_connection`](crate::ProviderPools::reserve_connection)
+    /// calls it on the connection it hands out, so adapters on pooled
+    /// connections need not.
+    ///
+    /// Only a provider share with an expiry
+    /// ([`ProviderPools::set_provider_running_until`](crate::ProviderPools::set_provider_running_until),
+    /// a cluster node's share) can lapse. A request granted under it
+    /// before the expiry, and started after it (its process was stopped in
+    /// between, or its node lost contact), would overlap a share the
+    /// cluster gave elsewhere: it is refused while the provider runs more
+    /// than the fallback. Before the grant-time expiry this reads no shared
+    /// state; after it, the admission queue's lock.
+    ///
+    /// A check, not a fence: a process stopped between this check and its
+    /// write still sends late. What is left open is the few instructions
+    /// between the two, not the whole time from admission to the send.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::ShareLapsed`] naming the provider.
+    pub fn check_share(&self) -> Result<(), ConnectError> {
+        if self.0.grant.share_holds() {
+            Ok(())
+        } else {
+            Err(ConnectError::ShareLapsed {
+                provider: self.0.lease.provider().clone(),
+            })
+        }
     }
 
     /// The absolute deadline fixed at admission; no stage resets it.

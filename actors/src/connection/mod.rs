@@ -221,6 +221,17 @@ pub enum ConnectError {
     /// The pools or the epoch are gone.
     #[error("provider pools are closed")]
     Closed,
+    /// The request was admitted under its provider's cluster share, and
+    /// that share lapsed (its node lost contact past the share's expiry,
+    /// for instance while the process was stopped) before the request was
+    /// sent: what the provider runs is above the fallback, so the request
+    /// is not started. Nothing of it was sent; admitting it again waits
+    /// for the fallback's room.
+    #[error("provider {provider}'s cluster share lapsed before the request was sent")]
+    ShareLapsed {
+        /// The provider.
+        provider: crate::identity::ProviderId,
+    },
     /// The dial this request asked for ran and failed (also when it did not
     /// connect within its own dial deadline, the queue age in force when it
     /// started: kind [`DialErrorKind::Timeout`]); the client is now in
@@ -239,6 +250,7 @@ impl ConnectError {
             Self::Capacity { .. } => "capacity",
             Self::Timeout => "timeout",
             Self::Closed => "closed",
+            Self::ShareLapsed { .. } => "share_lapsed",
         }
     }
 }

@@ -60,9 +60,34 @@ impl ProviderPools {
     /// [`ConnectError::Capacity`], [`ConnectError::Busy`],
     /// [`ConnectError::Timeout`] at the request's deadline (also when the
     /// tenant's `connections_per_tenant` share of the client stayed taken
-    /// until then), and
-    /// [`ConnectError::Closed`].
+    /// until then), [`ConnectError::Closed`], and
+    /// [`ConnectError::ShareLapsed`] when the cluster share `running` was
+    /// admitted under lapsed before the connection was ready (see
+    /// [`RunningRequest::check_share`]; the connection is parked again).
     pub async fn reserve_connection<D: Dialer + Clone + 'static>(
+        &self,
+        running: &RunningRequest,
+        dialer: &D,
+    ) -> Result<PooledConnection<D::Conn>, ConnectError> {
+        let conn = self.checkout(running, dialer).await?;
+        // The last step before the caller sends: a share that lapsed while
+        // the connection was found parks it again, sound and unused.
+        match running.check_share() {
+            Ok(()) => Ok(conn),
+            Err(lapsed) => {
+                conn.park();
+                Err(lapsed)
+            }
+        }
+    }
+
+    /// A connection of `running`'s client for it: the work of
+    /// [`Self::reserve_connection`] but its share check.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Self::reserve_connection`].
+    async fn checkout<D: Dialer + Clone + 'static>(
         &self,
         running: &RunningRequest,
         dialer: &D,

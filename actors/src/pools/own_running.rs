@@ -18,6 +18,8 @@ use crate::limits::{LimitField, LimitsError};
 use crate::pools::ProviderPools;
 use crate::scheduler::{Expiry, OwnCeiling, OwnCeilingRefused};
 use crate::snapshot::TenantDemand;
+#[cfg(doc)]
+use crate::RunningRequest;
 
 impl ProviderPools {
     /// Gives `tenant` its own running ceiling, or with `None` takes it
@@ -115,7 +117,15 @@ impl ProviderPools {
     /// share that moved must drain, and under steady load use never falls
     /// by itself). Requests running above the ceiling, or above `then`
     /// once it applies, drain the same way. A later call (with or without
-    /// expiry) replaces this one.
+    /// expiry) replaces this one; one made before `until` continues the
+    /// share, one made after it gives a new share.
+    ///
+    /// A request admitted under the share but not yet sent when it lapsed
+    /// is not sent while the provider runs above the ceiling in force
+    /// (`then`, or a new share's): see [`RunningRequest::check_share`],
+    /// which [`Self::reserve_connection`] applies. A grant keeps its share
+    /// until the `until` in force when it was made, so a later call should
+    /// not move `until` earlier (a cluster's contact deadline never does).
     ///
     /// # Errors
     ///
@@ -138,7 +148,7 @@ impl ProviderPools {
             }
             .into());
         }
-        let expiry = Expiry { until, then };
+        let expiry = Expiry::new(until, then);
         self.set_own_running(
             OwnCeiling::Provider(provider.clone()),
             Some(ceiling),

@@ -78,6 +78,16 @@ impl RunningGrant {
     }
 }
 
+impl RunningGrant {
+    /// False when the expiring provider share this grant was made under
+    /// has lapsed with more running than its fallback allows (see
+    /// [`crate::RunningRequest::check_share`]). Takes the queue's lock only
+    /// once the share's grant-time expiry has passed.
+    pub(crate) fn share_holds(&self) -> bool {
+        self.running.share_surely_holds() || !self.core.share_lapsed(&self.running)
+    }
+}
+
 impl Drop for RunningGrant {
     fn drop(&mut self) {
         self.core.release(self.running);

@@ -240,7 +240,11 @@ impl State {
             });
         }
         let expiring = match (&owner, ceiling, expiry) {
-            (OwnCeiling::Provider(provider), Some(_), Some(expiry)) => {
+            (OwnCeiling::Provider(provider), Some(_), Some(mut expiry)) => {
+                // Set before the current run fell back, it continues it.
+                if let Some(since) = self.queue.run_since(provider) {
+                    expiry.since = since;
+                }
                 Some((provider.clone(), expiry))
             }
             _ => None,
@@ -275,6 +279,12 @@ impl State {
     /// Every tenant's queued and running requests on `provider`.
     pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
         self.queue.demand(provider)
+    }
+
+    /// True when `running`'s grant must not start (see
+    /// [`FairQueue::share_lapsed`]).
+    pub(crate) fn share_lapsed(&self, running: &RunningKey) -> bool {
+        self.queue.share_lapsed(running)
     }
 
     /// Every tenant's and provider's queued and running requests.

@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
 use crate::identity::{ProviderId, TenantId};
-use crate::scheduler::queue::{Ceilings, Expiry, TenantDemand, Usage};
+use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantDemand, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::sync::Ordering;
 
@@ -96,6 +96,14 @@ impl Core {
     /// Every tenant's queued and running requests on `provider`.
     pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
         self.lock().demand(provider)
+    }
+
+    /// True when `running`'s grant must not start: the expiring share it
+    /// was granted under has fallen back below what its provider runs.
+    /// Releases still left for the owner count as running, which errs
+    /// towards refusing.
+    pub(crate) fn share_lapsed(&self, running: &RunningKey) -> bool {
+        self.lock().share_lapsed(running)
     }
 
     /// Every tenant's and provider's queued and running requests.

@@ -18,6 +18,7 @@
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
 //! - `set_own_ceiling` gives a tenant or a provider its own running ceiling (or takes it away), capped by the node-wide one, refusing one below its running count (unless asked to drain: then it applies at once and what runs above it ends on its own). A tenant then enters or leaves the rotation as any eligibility change does; a provider under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them. Own ceilings outlive the bookkeeping.
 //! - A provider's own ceiling may carry an expiry: from that instant on, the ceiling it falls back to applies instead (read at every check, so no timer is needed and a process that was stopped past it grants nothing above the fallback when it resumes). Setting the own ceiling again clears the expiry.
+//! - A grant made under an expiring ceiling is *lapsed* once that ceiling (or the one set since) has fallen back while its provider still runs more than the fallback (`share_lapsed`): its caller must not start it (see `RunningRequest::check_share`).
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
 //! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
@@ -43,6 +44,7 @@ mod demand;
 pub(crate) use demand::{TenantDemand, Usage};
 mod index_hash;
 mod own_ceilings;
+use own_ceilings::GrantedUnder;
 pub(crate) use own_ceilings::{Expiry, Owner};
 mod rotation;
 mod slab;
@@ -57,6 +59,8 @@ mod tests;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
+
+use tokio::time::Instant;
 
 use book::{Move, Provider, Tenant, CREATED, ROTATION};
 pub(crate) use index_hash::IndexMap;
@@ -132,6 +136,20 @@ pub(crate) struct RunningKey {
     tenant_generation: u32,
     provider: u32,
     provider_generation: u32,
+    /// The expiring provider share it was granted under, if any (not
+    /// under a ceiling without an expiry, nor under a fallback).
+    under: Option<GrantedUnder>,
+}
+
+impl RunningKey {
+    /// True when the share this grant was made under surely holds now:
+    /// granted under no expiring share, or before that share's fallback
+    /// instant at the grant (a caller never moves a share's instant
+    /// earlier: see `ProviderPools::set_provider_running_until`).
+    /// Otherwise only [`FairQueue::share_lapsed`] can tell.
+    pub(crate) fn share_surely_holds(&self) -> bool {
+        self.under.is_none_or(|under| Instant::now() < under.until)
+    }
 }
 
 /// A waiter whose turn came: its counts moved from pending to running.

@@ -8,7 +8,7 @@ use std::hash::Hash;
 
 use tokio::time::Instant;
 
-use super::{Bound, FairQueue, InUse};
+use super::{Bound, FairQueue, InUse, RunningKey};
 
 /// When a provider's own ceiling falls back, and the ceiling it falls
 /// back to.
@@ -18,13 +18,38 @@ pub(crate) struct Expiry {
     pub(crate) until: Instant,
     /// The own ceiling from then on.
     pub(crate) then: u32,
+    /// When the unbroken run of expiring ceilings this one continues
+    /// began: each set before the previous one fell back continues it;
+    /// one set after a fallback (or with none before) begins a new run.
+    /// Grants made before it were made under a share that lapsed.
+    pub(crate) since: Instant,
 }
 
 impl Expiry {
+    /// An expiry from `until` on to `then`, beginning a run now (the
+    /// queue continues an earlier run when it applies it).
+    pub(crate) fn new(until: Instant, then: u32) -> Self {
+        Self {
+            until,
+            then,
+            since: Instant::now(),
+        }
+    }
+
     /// True once the fallback applies.
     pub(crate) fn is_due(&self) -> bool {
         Instant::now() >= self.until
     }
+}
+
+/// The expiring share a request was granted under, for
+/// [`FairQueue::share_lapsed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GrantedUnder {
+    /// The share's fallback instant at the grant.
+    pub(crate) until: Instant,
+    /// The grant's instant.
+    pub(crate) at: Instant,
 }
 
 /// Whose own running ceiling: a tenant's or a provider's.
@@ -113,6 +138,45 @@ where
             entry.own_expiry = Some(expiry);
         }
         self.own_provider_expiries.insert(provider, expiry);
+    }
+
+    /// True when `running`'s grant must not start. It was granted under
+    /// an expiring share, and either that share's run has fallen back
+    /// (the expiry in force is due) or a new run began since the grant
+    /// (the share lapsed, then was given again): then the grant is
+    /// covered only while its provider runs no more than the ceiling in
+    /// force now — the fallback, or the new share. A grant under the run
+    /// still in force is covered by it whatever runs (a share that moved
+    /// drains). A node stopped past its share's expiry thus starts only
+    /// what fits once it resumes; each refused grant, once released, lets
+    /// the next one through.
+    pub(crate) fn share_lapsed(&self, running: &RunningKey) -> bool {
+        let Some(under) = running.under else {
+            return false;
+        };
+        let Some(provider) = self.providers.get(running.provider).filter(|_| {
+            self.providers.generation(running.provider) == Some(running.provider_generation)
+        }) else {
+            debug_assert!(false, "a running key outlived its provider's entry");
+            return false;
+        };
+        let Some(expiry) = provider.own_expiry else {
+            // No expiring share any more: not a share that can lapse.
+            return false;
+        };
+        if !expiry.is_due() && under.at >= expiry.since {
+            return false;
+        }
+        provider.running > self.ceiling_of(provider)
+    }
+
+    /// Where a new expiring ceiling for `provider` continues a run from:
+    /// the current run's start while its expiry is not yet due.
+    pub(crate) fn run_since(&self, provider: &P) -> Option<Instant> {
+        self.own_provider_expiries
+            .get(provider)
+            .filter(|expiry| !expiry.is_due())
+            .map(|expiry| expiry.since)
     }
 
     /// True when `owner` may be given an own ceiling with at most `most`

@@ -9,9 +9,11 @@
 
 use std::hash::Hash;
 
-use super::book::Move;
+use tokio::time::Instant;
+
+use super::book::{Move, Provider};
 use super::slab::{Waiter, NIL};
-use super::{FairQueue, Grant, RunningKey, WaiterKey};
+use super::{FairQueue, Grant, GrantedUnder, RunningKey, WaiterKey};
 
 impl<T, K, P> FairQueue<T, K, P>
 where
@@ -101,15 +103,19 @@ where
 
     /// Whether provider `p` is at (or above) its running ceiling.
     pub(super) fn provider_full(&self, p: u32) -> bool {
+        (self.providers.get(p))
+            .is_some_and(|provider| provider.running >= self.ceiling_of(provider))
+    }
+
+    /// The running ceiling in force for `provider`: the node-wide one, or
+    /// its own when lower — the fallback once its expiry is due.
+    pub(super) fn ceiling_of(&self, provider: &Provider<P>) -> u32 {
         let node_wide = self.ceilings.running_per_provider;
-        self.providers.get(p).is_some_and(|provider| {
-            let own = match provider.own_expiry {
-                Some(expiry) if expiry.is_due() => Some(expiry.then),
-                _ => provider.own_ceiling,
-            };
-            let ceiling = own.map_or(node_wide, |own| own.min(node_wide));
-            provider.running >= ceiling
-        })
+        let own = match provider.own_expiry {
+            Some(expiry) if expiry.is_due() => Some(expiry.then),
+            _ => provider.own_ceiling,
+        };
+        own.map_or(node_wide, |own| own.min(node_wide))
     }
 
     /// Once provider `p` is under its ceiling, moves its parked groups, in
@@ -158,11 +164,18 @@ where
         let group = self.groups.get(g)?;
         let (t, p, index) = (group.tenant, group.provider, group.waiters.front()?);
         let generation = self.waiters.generation(index)?;
+        let under = (self.providers.get(p)?.own_expiry)
+            .filter(|expiry| !expiry.is_due())
+            .map(|expiry| GrantedUnder {
+                until: expiry.until,
+                at: Instant::now(),
+            });
         let running = RunningKey {
             tenant: t,
             tenant_generation: self.tenants.generation(t)?,
             provider: p,
             provider_generation: self.providers.generation(p)?,
+            under,
         };
         if let Some(group) = self.groups.get_mut(g) {
             group.waiters.remove(&mut self.waiters, index);
