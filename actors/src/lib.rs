@@ -58,7 +58,7 @@ pub use cleanup::{
 pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
 pub use connection::{
     close_watch, CloseNotifier, CloseWatch, ConnectError, DialError, DialErrorKind, DialTarget,
-    Dialer, PooledConnection,
+    Dialer, Multiplexed, PooledConnection, StreamLease,
 };
 pub use credential::Credential;
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};

@@ -31,8 +31,12 @@
 //! - A connection parked with a [`CloseWatch`] leaves the idle pool (and
 //!   its charges) as soon as its socket's owner reports the close; a
 //!   checkout never returns one whose close was reported.
+//! - A [`Multiplexed`] connection carries several running requests of one
+//!   tenant at once (`mux.rs`); it is in its client's table of streams
+//!   exactly while it carries one, and parked or destroyed with its last.
 
 mod dial;
+pub(crate) mod mux;
 mod permit;
 mod pooled;
 pub(crate) mod watch;
@@ -44,6 +48,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub(crate) use dial::{spawn_dial, DialJob};
+pub use mux::{Multiplexed, StreamLease};
 pub(crate) use permit::{DialOutcome, DialPermit};
 pub use pooled::PooledConnection;
 pub(crate) use pooled::{ConnCharges, IdleConn};

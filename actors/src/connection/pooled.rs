@@ -127,7 +127,9 @@ pub struct PooledConnection<T: Send + 'static> {
     gauge: ActiveGauge,
     client: usize,
     reused: bool,
-    _owner: RunningRequest,
+    /// The request it was checked out for; none once it carries streams
+    /// (each stream's lease holds its own request).
+    _owner: Option<RunningRequest>,
 }
 
 impl<T: Send + 'static> PooledConnection<T> {
@@ -147,8 +149,17 @@ impl<T: Send + 'static> PooledConnection<T> {
             gauge: ActiveGauge::new(epoch),
             client,
             reused,
-            _owner: owner,
+            _owner: Some(owner),
         }
+    }
+
+    /// Lets go of the request it was checked out for, to carry streams of
+    /// several: each [`StreamLease`](crate::connection::StreamLease) holds
+    /// its own request, and the connection leaves the table of streams
+    /// before the last of them goes.
+    pub(crate) fn into_shared(mut self) -> Self {
+        self._owner = None;
+        self
     }
 
     /// The connection.

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::budget::Budget;
 use crate::config::{ConfigDigest, ProviderConfig};
+use crate::connection::mux::MuxTable;
 use crate::credential::Credential;
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::adapter_state::AdapterState;
@@ -75,6 +76,8 @@ struct ConfiguredClient {
     adapter: AdapterState,
     /// This client's parked connections.
     idle: IdleStash,
+    /// This client's connections carrying streams.
+    mux: MuxTable,
 }
 
 /// One installed epoch as the directory publishes it.
@@ -141,6 +144,7 @@ impl PublishedEpoch {
                 tenants: ShareTable::new("connections_per_tenant", connections_share),
                 adapter: AdapterState::default(),
                 idle: IdleStash::new(index, Some(Arc::clone(&ledger))),
+                mux: MuxTable::default(),
             })
             .collect();
         Arc::new(Self {
@@ -240,6 +244,11 @@ impl PublishedEpoch {
     /// The parked connections of client `index`.
     pub(crate) fn idle(&self, index: usize) -> Option<&IdleStash> {
         self.clients.get(index).map(|c| &c.idle)
+    }
+
+    /// The client's connections carrying streams.
+    pub(crate) fn mux(&self, index: usize) -> Option<&MuxTable> {
+        self.clients.get(index).map(|c| &c.mux)
     }
 
     /// Every client's parked connections.

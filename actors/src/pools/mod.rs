@@ -15,6 +15,7 @@ mod ingress;
 mod jobs;
 mod own_running;
 mod prepay;
+mod streams;
 
 use std::sync::Arc;
 

@@ -1,0 +1,283 @@
+//! Multiplexed connections: one connection carrying several running
+//! requests at once, each on a stream of its own (HTTP/2).
+//!
+//! An adapter whose connection type implements [`Multiplexed`] calls
+//! [`ProviderPools::reserve_stream`](crate::ProviderPools::reserve_stream)
+//! instead of `reserve_connection`. The connections a client's tenant is
+//! streaming on sit in the client's [`MuxTable`]; one with room (fewer
+//! streams than [`Multiplexed::max_streams`], and still opening streams)
+//! gives the request a [`StreamLease`], else a connection is reserved as
+//! for any request (from the idle stash or a dial, with every charge and
+//! the share check) and joins the table.
+//!
+//! Invariants:
+//! - A connection in the table is one tenant's: tenants never share one,
+//!   so a connection-level failure one tenant's request causes (a
+//!   protocol error, a GOAWAY) reaches no other tenant's streams. Its
+//!   charges are those of any checked-out connection: the node's and the
+//!   client's `connections`, its tenant's `connections_per_tenant`.
+//! - A connection is in the table exactly while it carries a stream: the
+//!   table's lock orders every open and every close, so a connection is
+//!   never both parked and carrying a stream, and it leaves the table
+//!   with its last stream — parked when it is still reusable, destroyed
+//!   otherwise — outside the lock.
+//! - Each stream is a running request: the request's running capacity,
+//!   lease and activation are held by the [`StreamLease`] (dropped after
+//!   the connection is parked or destroyed), not by the connection, so a
+//!   connection outliving its first request keeps none of that request's.
+//! - The count of streams per connection never exceeds the
+//!   `max_streams` the connection reported when each was opened.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::admission::RunningRequest;
+use crate::connection::watch::CloseWatch;
+use crate::connection::PooledConnection;
+use crate::epoch::published::PublishedEpoch;
+use crate::identity::TenantId;
+use crate::sync::Mutex;
+
+/// A connection that carries several requests at once, each on a stream of
+/// its own — HTTP/2's streams over one TCP connection.
+///
+/// The pools count streams themselves: a connection carries at most
+/// [`Self::max_streams`] running requests, and one that stops opening
+/// streams ([`Self::open_stream`] answers `None`: it was closed, or the
+/// peer sent GOAWAY) gets no new ones while those it carries finish.
+pub trait Multiplexed: Send + 'static {
+    /// What one request sends on (for hyper's HTTP/2, a clone of the
+    /// connection's request sender). Made under the client's table lock:
+    /// keep it cheap.
+    type Stream: Send + 'static;
+
+    /// The most streams it may carry at once now: the peer's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`, capped by configuration. At
+    /// least 1 for a connection that opens streams at all.
+    fn max_streams(&self) -> u32;
+
+    /// A new stream, or `None` once it takes no new streams.
+    fn open_stream(&self) -> Option<Self::Stream>;
+
+    /// Whether, with no stream left, it may be parked for reuse: still
+    /// open, and not going away.
+    fn is_reusable(&self) -> bool;
+
+    /// The closure notice it is parked with (see
+    /// [`PooledConnection::park_watched`]); none by default.
+    fn close_watch(&self) -> Option<CloseWatch> {
+        None
+    }
+}
+
+/// One connection of the table: whose it is, how many streams it carries.
+struct Slot {
+    id: u64,
+    tenant: TenantId,
+    streams: u32,
+    /// A `PooledConnection<T>` (or, in the model checks, any `T`).
+    conn: Box<dyn Any + Send>,
+}
+
+/// The connections of one client that carry streams, by tenant.
+#[derive(Default)]
+pub(crate) struct MuxTable {
+    slots: Mutex<Table>,
+}
+
+#[derive(Default)]
+struct Table {
+    slots: Vec<Slot>,
+    next_id: u64,
+}
+
+/// What [`MuxTable::close`] found: the connection's last stream ended
+/// (it is handed back, out of the table), or others still run.
+pub(crate) enum Closed<C> {
+    Last(C),
+    Others,
+}
+
+impl MuxTable {
+    fn table(&self) -> crate::sync::MutexGuard<'_, Table> {
+        self.slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A stream on a connection of `tenant` with room, counted: `open`
+    /// answers the stream, or `None` when that connection is full or takes
+    /// no new streams (then the next is tried).
+    pub(crate) fn open<C: Any + Send, S>(
+        &self,
+        tenant: &TenantId,
+        mut open: impl FnMut(&C, u32) -> Option<S>,
+    ) -> Option<(u64, S)> {
+        let mut table = self.table();
+        table
+            .slots
+            .iter_mut()
+            .filter(|slot| slot.tenant == *tenant)
+            .find_map(|slot| {
+                let conn = slot.conn.downcast_ref::<C>()?;
+                let stream = open(conn, slot.streams)?;
+                slot.streams += 1;
+                Some((slot.id, stream))
+            })
+    }
+
+    /// Adds `conn` for `tenant` carrying one stream, `open`'s; a
+    /// connection `open` gets no stream from is handed back, unadded.
+    pub(crate) fn insert<C: Any + Send, S>(
+        &self,
+        tenant: &TenantId,
+        conn: C,
+        open: impl FnOnce(&C) -> Option<S>,
+    ) -> Result<(u64, S), C> {
+        let Some(stream) = open(&conn) else {
+            return Err(conn);
+        };
+        let mut table = self.table();
+        let id = table.next_id;
+        table.next_id += 1;
+        table.slots.push(Slot {
+            id,
+            tenant: tenant.clone(),
+            streams: 1,
+            conn: Box::new(conn),
+        });
+        Ok((id, stream))
+    }
+
+    /// Ends one stream of connection `id`; its last takes it out.
+    pub(crate) fn close<C: Any + Send>(&self, id: u64) -> Closed<C> {
+        let mut table = self.table();
+        let Some(at) = table.slots.iter().position(|slot| slot.id == id) else {
+            debug_assert!(false, "a stream of a connection not in the table");
+            return Closed::Others;
+        };
+        let slot = &mut table.slots[at];
+        slot.streams = slot.streams.saturating_sub(1);
+        if slot.streams > 0 {
+            return Closed::Others;
+        }
+        let slot = table.slots.swap_remove(at);
+        drop(table);
+        match slot.conn.downcast::<C>() {
+            Ok(conn) => Closed::Last(*conn),
+            Err(_) => {
+                debug_assert!(false, "a stream closed as another type");
+                Closed::Others
+            }
+        }
+    }
+
+    /// Connections in the table and the streams they carry.
+    pub(crate) fn counts(&self) -> (u32, u32) {
+        let table = self.table();
+        let conns = u32::try_from(table.slots.len()).unwrap_or(u32::MAX);
+        let streams = table.slots.iter().map(|slot| slot.streams).sum();
+        (conns, streams)
+    }
+}
+
+impl fmt::Debug for MuxTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (conns, streams) = self.counts();
+        f.debug_struct("MuxTable")
+            .field("connections", &conns)
+            .field("streams", &streams)
+            .finish()
+    }
+}
+
+/// One running request's stream on a shared connection: what it sends on
+/// ([`Self::stream`]), and its place on the connection until dropped.
+///
+/// Dropping it ends the stream's count; the connection's last stream
+/// parks the connection in its client's idle pool when it is still
+/// reusable ([`Multiplexed::is_reusable`]) and destroys it otherwise,
+/// then the request's own holdings go.
+#[must_use = "dropping a stream lease ends the stream at once"]
+pub struct StreamLease<T: Multiplexed> {
+    stream: Option<T::Stream>,
+    epoch: Arc<PublishedEpoch>,
+    client: usize,
+    id: u64,
+    reused: bool,
+    _running: RunningRequest,
+}
+
+impl<T: Multiplexed> StreamLease<T> {
+    pub(crate) fn new(
+        stream: T::Stream,
+        (epoch, client, id): (Arc<PublishedEpoch>, usize, u64),
+        reused: bool,
+        running: RunningRequest,
+    ) -> Self {
+        Self {
+            stream: Some(stream),
+            epoch,
+            client,
+            id,
+            reused,
+            _running: running,
+        }
+    }
+
+    /// What the request sends on.
+    pub fn stream(&mut self) -> &mut T::Stream {
+        match &mut self.stream {
+            Some(stream) => stream,
+            // Taken only by `drop`.
+            None => unreachable_stream(),
+        }
+    }
+
+    /// True when the connection already carried a stream, or came from
+    /// the idle pool: a failure before anything was sent may be its
+    /// staleness, not the origin's answer.
+    pub fn is_reused(&self) -> bool {
+        self.reused
+    }
+}
+
+#[cold]
+fn unreachable_stream() -> ! {
+    unreachable!("a stream lease's stream is taken only by drop")
+}
+
+impl<T: Multiplexed> Drop for StreamLease<T> {
+    fn drop(&mut self) {
+        // The stream first: the connection's driver sees it end.
+        drop(self.stream.take());
+        let Some(table) = self.epoch.mux(self.client) else {
+            return;
+        };
+        if let Closed::Last(conn) = table.close::<PooledConnection<T>>(self.id) {
+            if conn.get().is_reusable() {
+                match conn.get().close_watch() {
+                    Some(watch) => conn.park_watched(&watch),
+                    None => conn.park(),
+                }
+            } else {
+                drop(conn);
+            }
+        }
+        // Then the request's running capacity, lease and activation.
+    }
+}
+
+impl<T: Multiplexed> fmt::Debug for StreamLease<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamLease")
+            .field("client", &self.client)
+            .field("connection", &self.id)
+            .field("reused", &self.reused)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_model;

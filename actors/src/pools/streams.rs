@@ -1,0 +1,82 @@
+//! The stream path: a running request's stream on a multiplexed
+//! connection of its tenant (see [`crate::connection::mux`]).
+
+use std::sync::Arc;
+
+use crate::admission::RunningRequest;
+use crate::connection::mux::Multiplexed;
+use crate::connection::{ConnectError, Dialer, PooledConnection, StreamLease};
+use crate::pools::ProviderPools;
+
+impl ProviderPools {
+    /// A stream for `running` on a connection of its client that its
+    /// tenant already streams on, when one has room; otherwise a
+    /// connection reserved as by [`Self::reserve_connection`] (an idle one
+    /// or a dial, with every charge) that then carries the stream and
+    /// later ones of the same tenant.
+    ///
+    /// A connection carries at most [`Multiplexed::max_streams`] streams,
+    /// and only one tenant's. Two requests that find no room at once may
+    /// each reserve a connection; both serve later streams.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`Self::reserve_connection`]: a stream is counted only once this
+    /// returns it, and dropping the [`StreamLease`] ends it.
+    ///
+    /// # Errors
+    ///
+    /// Those of [`Self::reserve_connection`];
+    /// [`ConnectError::ShareLapsed`] also when a stream on a shared
+    /// connection is refused by the share check;
+    /// [`ConnectError::Closed`] when a fresh connection opens no stream.
+    pub async fn reserve_stream<D>(
+        &self,
+        running: &RunningRequest,
+        dialer: &D,
+    ) -> Result<StreamLease<D::Conn>, ConnectError>
+    where
+        D: Dialer + Clone + 'static,
+        D::Conn: Multiplexed,
+    {
+        if !self.is_open() {
+            return Err(ConnectError::Closed);
+        }
+        let (epoch, client) = running.client().epoch_entry();
+        let table = epoch.mux(client).ok_or(ConnectError::Closed)?;
+        let tenant = running.plan().tenant();
+        let shared = table.open::<PooledConnection<D::Conn>, _>(tenant, |conn, streams| {
+            let conn = conn.get();
+            (streams < conn.max_streams())
+                .then(|| conn.open_stream())
+                .flatten()
+        });
+        if let Some((id, stream)) = shared {
+            let lease = StreamLease::new(
+                stream,
+                (Arc::clone(epoch), client, id),
+                true,
+                running.clone(),
+            );
+            // On refusal the lease's drop ends the stream it counted.
+            running.check_share()?;
+            return Ok(lease);
+        }
+        let conn = self.reserve_connection(running, dialer).await?;
+        let reused = conn.is_reused();
+        let (id, stream) = table
+            .insert(tenant, conn.into_shared(), |conn| {
+                let conn = conn.get();
+                (conn.max_streams() > 0)
+                    .then(|| conn.open_stream())
+                    .flatten()
+            })
+            .map_err(|_unopened| ConnectError::Closed)?;
+        Ok(StreamLease::new(
+            stream,
+            (Arc::clone(epoch), client, id),
+            reused,
+            running.clone(),
+        ))
+    }
+}
