@@ -14,12 +14,12 @@
 
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 
 use crate::http::dialer::HttpDialer;
 use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, Progress};
+use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, Progress, ResponseBody};
 
 /// A complete response whose body is charged to the pools' metadata and
 /// keeps the request's running capacity until dropped.
@@ -87,11 +87,7 @@ pub async fn call(
     })
     .await
     .map_err(|_| progress.timeout())??;
-    if keep_alive {
-        exchange::park_if_reusable(conn, running.deadline()).await;
-    } else {
-        drop(conn);
-    }
+    conn.finish(keep_alive, running.deadline()).await;
     Ok(BufferedResponse {
         status: parts.status,
         headers: parts.headers,
@@ -104,7 +100,7 @@ pub async fn call(
 /// metadata before it is kept, and nothing is allocated for bytes the
 /// origin only announced.
 async fn read_capped(
-    body: &mut Incoming,
+    body: &mut ResponseBody,
     max: usize,
     running: &RunningRequest,
 ) -> Result<StagedOutput, HttpError> {

@@ -75,7 +75,7 @@ impl From<Undeliverable> for HttpError {
             Undeliverable::Send { sent, source } => Self::Protocol {
                 phase: "sending the request",
                 sent,
-                source,
+                source: source.into(),
             },
             Undeliverable::Expired => Self::Timeout { sent: Sent::Maybe },
         }

@@ -1,6 +1,6 @@
 //! [`HttpDialer`] and [`HttpConnection`]: one HTTP/1.1 connection over
 //! tokio TCP, or TLS over it for `https`, whose driver is a bounded
-//! provider job.
+//! provider job (HTTP/2 connections: [`crate::http::http2`]).
 //!
 //! Invariants:
 //! - The driver's worker slot is reserved before the TCP connect starts;
@@ -37,11 +37,12 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use crate::http::http2::H2Dialer;
 use crate::http::origin::ApprovedOrigin;
 use crate::http::tls;
 
 /// A connection's byte stream: plain TCP or TLS over TCP.
-trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
 
 impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 
@@ -53,17 +54,27 @@ type Driver = http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>;
 #[derive(Clone)]
 pub struct HttpDialer {
     pools: ProviderPools,
-    /// Shared by every clone (a dial runs on a clone, in its own task).
+    /// Shared by every clone (a dial runs on a clone, in its own task),
+    /// and by `h2`.
     dials: Arc<AtomicU64>,
+    /// Dials the HTTP/2 connections of clients with `http2 = "on"`.
+    h2: H2Dialer,
 }
 
 impl HttpDialer {
     /// A dialer whose connection drivers run as jobs of `pools`.
     pub fn new(pools: ProviderPools) -> Self {
+        let dials = Arc::new(AtomicU64::new(0));
         Self {
+            h2: H2Dialer::new(pools.clone(), Arc::clone(&dials)),
             pools,
-            dials: Arc::new(AtomicU64::new(0)),
+            dials,
         }
+    }
+
+    /// The dialer of this one's HTTP/2 connections.
+    pub(crate) fn h2(&self) -> &H2Dialer {
+        &self.h2
     }
 
     /// Dials started so far (for metrics and tests).
@@ -166,38 +177,15 @@ impl Dialer for HttpDialer {
             .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
         // Trust anchors first: an unusable `ca_file` fails before connecting.
         let tls_config = if origin.is_tls() {
-            Some(tls::client_config(target.settings)?)
+            Some(tls::client_config(target.settings, tls::Alpn::Http1)?)
         } else {
             None
         };
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (expiry, expiring) = watch::channel(None);
         let (watch, notifier) = close_watch();
-        let job = self
-            .pools
-            .spawn(move || drive(driver, expiring, notifier))
-            .await
-            .map_err(|e| {
-                // No worker slot for the driver: our own limit, not the origin's
-                // failure, so the client is not put into backoff.
-                let kind = match e {
-                    JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
-                    _ => DialErrorKind::Other,
-                };
-                DialError::new(
-                    kind,
-                    format!("no provider job for the connection driver: {e}"),
-                )
-            })?;
-        let stream = TcpStream::connect(origin.connect_address())
-            .await
-            .map_err(connect_error)?;
-        // Latency over batching; a failure here changes nothing else.
-        let _ = stream.set_nodelay(true);
-        let stream: Box<dyn Stream> = match tls_config {
-            Some(config) => Box::new(tls::handshake(config, &origin, stream).await?),
-            None => Box::new(stream),
-        };
+        let job = driver_job(&self.pools, move || drive(driver, expiring, notifier)).await?;
+        let stream = connect(&origin, tls_config, tls::Alpn::Http1).await?;
         let (sender, connection) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;
@@ -258,6 +246,60 @@ async fn expired(deadline: Option<Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
+}
+
+/// Connects to `origin` over TCP, then runs the TLS handshake when
+/// `tls_config` is given (requiring `h2` when `alpn` asks for it).
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the socket (and the half-done session).
+///
+/// # Errors
+///
+/// `Refused`/`Timeout`/`Other` from the TCP connect; `Handshake` from TLS.
+pub(crate) async fn connect(
+    origin: &ApprovedOrigin,
+    tls_config: Option<Arc<rustls::ClientConfig>>,
+    alpn: tls::Alpn,
+) -> Result<Box<dyn Stream>, DialError> {
+    let stream = TcpStream::connect(origin.connect_address())
+        .await
+        .map_err(connect_error)?;
+    // Latency over batching; a failure here changes nothing else.
+    let _ = stream.set_nodelay(true);
+    Ok(match tls_config {
+        Some(config) => {
+            let stream = tls::handshake(config, origin, stream).await?;
+            if alpn == tls::Alpn::H2 {
+                tls::require_h2(&stream)?;
+            }
+            Box::new(stream)
+        }
+        None => Box::new(stream),
+    })
+}
+
+/// Reserves a provider job running `drive` for a connection's driver: our
+/// own limit when none is free, so the client is not put into backoff.
+pub(crate) async fn driver_job<F, Fut>(
+    pools: &ProviderPools,
+    drive: F,
+) -> Result<JobHandle<()>, DialError>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    pools.spawn(drive).await.map_err(|e| {
+        let kind = match e {
+            JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
+            _ => DialErrorKind::Other,
+        };
+        DialError::new(
+            kind,
+            format!("no provider job for the connection driver: {e}"),
+        )
+    })
 }
 
 fn connect_error(e: std::io::Error) -> DialError {

@@ -57,9 +57,9 @@ pub enum HttpError {
         phase: &'static str,
         /// Whether the request may have reached the origin.
         sent: Sent,
-        /// hyper's error.
+        /// The protocol library's error.
         #[source]
-        source: hyper::Error,
+        source: ProtocolError,
     },
     /// The request's deadline passed during the exchange.
     #[error("deadline passed during the http exchange")]
@@ -85,6 +85,27 @@ pub enum HttpError {
     /// The response bytes could not be charged.
     #[error("response not staged: {0}")]
     Staging(AdmitError),
+    /// A provider setting of the http adapter has a value it does not
+    /// take; refused before any dial.
+    #[error("invalid setting `{setting}`: {reason}")]
+    Setting {
+        /// The setting's name.
+        setting: &'static str,
+        /// What it must be.
+        reason: &'static str,
+    },
+}
+
+/// The protocol library's error behind [`HttpError::Protocol`]: hyper's
+/// on HTTP/1.1, h2's on HTTP/2.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    /// hyper's HTTP/1.1 error.
+    #[error(transparent)]
+    Http1(#[from] hyper::Error),
+    /// h2's HTTP/2 error (a stream reset, a GOAWAY, a broken connection).
+    #[error(transparent)]
+    Http2(#[from] h2::Error),
 }
 
 impl HttpError {
@@ -102,6 +123,7 @@ impl HttpError {
             Self::Binding { .. } => "invalid_binding",
             Self::Limit(e) => e.code(),
             Self::Staging(e) => e.code(),
+            Self::Setting { .. } => "invalid_setting",
         }
     }
 
@@ -119,6 +141,7 @@ impl HttpError {
             | Self::Target(_)
             | Self::Origin(_)
             | Self::Binding { .. }
+            | Self::Setting { .. }
             | Self::Limit(_) => Sent::No,
             Self::Protocol { sent, .. } | Self::Timeout { sent } => *sent,
             Self::ResponseTooLarge { .. } | Self::Staging(_) => Sent::Yes,

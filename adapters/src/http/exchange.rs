@@ -15,21 +15,24 @@
 //! - A parked connection carries its driver's closure notice, so the idle
 //!   stash drops it as soon as the origin closes it.
 
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::{HeaderMap, Method, Version};
+use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
+use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest, StreamLease};
 use tokio::time::Instant;
 
 use crate::http::delivery::{self, Delivered};
 use crate::http::dialer::{HttpConnection, HttpDialer};
-use crate::http::error::{HttpError, Sent};
+use crate::http::error::{HttpError, ProtocolError, Sent};
+use crate::http::http2::{self, H2Body, H2Connection};
 use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
 use crate::limits::{at_most, LimitError};
 
@@ -132,10 +135,71 @@ impl Default for BodyLimits {
 
 /// A sent request whose response head has arrived.
 pub(crate) struct Opened {
-    pub(crate) conn: PooledConnection<HttpConnection>,
-    pub(crate) response: http::Response<Incoming>,
-    /// Both sides allow keep-alive, judged from the heads.
+    pub(crate) conn: HttpLease,
+    pub(crate) response: http::Response<ResponseBody>,
+    /// Both sides allow keep-alive, judged from the heads (HTTP/1.1 only).
     pub(crate) keep_alive: bool,
+}
+
+/// What an exchange holds while its response is read: its HTTP/1.1
+/// connection, or its stream on a shared HTTP/2 connection.
+pub(crate) enum HttpLease {
+    Http1(PooledConnection<HttpConnection>),
+    Http2(StreamLease<H2Connection>),
+}
+
+impl HttpLease {
+    /// After a complete response: an HTTP/1.1 connection is parked when
+    /// `keep_alive` and it is ready for the next request (else destroyed);
+    /// an HTTP/2 stream ends, its connection staying with its tenant's
+    /// other streams or parked with the last.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future destroys an HTTP/1.1 connection (never parked).
+    pub(crate) async fn finish(self, keep_alive: bool, deadline: Instant) {
+        match self {
+            Self::Http1(conn) if keep_alive => park_if_reusable(conn, deadline).await,
+            Self::Http1(conn) => drop(conn),
+            Self::Http2(stream) => drop(stream),
+        }
+    }
+}
+
+/// A response body: hyper's on HTTP/1.1, a stream's on HTTP/2.
+#[derive(Debug)]
+pub(crate) enum ResponseBody {
+    Http1(Incoming),
+    Http2(H2Body),
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = ProtocolError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ProtocolError>>> {
+        match self.get_mut() {
+            Self::Http1(body) => Pin::new(body).poll_frame(cx).map_err(ProtocolError::from),
+            Self::Http2(body) => Pin::new(body).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Http1(body) => body.is_end_stream(),
+            Self::Http2(body) => body.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Http1(body) => body.size_hint(),
+            Self::Http2(body) => body.size_hint(),
+        }
+    }
 }
 
 /// How far one exchange got, for the [`Sent`] of a timeout: written by
@@ -207,14 +271,25 @@ pub(crate) async fn send(
         });
     }
     let request = build(running, request)?;
+    if http2::enabled(running)? {
+        let request = http2::for_http2(running, request)?;
+        let http2::Delivered { lease, response } =
+            http2::deliver(pools, running, dialer.h2(), request, progress).await?;
+        return Ok(Opened {
+            conn: HttpLease::Http2(lease),
+            response: response.map(ResponseBody::Http2),
+            keep_alive: false,
+        });
+    }
     let request_close = asks_close(request.headers());
+    let request = request.map(Full::new);
     let Delivered { conn, response } =
         delivery::deliver(pools, running, dialer, request, progress).await?;
     let keep_alive =
         !request_close && response.version() == Version::HTTP_11 && !asks_close(response.headers());
     Ok(Opened {
-        conn,
-        response,
+        conn: HttpLease::Http1(conn),
+        response: response.map(ResponseBody::Http1),
         keep_alive,
     })
 }
@@ -238,7 +313,7 @@ fn host_header(running: &RunningRequest) -> Result<HeaderValue, HttpError> {
 fn build(
     running: &RunningRequest,
     request: HttpRequest,
-) -> Result<http::Request<Full<Bytes>>, HttpError> {
+) -> Result<http::Request<Bytes>, HttpError> {
     let HttpRequest {
         method,
         target,
@@ -273,7 +348,7 @@ fn build(
         headers.remove(&name);
         headers.insert(name, value);
     }
-    let mut built = http::Request::new(Full::new(body));
+    let mut built = http::Request::new(body);
     *built.method_mut() = method;
     *built.uri_mut() = target.uri();
     *built.headers_mut() = headers;

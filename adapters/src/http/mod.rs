@@ -1,4 +1,5 @@
-//! HTTP/1.1 adapters, buffered and streaming, on connections the pools own.
+//! HTTP/1.1 and HTTP/2 adapters, buffered and streaming, on connections
+//! the pools own.
 //!
 //! A trusted configuration approves origins (`http://host[:port]` or
 //! `https://host[:port]`, one per slot); a guest names a slot and an
@@ -6,6 +7,11 @@
 //! tokio TCP — with rustls (ring provider) for `https` — whose drivers run
 //! as bounded provider jobs; [`call`] reads a whole response under a cap and
 //! charges it, [`call_streaming`] hands the body out chunk by chunk.
+//!
+//! With the provider setting `http2 = "on"` ([`HTTP2_SETTING`]) a client
+//! speaks HTTP/2 (ALPN `h2` for `https`, prior knowledge for `http`), one
+//! connection carrying several requests of one tenant (see
+//! `http/http2/mod.rs`).
 //!
 //! `https` trusts the bundled web PKI roots, or only the PEM bundle named
 //! by the provider setting `ca_file` ([`CA_FILE_SETTING`], an absolute
@@ -35,6 +41,7 @@ pub(crate) mod delivery;
 mod dialer;
 mod error;
 pub(crate) mod exchange;
+mod http2;
 mod ingress;
 mod origin;
 mod service;
@@ -45,8 +52,12 @@ pub use admission_layer::{AdmissionLayer, Admitted, HeldBody};
 pub use admitted::ServiceError;
 pub use buffered::{call, BufferedResponse};
 pub use dialer::{HttpConnection, HttpDialer};
-pub use error::{HttpError, Sent};
+pub use error::{HttpError, ProtocolError, Sent};
 pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING};
+pub use http2::{
+    H2Connection, H2Dialer, H2Stream, DEFAULT_MAX_STREAMS, HTTP2_MAX_STREAMS_SETTING,
+    HTTP2_SETTING, MAX_STREAMS_CEILING,
+};
 pub use ingress::{refusal_status, AckBody};
 pub use origin::{ApprovedOrigin, OriginError, RequestTarget, TargetError, MAX_TARGET};
 pub use service::{HttpService, StagedBody};

@@ -21,14 +21,13 @@
 
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use provider_pools_actors::StagedOutput;
-use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest};
+use provider_pools_actors::{ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
-use crate::http::dialer::{HttpConnection, HttpDialer};
+use crate::http::dialer::HttpDialer;
 use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
+use crate::http::exchange::{self, BodyLimits, HttpLease, HttpRequest, Opened, ResponseBody};
 
 /// A response whose body is read chunk by chunk.
 ///
@@ -37,8 +36,8 @@ use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened};
 pub struct ResponseStream {
     status: StatusCode,
     headers: HeaderMap,
-    body: Option<Incoming>,
-    conn: Option<PooledConnection<HttpConnection>>,
+    body: Option<ResponseBody>,
+    conn: Option<HttpLease>,
     running: Option<RunningRequest>,
     keep_alive: bool,
     received: usize,
@@ -200,9 +199,8 @@ impl ResponseStream {
     /// the running owner.
     async fn finish(&mut self) {
         self.body = None;
-        let conn = self.conn.take();
-        if let (Some(conn), true) = (conn, self.keep_alive) {
-            exchange::park_if_reusable(conn, self.deadline).await;
+        if let Some(conn) = self.conn.take() {
+            conn.finish(self.keep_alive, self.deadline).await;
         }
         self.running = None;
     }

@@ -22,8 +22,27 @@ use crate::tls_roots;
 
 pub use crate::tls_roots::CA_FILE_SETTING;
 
+/// The application protocol a dial asks for by ALPN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Alpn {
+    /// `http/1.1`.
+    Http1,
+    /// `h2` only: a handshake where the origin selects anything else fails.
+    H2,
+}
+
+impl Alpn {
+    fn protocol(self) -> &'static [u8] {
+        match self {
+            Self::Http1 => b"http/1.1",
+            Self::H2 => b"h2",
+        }
+    }
+}
+
 /// The client configuration for one dial: `ca_file`'s anchors when the
-/// epoch sets it, the shared default-roots configuration otherwise.
+/// epoch sets it, the shared default-roots configuration otherwise; ALPN
+/// offering `alpn` alone.
 ///
 /// # Errors
 ///
@@ -31,25 +50,46 @@ pub use crate::tls_roots::CA_FILE_SETTING;
 /// absolute, cannot be read, is too large or holds no usable certificate.
 pub(crate) fn client_config(
     settings: &BTreeMap<String, String>,
+    alpn: Alpn,
 ) -> Result<Arc<ClientConfig>, DialError> {
     tls_roots::install_ring_provider();
     match tls_roots::configured_roots(settings)? {
-        Some(roots) => Ok(Arc::new(with_roots(roots))),
+        Some(roots) => Ok(Arc::new(with_roots(roots, alpn))),
         None => {
-            static DEFAULT: OnceLock<Arc<ClientConfig>> = OnceLock::new();
-            Ok(Arc::clone(DEFAULT.get_or_init(|| {
-                Arc::new(with_roots(tls_roots::default_roots()))
+            static HTTP1: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+            static H2: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+            let shared = match alpn {
+                Alpn::Http1 => &HTTP1,
+                Alpn::H2 => &H2,
+            };
+            Ok(Arc::clone(shared.get_or_init(|| {
+                Arc::new(with_roots(tls_roots::default_roots(), alpn))
             })))
         }
     }
 }
 
-fn with_roots(roots: RootCertStore) -> ClientConfig {
+fn with_roots(roots: RootCertStore, alpn: Alpn) -> ClientConfig {
     let mut config = ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![alpn.protocol().to_vec()];
     config
+}
+
+/// Fails unless the handshake on `stream` selected `h2` by ALPN.
+///
+/// # Errors
+///
+/// [`DialErrorKind::Handshake`] naming ALPN.
+pub(crate) fn require_h2(stream: &TlsStream<TcpStream>) -> Result<(), DialError> {
+    match stream.get_ref().1.alpn_protocol() {
+        Some(b"h2") => Ok(()),
+        _ => Err(DialError::new(
+            DialErrorKind::Handshake,
+            "the origin did not select h2 by ALPN",
+        )),
+    }
 }
 
 /// Runs the TLS handshake on `stream` for `origin`'s host.

@@ -9,6 +9,8 @@
 
 pub(crate) mod capture;
 
+#[cfg(feature = "http")]
+pub(crate) mod h2_origin;
 #[cfg(any(feature = "s3", feature = "vault"))]
 pub(crate) mod idle;
 #[cfg(feature = "nats")]

@@ -1,0 +1,124 @@
+//! HTTP/2 on the pools' own connections: ALPN `h2` over rustls for
+//! `https` origins, prior knowledge (h2c) for `http` ones, chosen by the
+//! provider setting `http2 = "on"` ([`HTTP2_SETTING`]).
+//!
+//! A connection carries several running requests of one tenant at once,
+//! one stream each ([`provider_pools_actors::Multiplexed`], the engine's
+//! table of streams): at most the peer's `SETTINGS_MAX_CONCURRENT_STREAMS`,
+//! capped by the setting `http2_max_streams` ([`HTTP2_MAX_STREAMS_SETTING`],
+//! 1 to 1,000, default 100). The connection is charged once, to its
+//! tenant, like any connection; each stream is its request's.
+//!
+//! Invariants:
+//! - The driver (h2's `Connection`) is a bounded provider job, as for
+//!   HTTP/1.1; it ends when the connection is destroyed or the peer closes
+//!   it, and then fires the closure notice.
+//! - A connection that answered a new stream with GOAWAY (or broke) opens
+//!   no new stream; those it carries finish; it is destroyed with its
+//!   last, never parked. A request it refused before opening a stream was
+//!   not sent and goes to another connection; one it took is never sent
+//!   again.
+//! - Each stream ends at its request's deadline (its body reads fail, and
+//!   the stream is reset when dropped); the connection lives on for the
+//!   tenant's other streams.
+//! - Response bodies release flow-control capacity only as they are read,
+//!   so an unread body holds back the peer on its own connection only:
+//!   its tenant's.
+
+mod body;
+mod connection;
+mod delivery;
+
+pub(crate) use body::H2Body;
+pub use connection::{H2Connection, H2Dialer, H2Stream};
+pub(crate) use delivery::{deliver, Delivered};
+
+use bytes::Bytes;
+use http::header::{CONNECTION, HOST, TE, TRANSFER_ENCODING, UPGRADE};
+use http::HeaderName;
+use provider_pools_actors::RunningRequest;
+
+use crate::http::error::HttpError;
+use crate::http::origin::{ApprovedOrigin, OriginError};
+
+/// The provider setting that turns HTTP/2 on: `on` or `off` (the default).
+pub const HTTP2_SETTING: &str = "http2";
+
+/// The provider setting capping streams per HTTP/2 connection (1 to
+/// 1,000; 100 when unset). The peer's own limit applies when lower.
+pub const HTTP2_MAX_STREAMS_SETTING: &str = "http2_max_streams";
+
+/// Streams per connection when `http2_max_streams` is unset.
+pub const DEFAULT_MAX_STREAMS: u32 = 100;
+
+/// The highest `http2_max_streams` taken.
+pub const MAX_STREAMS_CEILING: u32 = 1_000;
+
+/// Whether `running`'s client speaks HTTP/2.
+///
+/// # Errors
+///
+/// [`HttpError::Setting`] naming `http2` for a value other than `on` or
+/// `off`, or `http2_max_streams` for one out of range.
+pub(crate) fn enabled(running: &RunningRequest) -> Result<bool, HttpError> {
+    match running.client().setting(HTTP2_SETTING) {
+        None | Some("off") => Ok(false),
+        Some("on") => {
+            max_streams(running.client().setting(HTTP2_MAX_STREAMS_SETTING)).map_err(|reason| {
+                HttpError::Setting {
+                    setting: HTTP2_MAX_STREAMS_SETTING,
+                    reason,
+                }
+            })?;
+            Ok(true)
+        }
+        Some(_) => Err(HttpError::Setting {
+            setting: HTTP2_SETTING,
+            reason: "must be `on` or `off`",
+        }),
+    }
+}
+
+/// The stream cap a client's settings give its connections.
+///
+/// # Errors
+///
+/// A reason when `http2_max_streams` is not a whole number from 1 to
+/// 1,000.
+pub(crate) fn max_streams(value: Option<&str>) -> Result<u32, &'static str> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_MAX_STREAMS);
+    };
+    match value.parse::<u32>() {
+        Ok(n) if (1..=MAX_STREAMS_CEILING).contains(&n) => Ok(n),
+        _ => Err("must be a whole number from 1 to 1000"),
+    }
+}
+
+/// Headers HTTP/2 forbids (RFC 9113, 8.2.2), and `Host`, which travels as
+/// `:authority`.
+const CONNECTION_SPECIFIC: [HeaderName; 5] = [CONNECTION, HOST, TE, TRANSFER_ENCODING, UPGRADE];
+
+/// `request` (origin-form, for `running`'s approved origin) as HTTP/2
+/// sends it: the absolute URI its `:scheme` and `:authority` come from,
+/// without the headers HTTP/2 forbids.
+///
+/// # Errors
+///
+/// [`HttpError::Origin`] when the client's origin does not parse.
+pub(crate) fn for_http2(
+    running: &RunningRequest,
+    request: http::Request<Bytes>,
+) -> Result<http::Request<Bytes>, HttpError> {
+    let origin = ApprovedOrigin::parse(running.client().target())?;
+    let (mut parts, body) = request.into_parts();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    parts.uri = format!("{}://{}{path}", origin.scheme(), origin.host_header())
+        .parse()
+        .map_err(|_| OriginError::InvalidHost)?;
+    parts.version = http::Version::HTTP_2;
+    for name in CONNECTION_SPECIFIC {
+        parts.headers.remove(name);
+    }
+    Ok(http::Request::from_parts(parts, body))
+}

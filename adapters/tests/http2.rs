@@ -1,0 +1,214 @@
+//! HTTP/2 (`http2 = "on"`) against a loopback h2 origin (prior
+//! knowledge): one tenant's concurrent requests share a connection up to
+//! the origin's stream limit; tenants never share one; a GOAWAY lets the
+//! streams in flight finish and sends new requests to a new connection,
+//! and the old one is destroyed, not parked; a stream past its deadline
+//! times out alone; a bad setting is refused before any dial.
+
+mod support;
+
+use provider_pools_actors::{Limits, OriginKind};
+use provider_pools_adapters::http::{
+    call, BodyLimits, BufferedResponse, HttpDialer, HttpError, HTTP2_SETTING,
+};
+use support::h2_origin::H2Origin;
+use support::{bounded, eventually, get, install, running_as, start, task};
+
+const H2: [(&str, &str); 1] = [(HTTP2_SETTING, "on")];
+
+/// One tenant may use all of a client's connections here.
+const ONE_TENANT: Limits = Limits {
+    connections_per_tenant: Limits::DEFAULT.connections_per_client,
+    ..Limits::DEFAULT
+};
+
+/// A call of `tenant`'s to `path`, as a task.
+fn spawn_call(
+    pools: &provider_pools_actors::ProviderPools,
+    receipt: &provider_pools_actors::InstallReceipt,
+    dialer: &HttpDialer,
+    tenant: &'static str,
+    session: u64,
+    path: &'static str,
+) -> tokio::task::JoinHandle<Result<BufferedResponse, HttpError>> {
+    let (pools, receipt, dialer) = (pools.clone(), receipt.clone(), dialer.clone());
+    task(async move {
+        let request = running_as(&pools, &receipt, tenant, session, OriginKind::Http).await;
+        call(&pools, &request, &dialer, get(path), BodyLimits::default()).await
+    })
+}
+
+async fn ok(call: tokio::task::JoinHandle<Result<BufferedResponse, HttpError>>) -> String {
+    let response = bounded("an h2 call", call)
+        .await
+        .expect("the call's task")
+        .expect("200");
+    assert_eq!(response.status, 200);
+    String::from_utf8(response.body.bytes().to_vec()).expect("utf-8")
+}
+
+#[tokio::test]
+async fn one_tenants_requests_share_a_connection_up_to_the_origins_stream_limit() {
+    let origin = H2Origin::start(2).await;
+    let pools = start(ONE_TENANT).await;
+    let receipt = install(&pools, &origin.target, &H2, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    // A first call: the origin's SETTINGS (2 streams) are known after it
+    // (until then a connection counts one).
+    assert_eq!(
+        ok(spawn_call(&pools, &receipt, &dialer, "a", 1, "/ok")).await,
+        "hello"
+    );
+    let calls: Vec<_> = (2..=4)
+        .map(|session| spawn_call(&pools, &receipt, &dialer, "a", session, "/slow"))
+        .collect();
+    eventually("three streams at the origin", || origin.in_flight() == 3).await;
+    assert_eq!(
+        origin.accepted(),
+        2,
+        "two streams on the first connection, the third on a second"
+    );
+    assert_eq!((origin.most_at_once(1), origin.most_at_once(2)), (2, 1));
+    origin.release(3);
+    for call in calls {
+        assert_eq!(ok(call).await, "slow");
+    }
+    assert_eq!(dialer.dials(), 2);
+    eventually("both connections parked, nothing running", || {
+        let snapshot = pools.snapshot();
+        snapshot.connections.idle == 2 && snapshot.running_requests == 0
+    })
+    .await;
+    assert_eq!(
+        ok(spawn_call(&pools, &receipt, &dialer, "a", 5, "/ok")).await,
+        "hello"
+    );
+    assert_eq!(
+        origin.accepted(),
+        2,
+        "a parked connection serves the next call"
+    );
+}
+
+#[tokio::test]
+async fn tenants_never_share_a_connection() {
+    let origin = H2Origin::start(100).await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &H2, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let a = spawn_call(&pools, &receipt, &dialer, "a", 1, "/slow");
+    let b = spawn_call(&pools, &receipt, &dialer, "b", 1, "/slow");
+    eventually("both streams at the origin", || origin.in_flight() == 2).await;
+    let mut connections: Vec<usize> = origin.seen().iter().map(|(c, _)| *c).collect();
+    connections.sort_unstable();
+    assert_eq!(
+        connections,
+        [1, 2],
+        "a and b each on a connection of their own"
+    );
+    origin.release(2);
+    ok(a).await;
+    ok(b).await;
+}
+
+#[tokio::test]
+async fn a_goaway_lets_streams_in_flight_finish_and_new_calls_use_a_new_connection() {
+    let origin = H2Origin::start(100).await;
+    let pools = start(ONE_TENANT).await;
+    let receipt = install(&pools, &origin.target, &H2, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let slow = spawn_call(&pools, &receipt, &dialer, "a", 1, "/slow");
+    eventually("the slow stream at the origin", || origin.in_flight() == 1).await;
+    assert_eq!(
+        ok(spawn_call(&pools, &receipt, &dialer, "a", 2, "/goaway")).await,
+        "bye"
+    );
+    assert_eq!(
+        origin.accepted(),
+        1,
+        "the GOAWAY call shared the connection"
+    );
+    // New calls go to a new connection; the stream in flight finishes.
+    let after = ok(spawn_call(&pools, &receipt, &dialer, "a", 3, "/ok")).await;
+    assert_eq!(after, "hello");
+    assert_eq!(origin.accepted(), 2);
+    assert_eq!(origin.seen().last(), Some(&(2, "/ok".to_owned())));
+    origin.release(1);
+    assert_eq!(ok(slow).await, "slow", "the stream in flight finished");
+    eventually(
+        "the going-away connection destroyed, the new one parked",
+        || {
+            let counts = pools.snapshot().connections;
+            counts.idle == 1 && counts.active == 0
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_stream_past_its_deadline_times_out_alone() {
+    let origin = H2Origin::start(100).await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &H2, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(300);
+    let plan = support::plan_until("a", 1, soon);
+    let request = support::running_plan(
+        &pools,
+        &receipt,
+        plan,
+        OriginKind::Http,
+        bytes::Bytes::new(),
+    )
+    .await;
+    let other = spawn_call(&pools, &receipt, &dialer, "a", 2, "/slow");
+    eventually("the other stream at the origin", || origin.in_flight() == 1).await;
+    let timed_out = bounded(
+        "a call past its deadline",
+        call(
+            &pools,
+            &request,
+            &dialer,
+            get("/slow"),
+            BodyLimits::default(),
+        ),
+    )
+    .await;
+    assert!(
+        matches!(timed_out, Err(HttpError::Timeout { .. })),
+        "{timed_out:?}"
+    );
+    origin.release(2);
+    assert_eq!(ok(other).await, "slow", "the other stream carried on");
+    assert_eq!(origin.accepted(), 1, "on the one connection");
+}
+
+#[tokio::test]
+async fn a_bad_http2_setting_is_refused_before_any_dial() {
+    let origin = H2Origin::start(100).await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &[(HTTP2_SETTING, "maybe")], b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let refused = ok_or_err(spawn_call(&pools, &receipt, &dialer, "a", 1, "/ok")).await;
+    assert!(
+        matches!(
+            refused,
+            Err(HttpError::Setting {
+                setting: "http2",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(
+        refused.map(|_| ()).map_err(|e| e.code()),
+        Err("invalid_setting")
+    );
+    assert_eq!(dialer.dials(), 0);
+}
+
+async fn ok_or_err(
+    call: tokio::task::JoinHandle<Result<BufferedResponse, HttpError>>,
+) -> Result<BufferedResponse, HttpError> {
+    bounded("a call", call).await.expect("the call's task")
+}
