@@ -2,14 +2,15 @@
 //! knowledge): one tenant's concurrent requests share a connection up to
 //! the origin's stream limit; tenants never share one; a GOAWAY lets the
 //! streams in flight finish and sends new requests to a new connection,
-//! and the old one is destroyed, not parked; a stream past its deadline
-//! times out alone; a bad setting is refused before any dial.
+//! and the old one is destroyed, not parked; a stream the origin refuses
+//! fails unsent and unretried; a stream past its deadline times out
+//! alone; a bad setting is refused before any dial.
 
 mod support;
 
 use provider_pools_actors::{Limits, OriginKind};
 use provider_pools_adapters::http::{
-    call, BodyLimits, BufferedResponse, HttpDialer, HttpError, HTTP2_SETTING,
+    call, BodyLimits, BufferedResponse, HttpDialer, HttpError, Sent, HTTP2_SETTING,
 };
 use support::h2_origin::H2Origin;
 use support::{bounded, eventually, get, install, running_as, start, task};
@@ -143,6 +144,25 @@ async fn a_goaway_lets_streams_in_flight_finish_and_new_calls_use_a_new_connecti
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_refused_stream_fails_as_unsent_and_is_not_sent_again() {
+    let origin = H2Origin::start(100).await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &origin.target, &H2, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let refused = ok_or_err(spawn_call(&pools, &receipt, &dialer, "a", 1, "/refuse")).await;
+    assert!(
+        matches!(refused, Err(HttpError::Protocol { sent: Sent::No, .. })),
+        "REFUSED_STREAM: not processed, so not sent: {refused:?}"
+    );
+    assert_eq!(origin.seen(), [(1, "/refuse".to_owned())], "sent once");
+    assert_eq!(
+        ok(spawn_call(&pools, &receipt, &dialer, "a", 2, "/ok")).await,
+        "hello"
+    );
+    assert_eq!(origin.accepted(), 1, "the connection serves on");
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 //! stream limit of its own. Its counters witness connections accepted,
 //! streams served per connection and the most it carried at once; `/slow`
 //! holds its answer until [`H2Origin::release`], `/goaway` answers then
-//! sends GOAWAY (graceful: streams in flight finish).
+//! sends GOAWAY (graceful: streams in flight finish), `/refuse` resets its
+//! stream with `REFUSED_STREAM`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -158,6 +159,10 @@ async fn answer(
     slow: &Semaphore,
     go_away: &mpsc::UnboundedSender<()>,
 ) {
+    if path == "/refuse" {
+        respond.send_reset(h2::Reason::REFUSED_STREAM);
+        return;
+    }
     let body: &'static [u8] = match path {
         "/slow" => {
             slow.acquire()

@@ -1,7 +1,12 @@
 //! Delivering one built request on a stream of its tenant's HTTP/2
-//! connections: the HTTP/2 counterpart of [`crate::http::delivery`], with
-//! the same rule — a request is written at most once; only one a
-//! connection refused before opening its stream goes to another.
+//! connections: the HTTP/2 counterpart of [`crate::http::delivery`].
+//!
+//! A request goes to another connection only when no stream was opened
+//! for it (the connection had seen GOAWAY, or broke): nothing of it was
+//! written. Once a stream opened, a failure ends the call — `Sent::No`
+//! when the peer reset the stream with `REFUSED_STREAM` (RFC 9113, 8.7:
+//! not processed), `Sent::Maybe` otherwise; the pools never send it
+//! again.
 
 use bytes::Bytes;
 use provider_pools_actors::{ProviderPools, RunningRequest, StreamLease};
@@ -64,17 +69,30 @@ pub(crate) async fn deliver(
             send.send_data(body, true)
                 .map_err(|source| sending(Sent::Maybe, source))?;
         }
-        let response = response.await.map_err(|source| {
-            if Instant::now() >= running.deadline() {
-                HttpError::Timeout { sent: Sent::Maybe }
-            } else {
-                sending(Sent::Maybe, source)
+        let response = match response.await {
+            Ok(response) => response,
+            // The peer says it did not process the stream: the caller may
+            // send it again (the pools never do).
+            Err(source) if unprocessed(&source) => return Err(sending(Sent::No, source)),
+            Err(_) if Instant::now() >= running.deadline() => {
+                return Err(HttpError::Timeout { sent: Sent::Maybe })
             }
-        })?;
+            Err(source) => return Err(sending(Sent::Maybe, source)),
+        };
         progress.answered();
         let response = response.map(|recv| H2Body::new(recv, running.deadline()));
         return Ok(Delivered { lease, response });
     }
+}
+
+/// True for a stream the peer reset with `REFUSED_STREAM`: it did not
+/// process it (RFC 9113, 8.7). A stream failed by a GOAWAY is not taken
+/// as unprocessed:
+/// h2 gives the GOAWAY's error also to streams the peer did process when
+/// the connection then closes, and telling them apart needs the stream's
+/// id, which the error does not carry.
+fn unprocessed(error: &h2::Error) -> bool {
+    error.is_remote() && error.is_reset() && error.reason() == Some(h2::Reason::REFUSED_STREAM)
 }
 
 /// A stream that failed, or was refused, while its request was sent.
