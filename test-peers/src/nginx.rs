@@ -7,7 +7,8 @@
 //!   directory; dropping the [`NginxPeer`] kills it.
 //! - Every request the tests send is logged as one line of
 //!   `$connection $connection_requests $request_method $uri $status
-//!   $body_bytes_sent`; the readiness probe (`/ready`) is not logged.
+//!   $body_bytes_sent $server_protocol`; the readiness probe (`/ready`) is
+//!   not logged.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -21,6 +22,10 @@ pub struct Nginx {
     keepalive_timeout: Duration,
     keepalive_requests: u32,
     bodies: Vec<usize>,
+    /// A certificate chain and key (PEM) for an HTTP/2 listener over TLS.
+    http2_tls: Option<(Vec<u8>, Vec<u8>)>,
+    /// Bytes per second each response is sent at (`limit_rate`), if set.
+    limit_rate: Option<u32>,
 }
 
 impl Default for Nginx {
@@ -30,6 +35,8 @@ impl Default for Nginx {
             keepalive_timeout: Duration::from_secs(75),
             keepalive_requests: 1000,
             bodies: Vec::new(),
+            http2_tls: None,
+            limit_rate: None,
         }
     }
 }
@@ -61,6 +68,22 @@ impl Nginx {
         self
     }
 
+    /// Also listens on a second port for HTTP/2 over TLS (`listen … ssl
+    /// http2`, ALPN `h2`), with this certificate chain and private key
+    /// (PEM); [`NginxPeer::https_origin`] names it. The same locations
+    /// and access log serve both listeners.
+    pub fn http2_tls(mut self, chain_pem: Vec<u8>, key_pem: Vec<u8>) -> Self {
+        self.http2_tls = Some((chain_pem, key_pem));
+        self
+    }
+
+    /// Sends every response at `bytes_per_second` (`limit_rate`), so that
+    /// responses of a few KiB overlap in time.
+    pub fn limit_rate(mut self, bytes_per_second: u32) -> Self {
+        self.limit_rate = Some(bytes_per_second);
+        self
+    }
+
     /// Starts nginx on a free loopback port and waits until it answers.
     ///
     /// # Panics
@@ -75,6 +98,11 @@ impl Nginx {
             .file("tmp/.keep", Vec::new());
         for &len in &self.bodies {
             command = command.file(&format!("html/bytes/{len}"), vec![b'x'; len]);
+        }
+        if let Some((chain, key)) = &self.http2_tls {
+            command = command
+                .file("tls/chain.pem", chain.clone())
+                .file("tls/key.pem", key.clone());
         }
         let peer = command.start(|addr| http_status(addr, "/ready") == Some(200));
         NginxPeer { peer }
@@ -97,12 +125,12 @@ http {{
   uwsgi_temp_path tmp/uwsgi;
   scgi_temp_path tmp/scgi;
   default_type application/octet-stream;
-  log_format witness '$connection $connection_requests $request_method $uri $status $body_bytes_sent';
+  log_format witness '$connection $connection_requests $request_method $uri $status $body_bytes_sent $server_protocol';
   keepalive_timeout {}ms;
   keepalive_requests {};
-  server {{
+{}  server {{
     listen 127.0.0.1:{{port}};
-    root html;
+{}    root html;
     access_log access.log witness;
     location = /ready {{ access_log off; }}
     location / {{ }}
@@ -111,6 +139,16 @@ http {{
 ",
             self.keepalive_timeout.as_millis(),
             self.keepalive_requests,
+            self.limit_rate
+                .map(|rate| format!("  limit_rate {rate};\n"))
+                .unwrap_or_default(),
+            if self.http2_tls.is_some() {
+                "    listen 127.0.0.1:{port2} ssl http2;\n    \
+                 ssl_certificate tls/chain.pem;\n    \
+                 ssl_certificate_key tls/key.pem;\n"
+            } else {
+                ""
+            },
         );
         config
     }
@@ -138,6 +176,9 @@ pub struct AccessEntry {
     pub status: u16,
     /// Body bytes sent.
     pub body_bytes: u64,
+    /// The protocol it came in on (`$server_protocol`): `HTTP/1.1`,
+    /// `HTTP/2.0`.
+    pub protocol: String,
 }
 
 impl NginxPeer {
@@ -149,6 +190,12 @@ impl NginxPeer {
     /// `http://127.0.0.1:PORT`, the origin to approve.
     pub fn origin(&self) -> String {
         format!("http://{}", self.peer.addr())
+    }
+
+    /// `https://127.0.0.1:PORT2`, the HTTP/2 over TLS listener's origin
+    /// (see [`Nginx::http2_tls`]).
+    pub fn https_origin(&self) -> String {
+        format!("https://127.0.0.1:{}", self.peer.port2())
     }
 
     /// The path serving a body of `len` bytes (see [`Nginx::body`]).
@@ -212,5 +259,6 @@ fn parse_entry(line: &str) -> Option<AccessEntry> {
         uri: fields.next()?.to_owned(),
         status: fields.next()?.parse().ok()?,
         body_bytes: fields.next()?.parse().ok()?,
+        protocol: fields.next()?.to_owned(),
     })
 }

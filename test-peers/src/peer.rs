@@ -248,6 +248,7 @@ impl PeerCommand {
         Peer {
             name: self.name,
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            port2,
             child,
             log_path,
             dir,
@@ -260,6 +261,8 @@ impl PeerCommand {
 pub struct Peer {
     name: &'static str,
     addr: SocketAddr,
+    /// The second port `{port2}` named, for a peer that listens twice.
+    port2: u16,
     child: Child,
     log_path: PathBuf,
     // Dropped last: the process is gone before its storage is removed.
@@ -275,6 +278,12 @@ impl Peer {
     /// Its port.
     pub fn port(&self) -> u16 {
         self.addr.port()
+    }
+
+    /// The second port its command or files named as `{port2}` (free when
+    /// it started; used only by peers that listen on it).
+    pub fn port2(&self) -> u16 {
+        self.port2
     }
 
     /// Its temporary directory.
