@@ -2,12 +2,12 @@
 //! from the provider setting `ca_file` is trusted and one TLS connection
 //! carries sequential requests; default roots, a foreign CA or an unusable
 //! `ca_file` fail the dial as a handshake error and back the client off; the
-//! bound credential crosses TLS and never shows in errors or `Debug`.
+//! bound credential crosses TLS and never shows in errors or `Debug`; an
+//! HTTP/2 client fails its dial when the origin does not select `h2`.
 
 mod support;
 
 use std::convert::Infallible;
-use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,44 +17,14 @@ use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
 use provider_pools_adapters::http::{
-    call, BodyLimits, HttpDialer, HttpError, AUTH_HEADER_SETTING, CA_FILE_SETTING,
+    call, BodyLimits, HttpDialer, HttpError, AUTH_HEADER_SETTING, CA_FILE_SETTING, HTTP2_SETTING,
 };
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use support::test_ca::{pem_file, TestCa};
 use support::{bounded, eventually, get, install, running, start};
 use tempfile::NamedTempFile;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
-
-/// A test certificate authority.
-struct Ca {
-    key: KeyPair,
-    cert: rcgen::Certificate,
-}
-
-impl Ca {
-    fn new(name: &str) -> Self {
-        let key = KeyPair::generate().expect("ca key");
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        params.distinguished_name.push(DnType::CommonName, name);
-        let cert = params.self_signed(&key).expect("self-signed ca");
-        Self { key, cert }
-    }
-
-    /// The CA certificate as a PEM file, for the setting `ca_file`.
-    fn pem_file(&self) -> NamedTempFile {
-        pem_file(self.cert.pem().as_bytes())
-    }
-}
-
-fn pem_file(contents: &[u8]) -> NamedTempFile {
-    let mut file = NamedTempFile::new().expect("temp file");
-    file.write_all(contents).expect("write ca file");
-    file.flush().expect("flush ca file");
-    file
-}
 
 /// A hyper HTTP/1.1 origin behind TLS on 127.0.0.1, its certificate (for
 /// `localhost` and `127.0.0.1`) signed by `ca`. Counts accepted TCP
@@ -67,13 +37,8 @@ struct TlsOrigin {
 }
 
 impl TlsOrigin {
-    async fn start(ca: &Ca) -> Self {
-        let key = KeyPair::generate().expect("server key");
-        let params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()])
-            .expect("server params");
-        let cert = params
-            .signed_by(&key, &ca.cert, &ca.key)
-            .expect("server certificate");
+    async fn start(ca: &TestCa) -> Self {
+        let (cert, key) = ca.issue();
         let chain = vec![CertificateDer::from(cert.der().to_vec())];
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -138,7 +103,7 @@ fn path_of(file: &NamedTempFile) -> &str {
 
 #[tokio::test]
 async fn a_ca_file_is_trusted_and_one_tls_connection_serves_sequential_requests() {
-    let ca = Ca::new("provider-pools test ca");
+    let ca = TestCa::new("provider-pools test ca");
     let ca_file = ca.pem_file();
     let origin = TlsOrigin::start(&ca).await;
     let pools = start(Limits::DEFAULT).await;
@@ -175,7 +140,7 @@ async fn a_ca_file_is_trusted_and_one_tls_connection_serves_sequential_requests(
 
 #[tokio::test]
 async fn a_dns_host_is_verified_against_the_certificate_names() {
-    let ca = Ca::new("provider-pools test ca");
+    let ca = TestCa::new("provider-pools test ca");
     let ca_file = ca.pem_file();
     let origin = TlsOrigin::start(&ca).await;
     let target = origin.target.replace("127.0.0.1", "localhost");
@@ -198,7 +163,7 @@ async fn a_dns_host_is_verified_against_the_certificate_names() {
 /// Calls twice: the first dial fails its TLS handshake, the second call is
 /// answered by the backoff without reaching the origin.
 async fn assert_handshake_failure_backs_off(settings: &[(&str, &str)], accepts: usize) {
-    let ca = Ca::new("the origin's ca");
+    let ca = TestCa::new("the origin's ca");
     let origin = TlsOrigin::start(&ca).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &origin.target, settings, b"k").await;
@@ -252,7 +217,7 @@ async fn default_roots_do_not_trust_a_test_ca() {
 
 #[tokio::test]
 async fn a_ca_that_did_not_sign_the_server_certificate_fails_the_handshake() {
-    let foreign = Ca::new("a foreign ca").pem_file();
+    let foreign = TestCa::new("a foreign ca").pem_file();
     assert_handshake_failure_backs_off(&[(CA_FILE_SETTING, path_of(&foreign))], 1).await;
 }
 
@@ -270,7 +235,7 @@ async fn an_unusable_ca_file_fails_before_connecting_naming_the_setting_only() {
         missing,
         "relative/ca.pem",
     ] {
-        let ca = Ca::new("the origin's ca");
+        let ca = TestCa::new("the origin's ca");
         let origin = TlsOrigin::start(&ca).await;
         let pools = start(Limits::DEFAULT).await;
         let settings = [(CA_FILE_SETTING, path)];
@@ -294,7 +259,7 @@ async fn an_unusable_ca_file_fails_before_connecting_naming_the_setting_only() {
 #[tokio::test]
 async fn the_bound_credential_crosses_tls_and_never_shows() {
     let secret = "Bearer tls-secret-0b5e";
-    let ca = Ca::new("provider-pools test ca");
+    let ca = TestCa::new("provider-pools test ca");
     let ca_file = ca.pem_file();
     let origin = TlsOrigin::start(&ca).await;
     let pools = start(Limits::DEFAULT).await;
@@ -313,7 +278,7 @@ async fn the_bound_credential_crosses_tls_and_never_shows() {
     assert!(!shown.contains("tls-secret"), "{shown}");
 
     // The same binding towards an origin whose certificate is not trusted.
-    let untrusted = TlsOrigin::start(&Ca::new("a foreign ca")).await;
+    let untrusted = TlsOrigin::start(&TestCa::new("a foreign ca")).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &untrusted.target, &settings, secret.as_bytes()).await;
     let dialer = HttpDialer::new(pools.clone());
@@ -328,4 +293,30 @@ async fn the_bound_credential_crosses_tls_and_never_shows() {
     let shown = format!("{err} {err:?} {request:?} {dialer:?}");
     assert!(!shown.contains("tls-secret"), "{shown}");
     assert!(untrusted.seen().is_empty());
+}
+
+#[tokio::test]
+async fn an_http2_dial_to_an_origin_that_does_not_select_h2_fails_as_a_handshake() {
+    let ca = TestCa::new("provider-pools test ca");
+    let ca_file = ca.pem_file();
+    // The origin speaks HTTP/1.1 and offers no ALPN protocol.
+    let origin = TlsOrigin::start(&ca).await;
+    let pools = start(Limits::DEFAULT).await;
+    let settings = [(CA_FILE_SETTING, path_of(&ca_file)), (HTTP2_SETTING, "on")];
+    let receipt = install(&pools, &origin.target, &settings, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let refused = bounded(
+        "an h2 dial to an http/1.1 origin",
+        call(&pools, &request, &dialer, get("/ok"), BodyLimits::default()),
+    )
+    .await
+    .expect_err("no h2 by ALPN");
+    assert!(
+        matches!(&refused, HttpError::Connect(ConnectError::Dial(e))
+            if e.kind == DialErrorKind::Handshake && e.to_string().contains("ALPN")),
+        "{refused:?}"
+    );
+    assert_eq!(refused.was_sent(), provider_pools_adapters::http::Sent::No);
+    assert!(origin.seen().is_empty(), "no request reached the origin");
 }

@@ -21,6 +21,7 @@ pub(crate) mod origin;
 pub(crate) mod relay;
 #[cfg(feature = "vault")]
 pub(crate) mod sockets;
+pub(crate) mod test_ca;
 #[cfg(feature = "vault")]
 pub(crate) mod vault;
 
