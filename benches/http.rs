@@ -1,9 +1,11 @@
 //! Loopback GET throughput and latency through the buffered HTTP adapter,
-//! against raw hyper connections and a shared reqwest client.
+//! against raw hyper connections and a shared reqwest client, and over
+//! HTTP/2 against a raw h2 connection.
 //!
-//! Every client hits the same in-process hyper HTTP/1.1 server on a free
-//! loopback port, which answers every GET with a fixed 256-byte body, over
-//! keep-alive connections. One iteration is one GET answered and its body
+//! The HTTP/1.1 clients hit the same in-process hyper HTTP/1.1 server on a
+//! free loopback port, which answers every GET with a fixed 256-byte body,
+//! over keep-alive connections; the HTTP/2 clients hit an in-process h2
+//! server answering the same body (prior knowledge, no stream limit). One iteration is one GET answered and its body
 //! read, by one of `n` concurrent tasks (1 or 64); criterion's time is wall
 //! time per request across all tasks, its throughput requests per second.
 //!
@@ -16,6 +18,10 @@
 //!   task, opened before the timer starts and reused for every request.
 //! - `http/reqwest`: one shared `reqwest::Client` (0.12, plain HTTP/1.1)
 //!   with its own keep-alive pool.
+//! - `http/engine_h2`: as `http/engine`, for a provider with `http2 = "on"`:
+//!   one tenant's requests are streams of one HTTP/2 connection.
+//! - `http/h2_conn`: h2's client, one connection opened before the timer
+//!   starts, every task sending on a clone of its `SendRequest`.
 //!
 //! Before each throughput benchmark the same client runs a fixed number of
 //! requests ([`LATENCY_SAMPLES`]) at the same concurrency, records each
@@ -36,7 +42,9 @@ use hyper::client::conn::http1 as client_http1;
 use hyper::{HeaderMap, Method, Request, Response};
 use hyper_util::rt::TokioIo;
 use provider_pools::{Bytes, Limits, RunningRequest};
-use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, HttpRequest, RequestTarget};
+use provider_pools_adapters::http::{
+    call, BodyLimits, HttpDialer, HttpRequest, RequestTarget, HTTP2_SETTING,
+};
 use support::{run_tasks, share, Engine};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::runtime::Runtime;
@@ -75,6 +83,35 @@ async fn server() -> SocketAddr {
     addr
 }
 
+/// The in-process HTTP/2 origin: h2's server (prior knowledge),
+/// answering [`BODY`] bytes to every stream.
+async fn h2_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    let body = Bytes::from(vec![b'x'; BODY]);
+    support::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            let body = body.clone();
+            support::spawn(async move {
+                let Ok(mut conn) = h2::server::handshake(stream).await else {
+                    return;
+                };
+                while let Some(Ok((_, mut respond))) = conn.accept().await {
+                    let body = body.clone();
+                    support::spawn(async move {
+                        let head = Response::new(());
+                        if let Ok(mut send) = respond.send_response(head, false) {
+                            let _ = send.send_data(body, true);
+                        }
+                    });
+                }
+            });
+        }
+    });
+    addr
+}
+
 /// The clients under test.
 #[derive(Clone, Copy, Debug)]
 enum Client {
@@ -82,14 +119,18 @@ enum Client {
     EngineCall,
     HyperConn,
     Reqwest,
+    EngineH2,
+    H2Conn,
 }
 
 impl Client {
-    const ALL: [Client; 4] = [
+    const ALL: [Client; 6] = [
         Client::Engine,
         Client::EngineCall,
         Client::HyperConn,
         Client::Reqwest,
+        Client::EngineH2,
+        Client::H2Conn,
     ];
 
     fn name(self) -> &'static str {
@@ -98,6 +139,8 @@ impl Client {
             Client::EngineCall => "engine_call",
             Client::HyperConn => "hyper_conn",
             Client::Reqwest => "reqwest",
+            Client::EngineH2 => "engine_h2",
+            Client::H2Conn => "h2_conn",
         }
     }
 }
@@ -109,6 +152,12 @@ struct Fixture {
     dialer: Arc<HttpDialer>,
     reqwest: reqwest::Client,
     url: String,
+    /// The same for HTTP/2: an engine whose provider has `http2 = "on"`,
+    /// and the raw baseline's one connection.
+    h2_engine: Arc<Engine>,
+    h2_dialer: Arc<HttpDialer>,
+    h2_conn: h2::client::SendRequest<Bytes>,
+    h2_url: String,
 }
 
 fn limits() -> Limits {
@@ -143,12 +192,27 @@ async fn fixture() -> Fixture {
         .tcp_nodelay(true)
         .build()
         .expect("reqwest client");
+    let h2_addr = h2_server().await;
+    let h2_target = format!("http://{h2_addr}");
+    let h2_engine =
+        Arc::new(Engine::start_with(limits(), &h2_target, &[(HTTP2_SETTING, "on")]).await);
+    let h2_dialer = Arc::new(HttpDialer::new(h2_engine.pools.clone()));
+    let stream = TcpStream::connect(h2_addr).await.expect("connect");
+    let _ = stream.set_nodelay(true);
+    let (h2_conn, connection) = h2::client::handshake(stream).await.expect("h2 handshake");
+    support::spawn(async move {
+        let _ = connection.await;
+    });
     Fixture {
         addr,
         engine,
         dialer,
         reqwest,
         url: format!("{target}/"),
+        h2_engine,
+        h2_dialer,
+        h2_conn,
+        h2_url: format!("{h2_target}/"),
     }
 }
 
@@ -167,6 +231,7 @@ enum Session {
     EngineCall(Arc<Engine>, Arc<HttpDialer>, RunningRequest),
     HyperConn(client_http1::SendRequest<Empty<Bytes>>, String),
     Reqwest(reqwest::Client, String),
+    H2Conn(h2::client::SendRequest<Bytes>, String),
 }
 
 impl Session {
@@ -191,6 +256,8 @@ impl Session {
                 Session::HyperConn(sender, f.addr.to_string())
             }
             Client::Reqwest => Session::Reqwest(f.reqwest.clone(), f.url.clone()),
+            Client::EngineH2 => Session::Engine(Arc::clone(&f.h2_engine), Arc::clone(&f.h2_dialer)),
+            Client::H2Conn => Session::H2Conn(f.h2_conn.clone(), f.h2_url.clone()),
         }
     }
 
@@ -230,6 +297,19 @@ impl Session {
             Session::Reqwest(client, url) => {
                 let response = client.get(url.as_str()).send().await.expect("response");
                 response.bytes().await.expect("body").len()
+            }
+            Session::H2Conn(sender, url) => {
+                let request = Request::get(url.as_str()).body(()).expect("request");
+                let mut ready = sender.clone().ready().await.expect("connection ready");
+                let (response, _) = ready.send_request(request, true).expect("stream");
+                let mut body = response.await.expect("response").into_body();
+                let mut len = 0;
+                while let Some(chunk) = body.data().await {
+                    let chunk = chunk.expect("body");
+                    len += chunk.len();
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                }
+                len
             }
         }
     }
@@ -323,8 +403,9 @@ fn http(c: &mut Criterion) {
     }
     group.finish();
     println!(
-        "http: engine dials {} (connections opened by the adapter)",
-        f.dialer.dials()
+        "http: engine dials {}, engine_h2 dials {} (connections opened by the adapter)",
+        f.dialer.dials(),
+        f.h2_dialer.dials()
     );
 }
 

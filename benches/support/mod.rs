@@ -36,23 +36,36 @@ pub(crate) struct Engine {
 
 impl Engine {
     pub(crate) async fn start(limits: Limits, target: &str) -> Self {
+        Self::start_with(limits, target, &[]).await
+    }
+
+    /// [`Self::start`], the provider carrying public `settings`.
+    pub(crate) async fn start_with(
+        limits: Limits,
+        target: &str,
+        settings: &[(&str, &str)],
+    ) -> Self {
         let config = PoolsConfig {
             limits,
             ..PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
         };
         let pools = ProviderPools::start(config).await.expect("registry starts");
         let provider = ProviderId::new("bench").expect("provider");
-        let receipt = pools
-            .install(Installation {
-                provider: provider.clone(),
-                authority: Authority::new("https://bench.example").expect("authority"),
-                expected: Epoch::ZERO,
-                credential: Credential::from_slice(b"bench").expect("credential"),
-                config: ProviderConfig::new(ServiceName::new("bench").expect("service"))
-                    .with_origin(OriginSlot::new(0), OriginKind::Http, target),
-            })
-            .await
-            .expect("install");
+        let receipt =
+            pools
+                .install(Installation {
+                    provider: provider.clone(),
+                    authority: Authority::new("https://bench.example").expect("authority"),
+                    expected: Epoch::ZERO,
+                    credential: Credential::from_slice(b"bench").expect("credential"),
+                    config: settings.iter().fold(
+                        ProviderConfig::new(ServiceName::new("bench").expect("service"))
+                            .with_origin(OriginSlot::new(0), OriginKind::Http, target),
+                        |config, (key, value)| config.with_setting(*key, *value),
+                    ),
+                })
+                .await
+                .expect("install");
         let tenant = TenantId::new("bench").expect("tenant");
         let policy = PolicyTable::new();
         policy.allow(tenant.clone(), provider);
