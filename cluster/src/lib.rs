@@ -18,8 +18,9 @@
 //!
 //! Each provider's global ceiling is `floor × members` kept by the nodes
 //! on their own (no control plane needed) plus a dynamic pool the leader
-//! divides by demand. The safety argument is in ARCHITECTURE.md ("Cluster
-//! shares"); the property tests in `plan` check it.
+//! divides by demand. The safety argument is in
+//! `docs/architecture/cluster-shares.md` ("Why the ceiling holds"); the
+//! property tests in `plan` check it.
 
 mod agent;
 mod allocate;

@@ -1,7 +1,8 @@
 //! The stable span names and field names of the engine.
 //!
-//! Each constant is the exact name a subscriber sees; ARCHITECTURE.md has the
-//! same table ("Tracing spans"). Outcome fields are recorded once, when the
+//! Each constant is the exact name a subscriber sees;
+//! `docs/architecture/observability.md` has the same table ("Tracing
+//! spans"). Outcome fields are recorded once, when the
 //! phase ends, as a stable `&'static str` code.
 
 /// One admission (`debug`): `tenant`, `provider`, `slot` (the origin slot
