@@ -1,4 +1,4 @@
-//! HTTP/2 (`http2 = "on"`) against a loopback h2 origin (prior
+//! HTTP/2 (`http2 = "on"`) against a loopback hyper h2 origin (prior
 //! knowledge): one tenant's concurrent requests share a connection up to
 //! the origin's stream limit; tenants never share one; a GOAWAY lets the
 //! streams in flight finish and sends new requests to a new connection,
@@ -7,6 +7,9 @@
 //! alone; a bad setting is refused before any dial.
 
 mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use provider_pools_actors::{Limits, OriginKind};
 use provider_pools_adapters::http::{
@@ -146,23 +149,62 @@ async fn a_goaway_lets_streams_in_flight_finish_and_new_calls_use_a_new_connecti
     .await;
 }
 
+/// An h2 origin (h2's own server: hyper's cannot refuse a stream) that
+/// resets every stream with `REFUSED_STREAM` but `/ok`, counting streams
+/// and connections.
+async fn refusing_origin() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let target = format!("http://{}", listener.local_addr().expect("addr"));
+    let (streams, accepted) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (s, a) = (Arc::clone(&streams), Arc::clone(&accepted));
+    task(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            a.fetch_add(1, Ordering::SeqCst);
+            let s = Arc::clone(&s);
+            task(async move {
+                let Ok(mut conn) = h2::server::handshake(socket).await else {
+                    return;
+                };
+                while let Some(Ok((request, mut respond))) = conn.accept().await {
+                    s.fetch_add(1, Ordering::SeqCst);
+                    if request.uri().path() == "/ok" {
+                        let head = http::Response::new(());
+                        if let Ok(mut send) = respond.send_response(head, false) {
+                            let _ = send.send_data(bytes::Bytes::from_static(b"hello"), true);
+                        }
+                    } else {
+                        respond.send_reset(h2::Reason::REFUSED_STREAM);
+                    }
+                }
+            });
+        }
+    });
+    (target, streams, accepted)
+}
+
 #[tokio::test]
 async fn a_refused_stream_fails_as_unsent_and_is_not_sent_again() {
-    let origin = H2Origin::start(100).await;
+    let (target, streams, accepted) = refusing_origin().await;
     let pools = start(Limits::DEFAULT).await;
-    let receipt = install(&pools, &origin.target, &H2, b"k").await;
+    let receipt = install(&pools, &target, &H2, b"k").await;
     let dialer = HttpDialer::new(pools.clone());
     let refused = ok_or_err(spawn_call(&pools, &receipt, &dialer, "a", 1, "/refuse")).await;
     assert!(
         matches!(refused, Err(HttpError::Protocol { sent: Sent::No, .. })),
         "REFUSED_STREAM: not processed, so not sent: {refused:?}"
     );
-    assert_eq!(origin.seen(), [(1, "/refuse".to_owned())], "sent once");
+    assert_eq!(streams.load(Ordering::SeqCst), 1, "sent once");
     assert_eq!(
         ok(spawn_call(&pools, &receipt, &dialer, "a", 2, "/ok")).await,
         "hello"
     );
-    assert_eq!(origin.accepted(), 1, "the connection serves on");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "the connection serves on"
+    );
 }
 
 #[tokio::test]
@@ -231,4 +273,113 @@ async fn ok_or_err(
     call: tokio::task::JoinHandle<Result<BufferedResponse, HttpError>>,
 ) -> Result<BufferedResponse, HttpError> {
     bounded("a call", call).await.expect("the call's task")
+}
+
+/// One HTTP/2 frame: type, flags, stream, payload.
+type Frame = (u8, u8, u32, Vec<u8>);
+
+async fn write_frame(
+    socket: &mut tokio::net::tcp::OwnedWriteHalf,
+    (kind, flags, stream, payload): Frame,
+) {
+    use tokio::io::AsyncWriteExt;
+    let len = payload.len();
+    let mut bytes = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    bytes.extend_from_slice(&stream.to_be_bytes());
+    bytes.extend_from_slice(&payload);
+    socket.write_all(&bytes).await.expect("a frame written");
+}
+
+async fn read_frame(socket: &mut tokio::net::tcp::OwnedReadHalf) -> Option<Frame> {
+    use tokio::io::AsyncReadExt;
+    let mut header = [0u8; 9];
+    socket.read_exact(&mut header).await.ok()?;
+    let len = usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+    let mut payload = vec![0u8; len];
+    socket.read_exact(&mut payload).await.ok()?;
+    let stream = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+    Some((header[3], header[4], stream, payload))
+}
+
+/// `:status: 200` (HPACK static index 8), ending the stream.
+fn ok_head(stream: u32) -> Frame {
+    (0x1, 0x4 | 0x1, stream, vec![0x88])
+}
+
+#[tokio::test]
+async fn a_goaway_stops_new_streams_on_its_connection_at_once_while_it_stays_open() {
+    use tokio::io::AsyncReadExt;
+    // A hand-written origin: on its first connection it holds stream 1,
+    // then sends GOAWAY (last stream 1) and a PING; the client's PING ACK
+    // says it has read the GOAWAY. The connection stays open. Every other
+    // stream is answered 200 at once.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let target = format!("http://{}", listener.local_addr().expect("addr"));
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let (opened_tx, opened) = tokio::sync::oneshot::channel::<()>();
+    let (acked_tx, acked) = tokio::sync::oneshot::channel::<()>();
+    let (answer_tx, answer) = tokio::sync::oneshot::channel::<()>();
+    let count = Arc::clone(&accepted);
+    task(async move {
+        let mut hold = Some((opened_tx, acked_tx, answer));
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            let held = hold.take();
+            task(async move {
+                let (mut rd, mut wr) = socket.into_split();
+                let mut preface = [0u8; 24];
+                rd.read_exact(&mut preface)
+                    .await
+                    .expect("the client preface");
+                write_frame(&mut wr, (0x4, 0, 0, Vec::new())).await;
+                let mut held =
+                    held.map(|(opened, acked, answer)| (Some(opened), Some(acked), Some(answer)));
+                while let Some((kind, flags, stream, _)) = read_frame(&mut rd).await {
+                    match (kind, flags & 0x1) {
+                        (0x4, 0) => write_frame(&mut wr, (0x4, 0x1, 0, Vec::new())).await,
+                        (0x1, _) if stream == 1 && held.is_some() => {
+                            let (opened, ..) = held.as_mut().expect("held");
+                            let _ = opened.take().map(|tx| tx.send(()));
+                            let goaway = [0, 0, 0, 1, 0, 0, 0, 0].to_vec();
+                            write_frame(&mut wr, (0x7, 0, 0, goaway)).await;
+                            write_frame(&mut wr, (0x6, 0, 0, vec![7; 8])).await;
+                        }
+                        (0x6, 1) => {
+                            let (_, acked, answer) = held.as_mut().expect("held");
+                            let _ = acked.take().map(|tx| tx.send(()));
+                            if let Some(answer) = answer.take() {
+                                let _ = answer.await;
+                            }
+                            write_frame(&mut wr, ok_head(1)).await;
+                        }
+                        (0x1, _) => write_frame(&mut wr, ok_head(stream)).await,
+                        _ => {}
+                    }
+                }
+            });
+        }
+    });
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &target, &H2, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let first = spawn_call(&pools, &receipt, &dialer, "a", 1, "/held");
+    bounded("stream 1 opened", opened).await.expect("opened");
+    bounded("the GOAWAY read (PING acknowledged)", acked)
+        .await
+        .expect("acked");
+    let second = ok_or_err(spawn_call(&pools, &receipt, &dialer, "a", 2, "/next")).await;
+    assert_eq!(second.expect("200").status, 200);
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2,
+        "no stream opened on the connection that said GOAWAY"
+    );
+    let _ = answer_tx.send(());
+    assert_eq!(
+        ok_or_err(first).await.expect("200").status,
+        200,
+        "stream 1 finished"
+    );
 }

@@ -1,17 +1,20 @@
-//! A loopback HTTP/2 origin on h2's server, prior knowledge (h2c), with a
-//! stream limit of its own. Its counters witness connections accepted,
-//! streams served per connection and the most it carried at once; `/slow`
-//! holds its answer until [`H2Origin::release`], `/goaway` answers then
-//! sends GOAWAY (graceful: streams in flight finish), `/refuse` resets its
-//! stream with `REFUSED_STREAM`.
+//! A loopback HTTP/2 origin on hyper's server, prior knowledge (h2c),
+//! with a stream limit of its own. Its counters witness connections
+//! accepted, streams served per connection and the most it carried at
+//! once; `/slow` holds its answer until [`H2Origin::release`], `/goaway`
+//! has its connection shut down gracefully (GOAWAY: streams in flight
+//! finish), then answers.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 
 use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use super::task;
 
@@ -90,17 +93,8 @@ impl H2Origin {
     }
 }
 
-/// A stream the connection accepted: its request and its responder.
-type Accepted = (
-    http::Request<h2::RecvStream>,
-    h2::server::SendResponse<Bytes>,
-);
-
-enum Event {
-    GoAway,
-    Stream(Option<Result<Box<Accepted>, h2::Error>>),
-}
-
+/// Serves connection `id` until it ends; `/goaway` shuts it down
+/// gracefully once answered.
 async fn serve(
     socket: tokio::net::TcpStream,
     id: usize,
@@ -108,80 +102,55 @@ async fn serve(
     counts: Arc<Mutex<Counts>>,
     slow: Arc<Semaphore>,
 ) {
-    let Ok(mut conn) = h2::server::Builder::new()
-        .max_concurrent_streams(max_streams)
-        .handshake::<_, Bytes>(socket)
-        .await
-    else {
-        return;
-    };
-    let (go_away, mut asked) = mpsc::unbounded_channel::<()>();
-    loop {
-        let event = std::future::poll_fn(|cx| {
-            if let Poll::Ready(Some(())) = asked.poll_recv(cx) {
-                return Poll::Ready(Event::GoAway);
-            }
-            conn.poll_accept(cx)
-                .map(|accepted| Event::Stream(accepted.map(|r| r.map(Box::new))))
-        })
-        .await;
-        match event {
-            Event::GoAway => conn.graceful_shutdown(),
-            Event::Stream(Some(Ok(accepted))) => {
-                let (request, respond) = *accepted;
-                let path = request.uri().path().to_owned();
-                {
-                    let mut counts = counts.lock().expect("counts");
-                    counts.seen.push((id, path.clone()));
-                    let now = counts.in_flight.entry(id).or_default();
-                    *now += 1;
-                    let now = *now;
-                    let most = counts.most.entry(id).or_default();
-                    *most = (*most).max(now);
+    // `/goaway` asks the connection loop to shut down gracefully and
+    // answers once it has: the GOAWAY goes out before the answer.
+    let (go_away, mut asked) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let path = request.uri().path().to_owned();
+        let (counts, slow, go_away) = (Arc::clone(&counts), Arc::clone(&slow), go_away.clone());
+        {
+            let mut counts = counts.lock().expect("counts");
+            counts.seen.push((id, path.clone()));
+            let now = counts.in_flight.entry(id).or_default();
+            *now += 1;
+            let now = *now;
+            let most = counts.most.entry(id).or_default();
+            *most = (*most).max(now);
+        }
+        async move {
+            let body: &'static [u8] = match path.as_str() {
+                "/slow" => {
+                    slow.acquire()
+                        .await
+                        .expect("the semaphore stays open")
+                        .forget();
+                    b"slow"
                 }
-                let (counts, slow, go_away) =
-                    (Arc::clone(&counts), Arc::clone(&slow), go_away.clone());
-                task(async move {
-                    answer(&path, respond, &slow, &go_away).await;
-                    if let Some(now) = counts.lock().expect("counts").in_flight.get_mut(&id) {
-                        *now -= 1;
-                    }
-                });
+                "/goaway" => {
+                    let (done, shut) = oneshot::channel();
+                    let _ = go_away.send(done);
+                    let _ = shut.await;
+                    b"bye"
+                }
+                _ => b"hello",
+            };
+            if let Some(now) = counts.lock().expect("counts").in_flight.get_mut(&id) {
+                *now -= 1;
             }
-            Event::Stream(_) => return,
+            Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::from_static(body))))
         }
-    }
-}
-
-async fn answer(
-    path: &str,
-    mut respond: h2::server::SendResponse<Bytes>,
-    slow: &Semaphore,
-    go_away: &mpsc::UnboundedSender<()>,
-) {
-    if path == "/refuse" {
-        respond.send_reset(h2::Reason::REFUSED_STREAM);
-        return;
-    }
-    let body: &'static [u8] = match path {
-        "/slow" => {
-            slow.acquire()
-                .await
-                .expect("the semaphore stays open")
-                .forget();
-            b"slow"
+    });
+    let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .max_concurrent_streams(max_streams)
+        .serve_connection(TokioIo::new(socket), service);
+    let mut conn = std::pin::pin!(conn);
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            Some(done) = asked.recv() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = done.send(());
+            }
         }
-        "/goaway" => b"bye",
-        _ => b"hello",
-    };
-    let head = http::Response::builder()
-        .status(200)
-        .body(())
-        .expect("a response head");
-    if let Ok(mut send) = respond.send_response(head, false) {
-        let _ = send.send_data(Bytes::from_static(body), true);
-    }
-    if path == "/goaway" {
-        let _ = go_away.send(());
     }
 }

@@ -51,7 +51,8 @@ impl fmt::Debug for H2Dialer {
 /// the driver then closes the connection.
 pub struct H2Connection {
     sender: SendRequest<Bytes>,
-    /// Set once a new stream met GOAWAY or a broken connection.
+    /// Set once a new stream was refused: h2 refuses every new stream
+    /// after the peer's GOAWAY, or on a broken connection.
     away: Arc<AtomicBool>,
     /// `http2_max_streams` at the dial.
     cap: u32,

@@ -1,12 +1,17 @@
 //! Delivering one built request on a stream of its tenant's HTTP/2
 //! connections: the HTTP/2 counterpart of [`crate::http::delivery`].
 //!
-//! A request goes to another connection only when no stream was opened
-//! for it (the connection had seen GOAWAY, or broke): nothing of it was
-//! written. Once a stream opened, a failure ends the call — `Sent::No`
-//! when the peer reset the stream with `REFUSED_STREAM` (RFC 9113, 8.7:
-//! not processed), `Sent::Maybe` otherwise; the pools never send it
-//! again.
+//! A request goes to another connection only when the first cannot have
+//! processed it: no stream was opened for it (the connection had seen
+//! GOAWAY, or broke: nothing was written), or the peer's GOAWAY named a
+//! last stream below it (RFC 9113, 6.8: such streams were not processed
+//! and may be retried). The second is connection selection as on
+//! HTTP/1.1, not a retry of the operation: the peer never acted on it;
+//! it is the one case bytes of a request are written twice. Every
+//! connection it leaves opens no more streams, so the turns are bounded
+//! by the client's connections and the deadline. Any other failure once
+//! a stream opened ends the call: `Sent::No` for a `REFUSED_STREAM` reset
+//! (8.7), `Sent::Maybe` otherwise.
 
 use bytes::Bytes;
 use provider_pools_actors::{ProviderPools, RunningRequest, StreamLease};
@@ -66,14 +71,20 @@ pub(crate) async fn deliver(
         };
         progress.set(Sent::Maybe);
         if !body.is_empty() {
-            send.send_data(body, true)
+            send.send_data(body.clone(), true)
                 .map_err(|source| sending(Sent::Maybe, source))?;
         }
         let response = match response.await {
             Ok(response) => response,
-            // The peer says it did not process the stream: the caller may
-            // send it again (the pools never do).
-            Err(source) if unprocessed(&source) => return Err(sending(Sent::No, source)),
+            // Above the last stream of the peer's GOAWAY: never processed;
+            // the connection goes away, the request to another.
+            Err(source) if beyond_go_away(&source) => {
+                lease.stream().going_away();
+                progress.set(Sent::No);
+                continue;
+            }
+            // Refused, unprocessed: the caller may send it again.
+            Err(source) if refused(&source) => return Err(sending(Sent::No, source)),
             Err(_) if Instant::now() >= running.deadline() => {
                 return Err(HttpError::Timeout { sent: Sent::Maybe })
             }
@@ -85,14 +96,17 @@ pub(crate) async fn deliver(
     }
 }
 
-/// True for a stream the peer reset with `REFUSED_STREAM`: it did not
-/// process it (RFC 9113, 8.7). A stream failed by a GOAWAY is not taken
-/// as unprocessed:
-/// h2 gives the GOAWAY's error also to streams the peer did process when
-/// the connection then closes, and telling them apart needs the stream's
-/// id, which the error does not carry.
-fn unprocessed(error: &h2::Error) -> bool {
-    error.is_remote() && error.is_reset() && error.reason() == Some(h2::Reason::REFUSED_STREAM)
+/// True for a stream failed by the peer's GOAWAY: h2 fails a stream with
+/// the GOAWAY's own error only when its id is above the last stream the
+/// GOAWAY names (streams at or below it end on their own, or with the
+/// connection's I/O error).
+fn beyond_go_away(error: &h2::Error) -> bool {
+    error.is_go_away() && error.is_remote()
+}
+
+/// True for a stream the peer reset with `REFUSED_STREAM`: not processed.
+fn refused(error: &h2::Error) -> bool {
+    error.is_reset() && error.is_remote() && error.reason() == Some(h2::Reason::REFUSED_STREAM)
 }
 
 /// A stream that failed, or was refused, while its request was sent.

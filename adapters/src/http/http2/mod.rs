@@ -13,11 +13,12 @@
 //! - The driver (h2's `Connection`) is a bounded provider job, as for
 //!   HTTP/1.1; it ends when the connection is destroyed or the peer closes
 //!   it, and then fires the closure notice.
-//! - A connection that answered a new stream with GOAWAY (or broke) opens
-//!   no new stream; those it carries finish; it is destroyed with its
-//!   last, never parked. A request it refused before opening a stream was
-//!   not sent and goes to another connection; one it took is never sent
-//!   again.
+//! - A connection whose peer sent GOAWAY, or that broke, opens no new
+//!   stream: h2 refuses the first one tried (nothing of it written), which
+//!   marks the connection going away. The streams it carries finish; it
+//!   is destroyed with its last, never parked. A request goes to another
+//!   connection only when the first cannot have processed it (no stream
+//!   opened, or above the GOAWAY's last stream); see `delivery.rs`.
 //! - Each stream ends at its request's deadline (its body reads fail, and
 //!   the stream is reset when dropped); the connection lives on for the
 //!   tenant's other streams.
