@@ -22,6 +22,8 @@
 //!   one tenant's requests are streams of one HTTP/2 connection.
 //! - `http/h2_conn`: h2's client, one connection opened before the timer
 //!   starts, every task sending on a clone of its `SendRequest`.
+//! - `http/hyper_h2_conn`: hyper's `client::conn::http2` the same way (its
+//!   tasks on tokio through hyper-util's executor).
 //!
 //! Before each throughput benchmark the same client runs a fixed number of
 //! requests ([`LATENCY_SAMPLES`]) at the same concurrency, records each
@@ -40,7 +42,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::client::conn::http1 as client_http1;
 use hyper::{HeaderMap, Method, Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use provider_pools::{Bytes, Limits, RunningRequest};
 use provider_pools_adapters::http::{
     call, BodyLimits, HttpDialer, HttpRequest, RequestTarget, HTTP2_SETTING,
@@ -121,16 +123,18 @@ enum Client {
     Reqwest,
     EngineH2,
     H2Conn,
+    HyperH2Conn,
 }
 
 impl Client {
-    const ALL: [Client; 6] = [
+    const ALL: [Client; 7] = [
         Client::Engine,
         Client::EngineCall,
         Client::HyperConn,
         Client::Reqwest,
         Client::EngineH2,
         Client::H2Conn,
+        Client::HyperH2Conn,
     ];
 
     fn name(self) -> &'static str {
@@ -141,6 +145,7 @@ impl Client {
             Client::Reqwest => "reqwest",
             Client::EngineH2 => "engine_h2",
             Client::H2Conn => "h2_conn",
+            Client::HyperH2Conn => "hyper_h2_conn",
         }
     }
 }
@@ -157,6 +162,7 @@ struct Fixture {
     h2_engine: Arc<Engine>,
     h2_dialer: Arc<HttpDialer>,
     h2_conn: h2::client::SendRequest<Bytes>,
+    hyper_h2_conn: hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
     h2_url: String,
 }
 
@@ -203,6 +209,15 @@ async fn fixture() -> Fixture {
     support::spawn(async move {
         let _ = connection.await;
     });
+    let stream = TcpStream::connect(h2_addr).await.expect("connect");
+    let _ = stream.set_nodelay(true);
+    let (hyper_h2_conn, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .expect("hyper h2 handshake");
+    support::spawn(async move {
+        let _ = connection.await;
+    });
     Fixture {
         addr,
         engine,
@@ -212,6 +227,7 @@ async fn fixture() -> Fixture {
         h2_engine,
         h2_dialer,
         h2_conn,
+        hyper_h2_conn,
         h2_url: format!("{h2_target}/"),
     }
 }
@@ -232,6 +248,10 @@ enum Session {
     HyperConn(client_http1::SendRequest<Empty<Bytes>>, String),
     Reqwest(reqwest::Client, String),
     H2Conn(h2::client::SendRequest<Bytes>, String),
+    HyperH2Conn(
+        hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+        String,
+    ),
 }
 
 impl Session {
@@ -258,6 +278,7 @@ impl Session {
             Client::Reqwest => Session::Reqwest(f.reqwest.clone(), f.url.clone()),
             Client::EngineH2 => Session::Engine(Arc::clone(&f.h2_engine), Arc::clone(&f.h2_dialer)),
             Client::H2Conn => Session::H2Conn(f.h2_conn.clone(), f.h2_url.clone()),
+            Client::HyperH2Conn => Session::HyperH2Conn(f.hyper_h2_conn.clone(), f.h2_url.clone()),
         }
     }
 
@@ -310,6 +331,15 @@ impl Session {
                     let _ = body.flow_control().release_capacity(chunk.len());
                 }
                 len
+            }
+            Session::HyperH2Conn(sender, url) => {
+                let request = Request::get(url.as_str())
+                    .body(Empty::new())
+                    .expect("request");
+                sender.ready().await.expect("connection ready");
+                let response = sender.send_request(request).await.expect("response");
+                let body = response.into_body().collect().await.expect("body");
+                body.to_bytes().len()
             }
         }
     }
