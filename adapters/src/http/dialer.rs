@@ -173,14 +173,7 @@ impl Dialer for HttpDialer {
     /// `Protocol` for a failed HTTP/1 handshake.
     async fn dial(&self, target: DialTarget<'_>) -> Result<HttpConnection, DialError> {
         self.dials.fetch_add(1, Ordering::Relaxed);
-        let origin = ApprovedOrigin::parse(target.target)
-            .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
-        // Trust anchors first: an unusable `ca_file` fails before connecting.
-        let tls_config = if origin.is_tls() {
-            Some(tls::client_config(target.settings, tls::Alpn::Http1)?)
-        } else {
-            None
-        };
+        let (origin, tls_config) = dial_plan(&target, tls::Alpn::Http1)?;
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (expiry, expiring) = watch::channel(None);
         let (watch, notifier) = close_watch();
@@ -246,6 +239,28 @@ async fn expired(deadline: Option<Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
+}
+
+/// What a dial of `target` connects to: its approved origin and, for
+/// `https`, the TLS configuration asking `alpn` — built first, so that an
+/// unusable `ca_file` fails before connecting.
+///
+/// # Errors
+///
+/// `Other` for a target that is no approved origin; `Handshake` for an
+/// unusable `ca_file`.
+pub(crate) fn dial_plan(
+    target: &DialTarget<'_>,
+    alpn: tls::Alpn,
+) -> Result<(ApprovedOrigin, Option<Arc<rustls::ClientConfig>>), DialError> {
+    let origin = ApprovedOrigin::parse(target.target)
+        .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
+    let tls_config = if origin.is_tls() {
+        Some(tls::client_config(target.settings, alpn)?)
+    } else {
+        None
+    };
+    Ok((origin, tls_config))
 }
 
 /// Connects to `origin` over TCP, then runs the TLS handshake when

@@ -13,9 +13,8 @@ use provider_pools_actors::{
 };
 use tokio::sync::oneshot;
 
-use crate::http::dialer::{connect, driver_job, Stream};
+use crate::http::dialer::{connect, dial_plan, driver_job, Stream};
 use crate::http::http2::{max_streams, HTTP2_MAX_STREAMS_SETTING};
-use crate::http::origin::ApprovedOrigin;
 use crate::http::tls;
 
 type Driver = h2::client::Connection<Box<dyn Stream>, Bytes>;
@@ -136,8 +135,6 @@ impl Dialer for H2Dialer {
     /// handshake, `Other` for an `http2_max_streams` out of range.
     async fn dial(&self, target: DialTarget<'_>) -> Result<H2Connection, DialError> {
         self.dials.fetch_add(1, Ordering::Relaxed);
-        let origin = ApprovedOrigin::parse(target.target)
-            .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
         let cap = max_streams(
             target
                 .settings
@@ -150,11 +147,7 @@ impl Dialer for H2Dialer {
                 format!("{HTTP2_MAX_STREAMS_SETTING} {reason}"),
             )
         })?;
-        let tls_config = if origin.is_tls() {
-            Some(tls::client_config(target.settings, tls::Alpn::H2)?)
-        } else {
-            None
-        };
+        let (origin, tls_config) = dial_plan(&target, tls::Alpn::H2)?;
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (watch, notifier) = close_watch();
         let job = driver_job(&self.pools, move || drive(driver, notifier)).await?;
