@@ -9,23 +9,14 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use provider_pools_actors::{Limits, OriginKind};
+use provider_pools_actors::{InstallReceipt, Limits, OriginKind, ProviderPools};
 use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, CA_FILE_SETTING, HTTP2_SETTING};
 use provider_pools_test_peers::{AccessEntry, Nginx, NginxPeer};
 use support::test_ca::TestCa;
-use support::{bounded, eventually, get, install, running, running_as, start, task};
+use support::{bounded, eventually, get, install, nginx_logged, running, running_as, start, task};
 
 const BODY: usize = 1000;
 const SLOW_BODY: usize = 32 * 1024;
-
-/// Waits until nginx logged `count` requests and returns the log.
-async fn logged(nginx: &NginxPeer, count: usize) -> Vec<AccessEntry> {
-    eventually(&format!("nginx logged {count} requests"), || {
-        nginx.access_log().len() >= count
-    })
-    .await;
-    nginx.access_log()
-}
 
 /// Each connection's request numbers, in the order they were logged.
 fn by_connection(log: &[AccessEntry]) -> BTreeMap<u64, Vec<u64>> {
@@ -39,6 +30,30 @@ fn by_connection(log: &[AccessEntry]) -> BTreeMap<u64, Vec<u64>> {
     connections
 }
 
+/// A registry with nginx's HTTP/2 listener installed (trusting `ca`).
+struct Client {
+    pools: ProviderPools,
+    receipt: InstallReceipt,
+    dialer: HttpDialer,
+    /// Kept while the client dials: `ca_file` names it.
+    _ca_file: tempfile::NamedTempFile,
+}
+
+async fn client(ca: &TestCa, nginx: &NginxPeer) -> Client {
+    let ca_file = ca.pem_file();
+    let ca_path = ca_file.path().to_str().expect("utf-8 temp path");
+    let settings = [(HTTP2_SETTING, "on"), (CA_FILE_SETTING, ca_path)];
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(&pools, &nginx.https_origin(), &settings, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    Client {
+        pools,
+        receipt,
+        dialer,
+        _ca_file: ca_file,
+    }
+}
+
 #[tokio::test]
 async fn sequential_calls_are_streams_of_one_connection_until_nginx_says_goaway() {
     let ca = TestCa::new("provider-pools test ca");
@@ -48,12 +63,12 @@ async fn sequential_calls_are_streams_of_one_connection_until_nginx_says_goaway(
         .keepalive_requests(3)
         .http2_tls(chain, key)
         .start();
-    let ca_file = ca.pem_file();
-    let ca_path = ca_file.path().to_str().expect("utf-8 temp path");
-    let settings = [(HTTP2_SETTING, "on"), (CA_FILE_SETTING, ca_path)];
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = install(&pools, &nginx.https_origin(), &settings, b"k").await;
-    let dialer = HttpDialer::new(pools.clone());
+    let Client {
+        pools,
+        receipt,
+        dialer,
+        _ca_file,
+    } = client(&ca, &nginx).await;
     let path = NginxPeer::body_path(BODY);
 
     for session in 1..=7 {
@@ -69,7 +84,7 @@ async fn sequential_calls_are_streams_of_one_connection_until_nginx_says_goaway(
             (200, BODY)
         );
     }
-    let log = logged(&nginx, 7).await;
+    let log = nginx_logged(&nginx, 7).await;
     assert!(
         log.iter().all(|entry| entry.protocol == "HTTP/2.0"),
         "every request over HTTP/2: {log:?}"
@@ -93,12 +108,12 @@ async fn one_tenants_concurrent_calls_share_one_connection() {
         .limit_rate(32 * 1024)
         .http2_tls(chain, key)
         .start();
-    let ca_file = ca.pem_file();
-    let ca_path = ca_file.path().to_str().expect("utf-8 temp path");
-    let settings = [(HTTP2_SETTING, "on"), (CA_FILE_SETTING, ca_path)];
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = install(&pools, &nginx.https_origin(), &settings, b"k").await;
-    let dialer = HttpDialer::new(pools.clone());
+    let Client {
+        pools,
+        receipt,
+        dialer,
+        _ca_file,
+    } = client(&ca, &nginx).await;
     // A first call: nginx's SETTINGS (128 streams) are known after it.
     let first = running(&pools, &receipt, 1).await;
     let path = NginxPeer::body_path(SLOW_BODY);
@@ -136,7 +151,7 @@ async fn one_tenants_concurrent_calls_share_one_connection() {
             .expect("200");
         assert_eq!(response.status.as_u16(), 200);
     }
-    let log = logged(&nginx, 9).await;
+    let log = nginx_logged(&nginx, 9).await;
     assert_eq!(
         by_connection(&log).len(),
         1,

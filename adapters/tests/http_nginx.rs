@@ -19,18 +19,9 @@ const ONE_TENANT: Limits = Limits {
     connections_per_tenant: Limits::DEFAULT.connections_per_client,
     ..Limits::DEFAULT
 };
-use support::{bounded, eventually, get, install, running, start};
+use support::{bounded, eventually, get, install, nginx_logged, running, start};
 
 const BODY: usize = 1000;
-
-/// Waits until nginx logged `count` requests and returns the log.
-async fn logged(nginx: &NginxPeer, count: usize) -> Vec<AccessEntry> {
-    eventually(&format!("nginx logged {count} requests"), || {
-        nginx.access_log().len() >= count
-    })
-    .await;
-    nginx.access_log()
-}
 
 fn connections(log: &[AccessEntry]) -> BTreeSet<u64> {
     log.iter().map(|entry| entry.connection).collect()
@@ -57,7 +48,7 @@ async fn sequential_calls_reuse_one_nginx_connection_and_are_never_retried() {
             (200, BODY)
         );
     }
-    let log = logged(&nginx, 20).await;
+    let log = nginx_logged(&nginx, 20).await;
     assert_eq!(log.len(), 20, "one logged request per call, none retried");
     assert_eq!(connections(&log).len(), 1, "one connection: {log:?}");
     let numbers: Vec<u64> = log.iter().map(|entry| entry.request).collect();
@@ -132,7 +123,7 @@ async fn eight_dead_parked_connections_never_fail_the_next_call() {
     let dialer = HttpDialer::new(pools.clone());
 
     park_distinct(&pools, &receipt, &dialer, 8, 1).await;
-    let before = logged(&nginx, 8).await;
+    let before = nginx_logged(&nginx, 8).await;
     assert_eq!(
         connections(&before).len(),
         8,
@@ -154,7 +145,7 @@ async fn eight_dead_parked_connections_never_fail_the_next_call() {
         .expect("no call fails because a parked connection was stale");
         assert_eq!(response.status, 200);
     }
-    let log = logged(&nginx, 12).await;
+    let log = nginx_logged(&nginx, 12).await;
     assert_eq!(log.len(), 12, "each call logged once: {log:?}");
     let after: BTreeSet<u64> = connections(&log[8..]);
     assert_eq!(after.len(), 1, "the four calls shared one fresh connection");
@@ -303,7 +294,7 @@ async fn a_buffered_body_is_charged_as_read_and_the_first_chunk_over_the_budget_
     assert!(pools.snapshot().metadata_bytes >= baseline + BODY as u32);
     drop(response);
     drop(request);
-    let log = logged(&nginx, 2).await;
+    let log = nginx_logged(&nginx, 2).await;
     assert_eq!(
         connections(&log).len(),
         2,
@@ -351,14 +342,14 @@ async fn real_origin_figures_reuse_closure_and_no_retries() {
         }
     };
     bounded("the load", round(GETS, 1)).await;
-    let load = logged(&nginx, (TASKS * GETS) as usize).await;
+    let load = nginx_logged(&nginx, (TASKS * GETS) as usize).await;
     let load_dials = dialer.dials();
     eventually("nginx closed every idle connection", || {
         pools.snapshot().connections.idle == 0
     })
     .await;
     bounded("one GET per task after the closure", round(1, 5_000)).await;
-    let all = logged(&nginx, (TASKS * (GETS + 1)) as usize).await;
+    let all = nginx_logged(&nginx, (TASKS * (GETS + 1)) as usize).await;
     assert_eq!(all.len() as u64, TASKS * (GETS + 1), "each GET logged once");
     let per_connection = |log: &[AccessEntry]| {
         let mut counts = std::collections::BTreeMap::<u64, u64>::new();
@@ -446,7 +437,7 @@ async fn requests_beyond_the_clients_connections_wait_for_one_and_all_succeed() 
     }
     let elapsed = started.elapsed();
     let total = TENANTS * TASKS_PER_TENANT * gets;
-    let log = logged(&nginx, total as usize).await;
+    let log = nginx_logged(&nginx, total as usize).await;
     eprintln!(
         "connection waits: {total} GETs by {} tasks of {TENANTS} tenants, default limits: \
          {} failed, {} connections, {} dials, nginx logged {}, {elapsed:?}",

@@ -264,3 +264,15 @@ pub(crate) fn get(path: &str) -> provider_pools_adapters::http::HttpRequest {
         body: Bytes::new(),
     }
 }
+
+/// Waits until `nginx` logged `count` requests and returns its log.
+pub(crate) async fn nginx_logged(
+    nginx: &provider_pools_test_peers::NginxPeer,
+    count: usize,
+) -> Vec<provider_pools_test_peers::AccessEntry> {
+    eventually(&format!("nginx logged {count} requests"), || {
+        nginx.access_log().len() >= count
+    })
+    .await;
+    nginx.access_log()
+}

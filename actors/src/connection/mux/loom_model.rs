@@ -20,16 +20,22 @@ fn open(table: &MuxTable) -> Option<u64> {
         .map(|(id, ())| id)
 }
 
+/// A table holding connection 7 of tenant `a`, carrying one stream.
+fn carrying_one() -> (Arc<MuxTable>, u64) {
+    let table = Arc::new(MuxTable::default());
+    let (id, ()) = table
+        .insert(&tenant(), 7u32, |_| Some(()))
+        .unwrap_or_else(|_| panic!("inserted"));
+    (table, id)
+}
+
 #[test]
 fn a_last_stream_ending_racing_a_new_stream_never_parks_a_connection_in_use() {
     crate::sync::model(
         "a_last_stream_ending_racing_a_new_stream_never_parks_a_connection_in_use",
         None,
         || {
-            let table = Arc::new(MuxTable::default());
-            let (id, ()) = table
-                .insert(&tenant(), 7u32, |_| Some(()))
-                .unwrap_or_else(|_| panic!("inserted"));
+            let (table, id) = carrying_one();
             let opener = {
                 let table = Arc::clone(&table);
                 thread::spawn(move || open(&table))
@@ -63,10 +69,7 @@ fn two_streams_ending_at_once_hand_the_connection_out_once() {
         "two_streams_ending_at_once_hand_the_connection_out_once",
         None,
         || {
-            let table = Arc::new(MuxTable::default());
-            let (id, ()) = table
-                .insert(&tenant(), 7u32, |_| Some(()))
-                .unwrap_or_else(|_| panic!("inserted"));
+            let (table, id) = carrying_one();
             assert_eq!(open(&table), Some(id));
             let other = {
                 let table = Arc::clone(&table);
