@@ -40,7 +40,7 @@ pub enum AdmitError {
     Closed,
     /// The dispatch authority denied or revoked the call.
     #[error("dispatch denied: {0}")]
-    Revoked(Denied),
+    Revoked(#[source] Denied),
     /// The call does not match the grant.
     #[error("provider call does not match the grant: {what}")]
     Mismatch {
@@ -56,7 +56,7 @@ pub enum AdmitError {
     },
     /// The slot does not name a client of this provider.
     #[error("invalid origin slot: {0}")]
-    Slot(LookupError),
+    Slot(#[source] LookupError),
 }
 
 impl AdmitError {
@@ -102,5 +102,42 @@ impl From<LookupError> for AdmitError {
             LookupError::Retired { provider } => Self::Retired { provider },
             other => Self::Slot(other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::AdmitError;
+    use crate::dispatch::Denied;
+    use crate::error::LookupError;
+    use crate::identity::{OriginSlot, ProviderId, TenantId};
+
+    fn provider() -> ProviderId {
+        ProviderId::new("web").expect("a provider id")
+    }
+
+    #[test]
+    fn a_revoked_call_keeps_the_denial_as_its_source() {
+        let denied = Denied {
+            tenant: TenantId::new("t").expect("a tenant id"),
+            provider: provider(),
+        };
+        let error = AdmitError::Revoked(denied.clone());
+        let source = error.source().map(ToString::to_string);
+        assert_eq!(source, Some(denied.to_string()));
+    }
+
+    #[test]
+    fn an_invalid_slot_keeps_the_lookup_error_as_its_source() {
+        let lookup = LookupError::UnknownSlot {
+            provider: provider(),
+            slot: OriginSlot::new(3),
+        };
+        let expected = lookup.to_string();
+        let error = AdmitError::from(lookup);
+        assert_eq!(error.code(), "invalid_slot");
+        assert_eq!(error.source().map(ToString::to_string), Some(expected));
     }
 }
