@@ -14,7 +14,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use provider_pools::budget::Budget;
+use provider_pools::testing::Budget;
 use provider_pools::{
     Authority, BrokerGeneration, Credential, Epoch, Installation, OriginKind, OriginSlot,
     PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName,

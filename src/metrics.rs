@@ -50,7 +50,7 @@ pub use prometheus_client;
 
 mod usage;
 
-use crate::observe::{AdmissionEvent, AdmissionObserver, ADMITTED};
+use crate::{AdmissionEvent, AdmissionObserver};
 use crate::{ControlState, ProviderPools, TenantId};
 
 /// The admission-wait histogram's upper bounds, in seconds: 100 µs to
@@ -179,7 +179,7 @@ impl AdmissionObserver for Recorder {
         self.waits
             .get_or_create(&label)
             .observe(event.wait.as_secs_f64());
-        if event.outcome == ADMITTED {
+        if event.outcome == AdmissionEvent::ADMITTED {
             self.served
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)

@@ -63,7 +63,7 @@ fn malformed_identities_are_refused_by_every_constructor() {
 
 #[tokio::test]
 async fn an_oversized_credential_is_refused_and_a_refused_install_changes_nothing() {
-    let oversized = vec![0x41; provider_pools::credential::MAX_LEN + 1];
+    let oversized = vec![0x41; provider_pools::Credential::MAX_LEN + 1];
     assert!(Credential::from_slice(&oversized).is_err());
 
     let limits = Limits {

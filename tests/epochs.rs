@@ -3,7 +3,7 @@
 
 mod support;
 
-use provider_pools::budget::Exhausted;
+use provider_pools::Exhausted;
 use provider_pools::{Epoch, InstallError, Limits, LookupError, OriginKind, OriginSlot};
 use support::{eventually, http_config, installation, provider, start, with_alpha};
 

@@ -13,11 +13,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
-use provider_pools::identity::{ProviderId, TenantId};
 use provider_pools::{
     AdmitError, InstallReceipt, LimitField, Limits, LimitsError, LowerError, PoolReady,
     ProviderPools,
 };
+use provider_pools::{ProviderId, TenantId};
 use support::{bounded, plan, request, running, with_mem};
 
 type Admit = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;

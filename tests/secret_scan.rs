@@ -140,7 +140,7 @@ fn no_engine_config_shows_a_planted_secret() {
         };
         debug("DialTarget", &dial);
     }
-    let too_long = SECRET.repeat(provider_pools::credential::MAX_LEN / SECRET.len() + 1);
+    let too_long = SECRET.repeat(provider_pools::Credential::MAX_LEN / SECRET.len() + 1);
     let too_long = Credential::new(too_long.into_bytes())
         .err()
         .expect("over the ceiling");

@@ -78,7 +78,7 @@ async fn a_distinctive_credential_never_appears_in_debug_or_display() {
         .expect_err("kind mismatch");
     assert_clean("LookupError", &format!("{lookup:?} {lookup}"));
 
-    let too_long = Credential::new(vec![b'x'; provider_pools::credential::MAX_LEN + 1])
+    let too_long = Credential::new(vec![b'x'; provider_pools::Credential::MAX_LEN + 1])
         .err()
         .expect("over the ceiling");
     assert_clean("CredentialError", &format!("{too_long:?} {too_long}"));

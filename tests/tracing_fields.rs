@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use provider_pools::observe::spans;
+use provider_pools::spans;
 use provider_pools::{Cleanup, CloseFailure, DialError, DialErrorKind, DialTarget, Dialer, Limits};
 use support::{bounded, eventually, installation, provider, running, start, tcp_config};
 use tokio::io::AsyncWriteExt;

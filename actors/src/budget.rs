@@ -22,6 +22,7 @@ use crate::sync::{AtomicU64, Ordering};
 ///
 /// The limit occupies the high 32 bits of one atomic word and the use the low
 /// 32 bits, so every check-and-reserve is a single compare-and-swap.
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub, dead_code))]
 pub struct Budget {
     name: &'static str,
     word: AtomicU64,
@@ -65,6 +66,7 @@ fn unpack(word: u64) -> (u32, u32) {
     ((word >> 32) as u32, (word & USED_MASK) as u32)
 }
 
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub, dead_code))]
 impl Budget {
     /// Creates an empty budget named `name` (the name appears in errors).
     pub fn new(name: &'static str, limit: u32) -> Arc<Self> {
@@ -231,11 +233,13 @@ impl fmt::Debug for Budget {
 ///
 /// Its owner drops it only after the resource it paid for is destroyed.
 #[must_use = "dropping a charge returns its capacity at once"]
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub, dead_code))]
 pub struct Charge {
     budget: Option<Arc<Budget>>,
     amount: u32,
 }
 
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub, dead_code))]
 impl Charge {
     /// The amount this charge holds.
     pub fn amount(&self) -> u32 {

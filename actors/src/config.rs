@@ -27,11 +27,11 @@ use crate::identity::{OriginKind, OriginSlot, ServiceName};
 
 /// Most origins one configuration may declare (the absolute ceiling of
 /// clients per provider).
-pub const MAX_ORIGINS: usize = 128;
+pub(crate) const MAX_ORIGINS: usize = ProviderConfig::MAX_ORIGINS;
 /// Most public settings one configuration may carry.
-pub const MAX_SETTINGS: usize = 64;
+pub(crate) const MAX_SETTINGS: usize = ProviderConfig::MAX_SETTINGS;
 /// Longest origin target, setting key or setting value, in bytes.
-pub const MAX_TEXT: usize = 1024;
+pub(crate) const MAX_TEXT: usize = ProviderConfig::MAX_TEXT;
 
 /// Fixed bytes accounted per installed epoch, besides its variable parts.
 pub(crate) const EPOCH_OVERHEAD: u32 = 512;
@@ -86,7 +86,7 @@ pub enum ConfigError {
         /// The bound.
         max: usize,
     },
-    /// A text part is empty or longer than [`MAX_TEXT`].
+    /// A text part is empty or longer than [`ProviderConfig::MAX_TEXT`].
     #[error("{part} is {len} bytes; it must be 1 to {max}")]
     TextLength {
         /// Which part: `origin target`, `setting key` or `setting value`.
@@ -160,6 +160,14 @@ impl fmt::Debug for ConfigDigest {
 }
 
 impl ProviderConfig {
+    /// Most origins one configuration may declare (the absolute ceiling of
+    /// clients per provider).
+    pub const MAX_ORIGINS: usize = 128;
+    /// Most public settings one configuration may carry.
+    pub const MAX_SETTINGS: usize = 64;
+    /// Longest origin target, setting key or setting value, in bytes.
+    pub const MAX_TEXT: usize = 1024;
+
     /// A configuration with no origins and no settings.
     pub fn new(service: ServiceName) -> Self {
         Self {

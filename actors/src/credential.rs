@@ -1,7 +1,7 @@
 //! Credential bytes: bounded, zeroized on drop, readable only by trusted adapter code.
 //!
 //! Invariants, one per line:
-//! - A credential holds at most [`MAX_LEN`] bytes, in an allocation of exactly its length.
+//! - A credential holds at most [`Credential::MAX_LEN`] bytes, in an allocation of exactly its length.
 //! - Its bytes are zeroized when it is dropped.
 //! - A source buffer given to [`Credential::new`] is zeroized before it returns, accepted or refused.
 //! - It has no `Debug`, `Display`, `Clone` or `Serialize`, so its bytes cannot leak by formatting.
@@ -11,12 +11,12 @@ use thiserror::Error;
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 /// The absolute ceiling of copied private configuration bytes per epoch (1 MiB).
-pub const MAX_LEN: usize = 1024 * 1024;
+pub(crate) const MAX_LEN: usize = Credential::MAX_LEN;
 
 /// Why credential bytes were refused. Never contains the bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CredentialError {
-    /// The credential was longer than [`MAX_LEN`].
+    /// The credential was longer than [`Credential::MAX_LEN`].
     #[error("credential is {len} bytes, more than {max}")]
     TooLarge {
         /// Length of the refused credential in bytes.
@@ -39,7 +39,10 @@ pub struct Credential {
 }
 
 impl Credential {
-    /// Takes ownership of `bytes`, refusing more than [`MAX_LEN`].
+    /// The most bytes a credential holds.
+    pub const MAX_LEN: usize = 1024 * 1024;
+
+    /// Takes ownership of `bytes`, refusing more than [`Credential::MAX_LEN`].
     ///
     /// The vector is moved in when it has no spare capacity; otherwise its bytes
     /// are copied into an exact-size allocation. Either way, and also when the
@@ -49,37 +52,37 @@ impl Credential {
     ///
     /// # Errors
     ///
-    /// [`CredentialError::TooLarge`] if `bytes` is longer than [`MAX_LEN`].
+    /// [`CredentialError::TooLarge`] if `bytes` is longer than [`Credential::MAX_LEN`].
     ///
     /// # Examples
     ///
     /// ```
-    /// use provider_pools_actors::credential::{Credential, MAX_LEN};
+    /// use provider_pools_actors::Credential;
     ///
     /// let credential = Credential::new(b"s3cr3t".to_vec())?;
     /// assert_eq!(credential.len(), 6);
-    /// assert!(Credential::new(vec![0; MAX_LEN + 1]).is_err());
-    /// # Ok::<(), provider_pools_actors::credential::CredentialError>(())
+    /// assert!(Credential::new(vec![0; Credential::MAX_LEN + 1]).is_err());
+    /// # Ok::<(), provider_pools_actors::CredentialError>(())
     /// ```
     pub fn new(mut bytes: Vec<u8>) -> Result<Self, CredentialError> {
         Self::take(&mut bytes)
     }
 
-    /// Copies `bytes`, refusing more than [`MAX_LEN`]; the caller still owns,
+    /// Copies `bytes`, refusing more than [`Credential::MAX_LEN`]; the caller still owns,
     /// and should zeroize, the source.
     ///
     /// # Errors
     ///
-    /// [`CredentialError::TooLarge`] if `bytes` is longer than [`MAX_LEN`].
+    /// [`CredentialError::TooLarge`] if `bytes` is longer than [`Credential::MAX_LEN`].
     ///
     /// # Examples
     ///
     /// ```
-    /// use provider_pools_actors::credential::Credential;
+    /// use provider_pools_actors::Credential;
     ///
     /// let credential = Credential::from_slice(b"token")?;
     /// assert_eq!(credential.expose_to_adapter(), b"token");
-    /// # Ok::<(), provider_pools_actors::credential::CredentialError>(())
+    /// # Ok::<(), provider_pools_actors::CredentialError>(())
     /// ```
     pub fn from_slice(bytes: &[u8]) -> Result<Self, CredentialError> {
         check_len(bytes.len())?;
@@ -93,7 +96,7 @@ impl Credential {
     /// # Examples
     ///
     /// ```
-    /// use provider_pools_actors::credential::Credential;
+    /// use provider_pools_actors::Credential;
     ///
     /// assert!(Credential::empty().is_empty());
     /// ```

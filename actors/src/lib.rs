@@ -20,29 +20,27 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
-pub mod admission;
-pub mod budget;
-pub mod config;
-pub mod connection;
-pub mod credential;
-pub mod dispatch;
-pub mod epoch;
-pub mod error;
-pub mod identity;
-pub mod install;
-pub mod limits;
-pub mod observe;
-pub mod plan;
-pub mod snapshot;
-pub mod supervision;
-
+mod admission;
+mod budget;
 mod cleanup;
+mod config;
 mod contain;
+mod credential;
+mod dispatch;
+mod epoch;
+mod error;
+mod identity;
+mod install;
 mod ledger;
+mod limits;
 mod mailbox;
-mod pools;
+mod observe;
+mod plan;
+mod provider_pools;
 mod registry;
 mod scheduler;
+mod snapshot;
+mod supervision;
 mod sync;
 mod tenants;
 mod workers;
@@ -51,27 +49,36 @@ pub use admission::{
     AdmitError, AdmitRequest, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
     RunningRequest, StagedInput, StagedOutput,
 };
+pub use budget::{Exhausted, InUse};
 pub use bytes::Bytes;
 pub use cleanup::{
     Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket, CloseFailure,
 };
-pub use config::{ConfigDigest, OriginSpec, ProviderConfig};
-pub use connection::{
+pub use config::{ConfigDigest, ConfigError, OriginSpec, ProviderConfig};
+pub use credential::{Credential, CredentialError};
+pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
+pub use epoch::connection::{
     close_watch, CloseNotifier, CloseWatch, ConnectError, DialError, DialErrorKind, DialTarget,
     Dialer, Multiplexed, PooledConnection, StreamLease,
 };
-pub use credential::Credential;
-pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
 pub use epoch::{ClientId, ClientLease, TypedSlot};
 pub use error::{InstallError, LookupError, LowerError, StartError};
 pub use identity::{
-    Authority, BrokerGeneration, Epoch, OriginKind, OriginSlot, ProviderId, ServiceName, TenantId,
+    Authority, BrokerGeneration, Epoch, IdentityError, OriginKind, OriginSlot, ProviderId,
+    ServiceName, TenantId,
 };
 pub use install::{InstallReceipt, Installation, ProviderDescriptor};
-pub use limits::{LimitField, Limits, LimitsError};
-pub use observe::{AdmissionEvent, AdmissionObserver};
+pub use limits::{DialBackoff, LimitField, Limits, LimitsError};
+pub use observe::{spans, AdmissionEvent, AdmissionObserver};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
-pub use pools::{PoolsConfig, Prepaid, ProviderPools};
+pub use provider_pools::{PoolsConfig, Prepaid, ProviderPools};
 pub use snapshot::{ConnectionCounts, ControlState, Held, Snapshot, TenantDemand, Usage};
 pub use supervision::RestartPolicy;
 pub use workers::{JobError, JobHandle};
+
+/// Internals exposed for tests and benchmarks only (feature `testing`): the
+/// lock-free budget several owners charge, and its charge.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::budget::{Budget, Charge};
+}

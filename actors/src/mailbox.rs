@@ -35,7 +35,7 @@ use tokio::time::Instant;
 
 #[cfg(test)]
 pub(crate) use batch::Stopped;
-pub(crate) use batch::{batch, BatchInbox, BatchMailbox, BatchSlots, Wake, WakeTarget};
+pub(crate) use batch::{batch, BatchInbox, BatchMailbox, Wake, WakeTarget};
 use pool::{Slot, SlotPool};
 
 /// The sizes of one actor's two slot pools.

@@ -51,7 +51,7 @@ impl LedgerId {
 ///
 /// ```
 /// use std::time::Duration;
-/// use provider_pools_actors::plan::{ExecutionPlan, LedgerId, SessionId};
+/// use provider_pools_actors::{ExecutionPlan, LedgerId, SessionId};
 /// use provider_pools_actors::TenantId;
 /// use tokio::time::Instant;
 ///
@@ -64,7 +64,7 @@ impl LedgerId {
 ///     now + Duration::from_secs(2),
 /// );
 /// assert_eq!(plan.earliest_deadline(), now + Duration::from_secs(2));
-/// # Ok::<(), provider_pools_actors::identity::IdentityError>(())
+/// # Ok::<(), provider_pools_actors::IdentityError>(())
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct ExecutionPlan {

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 ///
 /// ```
 /// use std::time::Duration;
-/// use provider_pools_actors::supervision::RestartPolicy;
+/// use provider_pools_actors::RestartPolicy;
 ///
 /// let policy = RestartPolicy::default();
 /// assert_eq!((policy.max_restarts, policy.window), (3, Duration::from_secs(10)));

@@ -25,7 +25,7 @@
 
 use std::time::Duration;
 
-use provider_pools_actors::identity::ProviderId;
+use provider_pools_actors::ProviderId;
 use provider_pools_control_plane::{NodeId, ServiceName};
 use serde::Deserialize;
 

@@ -173,7 +173,7 @@ fn held(previous: Option<&Table>, reports: &BTreeMap<NodeId, Report>) -> BTreeMa
 
 struct Wanted {
     grant: u32,
-    tenants: BTreeMap<provider_pools_actors::identity::TenantId, u32>,
+    tenants: BTreeMap<provider_pools_actors::TenantId, u32>,
 }
 
 /// Each node's fair share of the pool over the reported backlogs, capped,

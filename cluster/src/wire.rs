@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use provider_pools_actors::identity::TenantId;
+use provider_pools_actors::TenantId;
 use provider_pools_control_plane::{NodeId, MAX_BOARD_VALUE_BYTES};
 use serde::{Deserialize, Serialize};
 

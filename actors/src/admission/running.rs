@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::admission::ready::PoolReady;
 use crate::admission::{AdmitError, OutputBuffer, StagedInput, StagedOutput};
-use crate::connection::ConnectError;
+use crate::epoch::connection::{ConnectError, RequestHold};
 use crate::epoch::ClientLease;
 use crate::ledger::Ledger;
 use crate::plan::ExecutionPlan;
@@ -35,6 +35,12 @@ struct Running {
 }
 
 impl RunningRequest {
+    /// A hold on this request's holdings, for a connection, dial or stream
+    /// that serves it.
+    pub(crate) fn hold(&self) -> RequestHold {
+        RequestHold::new(self.0.clone())
+    }
+
     pub(crate) fn new(ready: PoolReady) -> Self {
         let PoolReady {
             grant,

@@ -34,8 +34,8 @@
 //! at once.
 
 mod actor;
+mod handle;
 mod outcome;
-mod pool;
 mod resource;
 mod state;
 #[cfg(test)]
@@ -47,7 +47,7 @@ use tokio::sync::oneshot;
 pub use outcome::{CleanupError, CleanupFailed, CleanupRefused, CleanupTicket};
 pub use resource::{Cleanup, CloseFailure};
 
-pub(crate) use pool::CleanupPool;
+pub(crate) use handle::CleanupPool;
 
 use crate::budget::Charge;
 use crate::limits::Limits;

@@ -24,19 +24,19 @@
 use std::any::TypeId;
 use std::sync::Arc;
 
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::oneshot;
 
-use crate::connection::DialOutcome;
-use crate::epoch::pool::{Checkout, Pools};
+use crate::epoch::connection::DialOutcome;
 use crate::epoch::published::PublishedEpoch;
+use crate::epoch::state::{Checkout, Clients};
 use crate::epoch::waiters::Waiter;
 use crate::identity::TenantId;
 use crate::ledger::Ledger;
 use crate::limits::{DialBackoff, Limits};
-use crate::mailbox::{Envelope, Mailbox, MailboxBound, MailboxSlots, ReleaseSlot};
+use crate::mailbox::{Envelope, Mailbox, MailboxBound, MailboxSlots};
 
-fn bound(limits: &Limits, clients: usize) -> MailboxBound {
+pub(super) fn bound(limits: &Limits, clients: usize) -> MailboxBound {
     MailboxBound {
         // Every running request may have one checkout in flight.
         messages: 64 + limits.running_requests as usize,
@@ -78,9 +78,9 @@ pub(crate) enum Msg {
     },
 }
 
-pub(crate) struct EpochActor;
+pub(super) struct EpochActor;
 
-pub(crate) struct EpochArgs {
+pub(super) struct EpochArgs {
     pub(crate) published: Arc<PublishedEpoch>,
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) backoff: DialBackoff,
@@ -89,7 +89,7 @@ pub(crate) struct EpochArgs {
 
 pub(crate) struct State {
     mailbox: Mailbox<Msg>,
-    pools: Pools,
+    clients: Clients,
 }
 
 impl Actor for EpochActor {
@@ -103,8 +103,8 @@ impl Actor for EpochActor {
         args: EpochArgs,
     ) -> Result<State, ActorProcessingErr> {
         let mailbox = args.slots.attach(myself);
-        let pools = Pools::new(&mailbox, args.published, args.ledger, args.backoff);
-        Ok(State { mailbox, pools })
+        let clients = Clients::new(&mailbox, args.published, args.ledger, args.backoff);
+        Ok(State { mailbox, clients })
     }
 
     async fn handle(
@@ -113,15 +113,15 @@ impl Actor for EpochActor {
         msg: Self::Msg,
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
-        let State { mailbox, pools } = state;
+        let State { mailbox, clients } = state;
         match msg.open() {
-            Msg::Retire => pools.retire(),
+            Msg::Retire => clients.retire(),
             Msg::Checkout {
                 client,
                 tenant,
                 type_id,
                 reply,
-            } => pools.checkout(
+            } => clients.checkout(
                 mailbox,
                 client,
                 Waiter {
@@ -136,69 +136,15 @@ impl Actor for EpochActor {
                 outcome,
                 at,
                 span,
-            } => pools.dial_done(mailbox, client, dial, outcome, at, &span),
-            Msg::Wake { client } => pools.wake(mailbox, client),
+            } => clients.dial_done(mailbox, client, dial, outcome, at, &span),
+            Msg::Wake { client } => clients.wake(mailbox, client),
             Msg::Reclaim { bound, reply } => {
-                let touched = pools.reclaim(bound);
+                let touched = clients.reclaim(bound);
                 if let Some(reply) = reply {
                     let _ = reply.send(touched);
                 }
             }
         }
         Ok(())
-    }
-}
-
-/// The registry's hold on one epoch actor.
-#[derive(Debug)]
-pub(crate) struct EpochHandle {
-    mailbox: Mailbox<Msg>,
-    retire_slot: Option<ReleaseSlot<Msg>>,
-}
-
-impl EpochHandle {
-    /// Spawns the actor for `published`, linked to `supervisor`, and records
-    /// its mailbox in `published`.
-    pub(crate) async fn spawn(
-        published: Arc<PublishedEpoch>,
-        ledger: Arc<Ledger>,
-        limits: &Limits,
-        supervisor: ActorCell,
-    ) -> Result<Self, ractor::SpawnErr> {
-        let slots = MailboxSlots::new(bound(limits, published.client_count()));
-        let args = EpochArgs {
-            published: Arc::clone(&published),
-            ledger,
-            backoff: limits.dial_backoff(),
-            slots: slots.clone(),
-        };
-        let (actor, _join) = Actor::spawn_linked(None, EpochActor, args, supervisor).await?;
-        let mailbox = slots.attach(actor);
-        published.set_actor(mailbox.clone());
-        let retire_slot = mailbox.reserve_release();
-        Ok(Self {
-            mailbox,
-            retire_slot,
-        })
-    }
-
-    pub(crate) fn cell(&self) -> ActorCell {
-        self.mailbox.actor().get_cell()
-    }
-
-    pub(crate) fn mailbox(&self) -> &Mailbox<Msg> {
-        &self.mailbox
-    }
-
-    /// Tells the actor it is retired; its slot was reserved at spawn.
-    pub(crate) fn retire(&mut self) {
-        if let Some(slot) = self.retire_slot.take() {
-            // A stopped epoch actor has nothing left to retire.
-            let _ = slot.send(Msg::Retire);
-        }
-    }
-
-    pub(crate) fn stop(&self) {
-        self.mailbox.actor().stop(Some("drained".into()));
     }
 }

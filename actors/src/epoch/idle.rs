@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::connection::{CloseWatch, IdleConn};
+use crate::epoch::connection::{CloseWatch, IdleConn};
 use crate::epoch::notice::WaitNotice;
 use crate::epoch::published::PublishedEpoch;
 use crate::sync::{Mutex, MutexGuard};

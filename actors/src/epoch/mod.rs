@@ -8,12 +8,16 @@
 
 pub(crate) mod actor;
 mod adapter_state;
+pub(crate) mod connection;
+mod handle;
 pub(crate) mod idle;
 mod lease;
 pub(crate) mod notice;
-pub(crate) mod pool;
 pub(crate) mod published;
+pub(crate) mod state;
 mod tally;
 pub(crate) mod waiters;
 
+pub(crate) use handle::EpochHandle;
+pub(crate) use published::DrainNotice;
 pub use published::{ClientId, ClientLease, TypedSlot};

@@ -16,18 +16,17 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::budget::Budget;
 use crate::config::{ConfigDigest, ProviderConfig};
-use crate::connection::mux::MuxTable;
 use crate::credential::Credential;
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::adapter_state::AdapterState;
+use crate::epoch::connection::mux::MuxTable;
 use crate::epoch::idle::IdleStash;
 use crate::epoch::lease::{Drain, LeaseWord};
 use crate::epoch::tally::ConnTally;
 use crate::error::LookupError;
 use crate::identity::{Authority, Epoch, InstanceId, OriginKind, OriginSlot, ProviderId};
 use crate::ledger::Ledger;
-use crate::mailbox::{Mailbox, ReleaseSlot};
-use crate::registry::Msg as RegistryMsg;
+use crate::mailbox::Mailbox;
 use crate::tenants::ShareTable;
 
 mod client_lease;
@@ -94,11 +93,23 @@ pub(crate) struct PublishedEpoch {
     clients: Box<[ConfiguredClient]>,
     credential: Credential,
     leases: LeaseWord,
-    drain_notice: Mutex<Option<ReleaseSlot<RegistryMsg>>>,
+    drain_notice: Mutex<Option<DrainNotice>>,
     conns: ConnTally,
     /// The epoch actor's mailbox: set when the actor is spawned, replaced
     /// when the registry restarts it.
     actor: RwLock<Option<Mailbox<EpochMsg>>>,
+}
+
+/// Tells the registry that a retired epoch's last lease is gone: built by
+/// the registry's handle around a release slot reserved at install, so it
+/// never waits and never fails for lack of room. Called at most once, with
+/// the epoch's instance.
+pub(crate) struct DrainNotice(Box<dyn FnOnce(InstanceId) + Send>);
+
+impl DrainNotice {
+    pub(crate) fn new(send: impl FnOnce(InstanceId) + Send + 'static) -> Self {
+        Self(Box::new(send))
+    }
 }
 
 /// What the registry supplies to build a [`PublishedEpoch`].
@@ -109,7 +120,7 @@ pub(crate) struct EpochParts {
     pub(crate) authority: Authority,
     pub(crate) config: ProviderConfig,
     pub(crate) credential: Credential,
-    pub(crate) drain_notice: ReleaseSlot<RegistryMsg>,
+    pub(crate) drain_notice: DrainNotice,
     pub(crate) connections_per_client: u32,
     /// A tenant's share of each client's connections.
     pub(crate) connections_share: u32,
@@ -328,11 +339,8 @@ impl PublishedEpoch {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        if let Some(slot) = slot {
-            // A stopped registry has nothing left to collect the epoch for.
-            let _ = slot.send(RegistryMsg::EpochDrained {
-                instance: self.instance,
-            });
+        if let Some(notice) = slot {
+            (notice.0)(self.instance);
         }
     }
 }

@@ -12,7 +12,7 @@ use serde::{Serialize, Serializer};
 /// # Examples
 ///
 /// ```
-/// use provider_pools_actors::identity::OriginKind;
+/// use provider_pools_actors::OriginKind;
 ///
 /// assert_eq!(OriginKind::S3.name(), "s3");
 /// assert_eq!(OriginKind::Vault.to_string(), "vault");

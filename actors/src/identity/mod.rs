@@ -16,4 +16,5 @@ mod numeric;
 pub use error::IdentityError;
 pub use kind::OriginKind;
 pub use name::{Authority, ProviderId, ServiceName, TenantId};
-pub use numeric::{BrokerGeneration, Epoch, InstanceId, OriginSlot};
+pub(crate) use numeric::InstanceId;
+pub use numeric::{BrokerGeneration, Epoch, OriginSlot};

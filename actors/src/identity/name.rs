@@ -193,12 +193,12 @@ string_identity! {
     /// # Examples
     ///
     /// ```
-    /// use provider_pools_actors::identity::ProviderId;
+    /// use provider_pools_actors::ProviderId;
     ///
     /// let id = ProviderId::new("billing-api")?;
     /// assert_eq!(id.as_str(), "billing-api");
     /// assert!(ProviderId::new("Billing").is_err());
-    /// # Ok::<(), provider_pools_actors::identity::IdentityError>(())
+    /// # Ok::<(), provider_pools_actors::IdentityError>(())
     /// ```
     pub fn new;
 }
@@ -220,12 +220,12 @@ string_identity! {
     /// # Examples
     ///
     /// ```
-    /// use provider_pools_actors::identity::ServiceName;
+    /// use provider_pools_actors::ServiceName;
     ///
     /// let name = ServiceName::new("billing/v1/charges")?;
     /// assert_eq!(name.to_string(), "billing/v1/charges");
     /// assert!(ServiceName::new("billing//charges").is_err());
-    /// # Ok::<(), provider_pools_actors::identity::IdentityError>(())
+    /// # Ok::<(), provider_pools_actors::IdentityError>(())
     /// ```
     pub fn new;
 }
@@ -246,12 +246,12 @@ string_identity! {
     /// # Examples
     ///
     /// ```
-    /// use provider_pools_actors::identity::TenantId;
+    /// use provider_pools_actors::TenantId;
     ///
     /// let tenant = TenantId::new("Acme:prod")?;
     /// assert_eq!(tenant.as_str(), "Acme:prod");
     /// assert!(TenantId::new("acme prod").is_err());
-    /// # Ok::<(), provider_pools_actors::identity::IdentityError>(())
+    /// # Ok::<(), provider_pools_actors::IdentityError>(())
     /// ```
     pub fn new;
 }
@@ -275,13 +275,13 @@ string_identity! {
     /// # Examples
     ///
     /// ```
-    /// use provider_pools_actors::identity::Authority;
+    /// use provider_pools_actors::Authority;
     ///
     /// let authority = Authority::new("https://api.example.com:443")?;
     /// assert_eq!(authority.as_str(), "https://api.example.com:443");
     /// assert!(Authority::new("https://api example.com").is_err());
     /// assert!(Authority::new("https://user:pw@api.example.com").is_err());
-    /// # Ok::<(), provider_pools_actors::identity::IdentityError>(())
+    /// # Ok::<(), provider_pools_actors::IdentityError>(())
     /// ```
     pub fn new;
 }

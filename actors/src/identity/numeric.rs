@@ -14,7 +14,7 @@ use serde::Serialize;
 /// # Examples
 ///
 /// ```
-/// use provider_pools_actors::identity::Epoch;
+/// use provider_pools_actors::Epoch;
 ///
 /// let installed = Epoch::ZERO;
 /// assert_eq!(installed.next(), Some(Epoch::new(1)));
@@ -59,7 +59,7 @@ impl fmt::Display for Epoch {
 /// # Examples
 ///
 /// ```
-/// use provider_pools_actors::identity::OriginSlot;
+/// use provider_pools_actors::OriginSlot;
 ///
 /// let slot = OriginSlot::new(3);
 /// assert_eq!(slot.get(), 3);
@@ -92,26 +92,18 @@ impl fmt::Display for OriginSlot {
 /// Ids start at 1 and increase with every allocation in the process; an id is
 /// never handed out twice (the 64-bit counter cannot wrap within a process's life).
 ///
-/// # Examples
-///
-/// ```
-/// use provider_pools_actors::identity::InstanceId;
-///
-/// let first = InstanceId::next();
-/// assert!(InstanceId::next() > first);
-/// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct InstanceId(u64);
+pub(crate) struct InstanceId(u64);
 
 impl InstanceId {
     /// Allocates the next process-unique instance id.
-    pub fn next() -> InstanceId {
+    pub(crate) fn next() -> InstanceId {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         InstanceId(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The id's number.
-    pub const fn get(self) -> u64 {
+    pub(crate) const fn get(self) -> u64 {
         self.0
     }
 }
@@ -131,7 +123,7 @@ impl fmt::Display for InstanceId {
 /// # Examples
 ///
 /// ```
-/// use provider_pools_actors::identity::BrokerGeneration;
+/// use provider_pools_actors::BrokerGeneration;
 ///
 /// let generation = BrokerGeneration::new();
 /// let copy = generation.clone();

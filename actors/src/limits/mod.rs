@@ -212,7 +212,7 @@ impl Limits {
     /// "Per-tenant shares").
     ///
     /// ```
-    /// use provider_pools_actors::limits::{LimitField, Limits, LimitsError};
+    /// use provider_pools_actors::{LimitField, Limits, LimitsError};
     ///
     /// assert_eq!(Limits::DEFAULT.validate(), Ok(()));
     ///

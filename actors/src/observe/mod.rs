@@ -22,11 +22,11 @@ use crate::identity::{ProviderId, TenantId};
 pub(crate) use admit::AdmitWatch;
 
 /// The outcome code of an admission that was granted.
-pub const ADMITTED: &str = "admitted";
+pub(crate) const ADMITTED: &str = "admitted";
 
 /// The outcome code of an admission whose future was dropped while it
 /// waited.
-pub const CANCELLED: &str = "cancelled";
+pub(crate) const CANCELLED: &str = "cancelled";
 
 /// One finished admission, as an [`AdmissionObserver`] hears it.
 #[derive(Debug, Clone, Copy)]
@@ -35,11 +35,18 @@ pub struct AdmissionEvent<'a> {
     pub tenant: &'a TenantId,
     /// The logical provider asked for.
     pub provider: &'a ProviderId,
-    /// [`ADMITTED`], [`CANCELLED`], or the refusal's
+    /// [`Self::ADMITTED`], [`Self::CANCELLED`], or the refusal's
     /// [`AdmitError::code`](crate::AdmitError::code).
     pub outcome: &'static str,
     /// From the call to `admit` to its outcome (tokio's clock).
     pub wait: Duration,
+}
+
+impl AdmissionEvent<'_> {
+    /// The outcome of an admission that was granted.
+    pub const ADMITTED: &'static str = ADMITTED;
+    /// The outcome of an admission whose future was dropped while it waited.
+    pub const CANCELLED: &'static str = CANCELLED;
 }
 
 /// A sink for admission outcomes, installed once per registry with

@@ -7,7 +7,7 @@
 
 /// One admission (`debug`): `tenant`, `provider`, `slot` (the origin slot
 /// number), `epoch` (the leased epoch, recorded once a client is leased),
-/// `outcome` ([`ADMITTED`](super::ADMITTED), [`CANCELLED`](super::CANCELLED)
+/// `outcome` ([`ADMITTED`](crate::AdmissionEvent::ADMITTED), [`CANCELLED`](crate::AdmissionEvent::CANCELLED)
 /// or an [`AdmitError::code`](crate::AdmitError::code)) and `wait_us` (µs
 /// from the call to the outcome).
 pub const ADMIT: &str = "pools.admit";

@@ -10,31 +10,30 @@ use tokio::sync::oneshot;
 use crate::cleanup::CleanupPool;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{BatchMailbox, BatchSlots, Envelope, Mailbox, MailboxSlots};
+use crate::mailbox::{Envelope, MailboxSlots};
 use crate::registry::state::State;
-use crate::registry::{Directory, Msg};
-use crate::scheduler::{SchedulerActor, SchedulerArgs};
+use crate::registry::{Directory, Msg, RegistryHandle};
+use crate::scheduler::{self, SchedulerHandle};
 use crate::workers::WorkerPool;
 
 /// The control actors besides the registry, as the handle and the registry
 /// hold them.
 #[derive(Debug, Clone)]
 pub(crate) struct Controls {
-    pub(crate) scheduler: BatchMailbox<crate::scheduler::Msg>,
+    pub(crate) scheduler: SchedulerHandle,
     pub(crate) workers: WorkerPool,
     pub(crate) cleanup: CleanupPool,
 }
 
-pub(crate) struct RegistryActor;
+pub(super) struct RegistryActor;
 
-pub(crate) struct RegistryArgs {
+pub(super) struct RegistryArgs {
     pub(crate) limits: Limits,
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) directory: Arc<Directory>,
     pub(crate) slots: MailboxSlots,
-    pub(crate) scheduler: SchedulerArgs,
-    /// The scheduler's control mailbox, to attach once it is spawned.
-    pub(crate) scheduler_slots: BatchSlots<crate::scheduler::Msg>,
+    /// The admission queue the scheduler keeps control of.
+    pub(crate) admission: Arc<scheduler::Core>,
     /// Where the handle learns the control actors it talks to.
     pub(crate) controls_ready: oneshot::Sender<Controls>,
     /// The host's runtime, for the one periodic reclaim tick.
@@ -53,9 +52,12 @@ impl Actor for RegistryActor {
         myself: ActorRef<Self::Msg>,
         args: RegistryArgs,
     ) -> Result<State, ActorProcessingErr> {
-        let (scheduler, _join) =
-            Actor::spawn_linked(None, SchedulerActor, args.scheduler, myself.get_cell()).await?;
-        let scheduler = args.scheduler_slots.attach(scheduler);
+        let scheduler = SchedulerHandle::spawn_linked(
+            Arc::clone(&args.admission),
+            args.runtime.clone(),
+            myself.get_cell(),
+        )
+        .await?;
         let (ledger, runtime) = (Arc::clone(&args.ledger), args.runtime.clone());
         let workers = WorkerPool::spawn_linked(
             &args.limits,
@@ -74,13 +76,13 @@ impl Actor for RegistryActor {
         if args.controls_ready.send(controls).is_err() {
             return Err("the handle stopped waiting for the control actors".into());
         }
-        let mailbox = args.slots.attach(myself);
-        let ticker = args.runtime.spawn(reclaim_ticks(mailbox.clone()));
+        let registry = RegistryHandle::new(args.slots.attach(myself));
+        let ticker = args.runtime.spawn(reclaim_ticks(registry.clone()));
         Ok(State::new(
             args.limits,
             args.ledger,
             args.directory,
-            mailbox,
+            registry,
             Controls {
                 scheduler,
                 workers,
@@ -159,12 +161,12 @@ fn destroy_remains(remains: Option<BoxedState>) {
 /// The control owner's one timer: a reclaim tick every
 /// [`RECLAIM_PERIOD`](crate::registry::RECLAIM_PERIOD), skipped while the
 /// mailbox is full, ended when the registry stops.
-async fn reclaim_ticks(mailbox: Mailbox<Msg>) {
+async fn reclaim_ticks(registry: RegistryHandle) {
     let mut interval = tokio::time::interval(crate::registry::RECLAIM_PERIOD);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         interval.tick().await;
-        if let Err(crate::mailbox::MailboxError::Closed) = mailbox.try_send(Msg::ReclaimTick) {
+        if !registry.reclaim_tick() {
             return;
         }
     }

@@ -22,12 +22,14 @@
 
 mod actor;
 mod directory;
+mod handle;
 mod state;
 
 use ractor::RpcReplyPort;
 
-pub(crate) use actor::{Controls, RegistryActor, RegistryArgs};
+pub(crate) use actor::Controls;
 pub(crate) use directory::Directory;
+pub(crate) use handle::{RegistryHandle, RegistrySpec};
 
 use crate::error::{InstallError, LowerError};
 use crate::identity::InstanceId;
@@ -41,7 +43,7 @@ pub(crate) const RECLAIM_PERIOD: std::time::Duration = std::time::Duration::from
 pub(crate) const RECLAIM_BOUND: usize = 64;
 
 /// The registry's mailbox bound for a given retained-configuration limit.
-pub(crate) fn mailbox_bound(retained_configurations: u32) -> MailboxBound {
+fn mailbox_bound(retained_configurations: u32) -> MailboxBound {
     MailboxBound {
         messages: 64,
         releases: retained_configurations as usize,
@@ -49,7 +51,7 @@ pub(crate) fn mailbox_bound(retained_configurations: u32) -> MailboxBound {
 }
 
 /// Messages of the registry actor.
-pub(crate) enum Msg {
+enum Msg {
     /// Install or replace a provider's epoch.
     Install {
         installation: Box<Installation>,

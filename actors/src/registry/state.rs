@@ -7,19 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::{ActorCell, ActorId, RpcReplyPort};
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::budget::{Budget, Charge};
 use crate::cleanup::CleanupPool;
-use crate::epoch::actor::EpochHandle;
 use crate::epoch::published::PublishedEpoch;
+use crate::epoch::EpochHandle;
 use crate::identity::{Epoch, InstanceId, ProviderId, ServiceName};
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{BatchMailbox, Mailbox, ReleaseSlot};
-use crate::registry::{Controls, Directory, Msg};
-use crate::scheduler;
+use crate::registry::{Controls, Directory, RegistryHandle};
+use crate::scheduler::{CloseSlot, SchedulerHandle};
 use crate::supervision::{RestartHistory, RestartPolicy};
 use crate::workers::WorkerPool;
 
@@ -56,12 +54,12 @@ pub(crate) struct State {
     limits: Limits,
     ledger: Arc<Ledger>,
     directory: Arc<Directory>,
-    mailbox: Mailbox<Msg>,
-    scheduler: BatchMailbox<scheduler::Msg>,
+    registry: RegistryHandle,
+    scheduler: SchedulerHandle,
     workers: WorkerPool,
     cleanup: CleanupPool,
     /// Room for the scheduler's `Close`, reserved at start.
-    scheduler_close: Option<ReleaseSlot<scheduler::Msg>>,
+    scheduler_close: Option<CloseSlot>,
     /// Set before the registry stops the control actors itself.
     scheduler_stopping: bool,
     /// The reclaim tick task; aborted when the registry completes.
@@ -79,7 +77,7 @@ impl State {
         limits: Limits,
         ledger: Arc<Ledger>,
         directory: Arc<Directory>,
-        mailbox: Mailbox<Msg>,
+        registry: RegistryHandle,
         controls: Controls,
         ticker: tokio::task::JoinHandle<()>,
         restart: RestartPolicy,
@@ -88,8 +86,8 @@ impl State {
             limits,
             ledger,
             directory,
-            mailbox,
-            scheduler_close: controls.scheduler.reserve_release(),
+            registry,
+            scheduler_close: controls.scheduler.reserve_close(),
             scheduler: controls.scheduler,
             workers: controls.workers,
             cleanup: controls.cleanup,
@@ -125,7 +123,7 @@ impl State {
         failure: Option<String>,
     ) {
         let control = [
-            ("scheduler", self.scheduler.actor().get_id()),
+            ("scheduler", self.scheduler.cell().get_id()),
             ("worker pool", self.workers.cell().get_id()),
             ("cleanup", self.cleanup.cell().get_id()),
         ];
@@ -193,7 +191,7 @@ impl State {
     pub(crate) fn retire(&mut self) {
         self.ledger.close();
         if let Some(slot) = self.scheduler_close.take() {
-            let _ = slot.send(scheduler::Msg::Close);
+            slot.close();
         }
         for epoch in self.directory.clear() {
             if let Some(record) = self.epochs.get_mut(&epoch.instance) {
@@ -237,7 +235,7 @@ impl State {
             }
             self.scheduler_stopping = true;
             for cell in [
-                self.scheduler.actor().get_cell(),
+                self.scheduler.cell(),
                 self.workers.cell(),
                 self.cleanup.cell(),
             ] {
@@ -258,23 +256,13 @@ impl State {
     /// scan touching at most `RECLAIM_BOUND` entries; busy epochs skip a tick.
     pub(crate) fn reclaim_idle(&self) {
         for record in self.epochs.values() {
-            let scan = crate::epoch::actor::Msg::Reclaim {
-                bound: crate::registry::RECLAIM_BOUND,
-                reply: None,
-            };
-            let _ = record.handle.mailbox().try_send(scan);
+            record.handle.reclaim(crate::registry::RECLAIM_BOUND);
         }
     }
 
     /// The scheduler's (pending, running), or `None` if it cannot answer.
     async fn scheduler_counts(&self) -> Option<(u32, u32)> {
-        let (reply, answer) = oneshot::channel();
-        let deadline = Instant::now() + SCHEDULER_WAIT;
-        let msg = scheduler::Msg::Counts {
-            reply: reply.into(),
-        };
-        self.scheduler.send_within(msg, deadline).await.ok()?;
-        tokio::time::timeout_at(deadline, answer).await.ok()?.ok()
+        self.scheduler.counts(Instant::now() + SCHEDULER_WAIT).await
     }
 
     /// Removes the record of `instance` — releasing its charges — once the

@@ -36,6 +36,7 @@ mod cell;
 mod core;
 mod deadlines;
 mod grant;
+mod handle;
 pub(crate) mod queue;
 mod state;
 
@@ -49,8 +50,8 @@ mod tests;
 use ractor::RpcReplyPort;
 
 pub(crate) use self::core::Core;
-pub(crate) use actor::{SchedulerActor, SchedulerArgs};
 pub(crate) use grant::{RunningGrant, Waiting};
+pub(crate) use handle::{CeilingsRefused, CloseSlot, SchedulerHandle};
 pub(crate) use state::bound_field;
 
 use crate::identity::{ProviderId, TenantId};
@@ -59,7 +60,7 @@ use crate::mailbox::MailboxBound;
 use queue::{Ceilings, Refused};
 
 /// The scheduler's (control) mailbox bound.
-pub(crate) fn mailbox_bound() -> MailboxBound {
+fn mailbox_bound() -> MailboxBound {
     MailboxBound {
         messages: 64,
         // The registry's `Close`.
@@ -136,7 +137,7 @@ pub(crate) enum OwnCeilingRefused {
 }
 
 /// Control messages of the scheduler actor.
-pub(crate) enum Msg {
+enum Msg {
     /// Apply lowered ceilings, refusing any below actual use.
     SetCeilings {
         ceilings: Ceilings,

@@ -34,8 +34,8 @@
 //! runtime, which releases them only after the join.
 
 mod actor;
+mod handle;
 mod job;
-mod pool;
 pub(crate) mod slots;
 mod state;
 pub(crate) mod tasks;
@@ -47,9 +47,9 @@ mod tests;
 use ractor::RpcReplyPort;
 use tokio::sync::oneshot;
 
+pub(crate) use handle::WorkerPool;
 pub(crate) use job::{BoxFuture, JobKind, Work};
 pub use job::{JobError, JobHandle};
-pub(crate) use pool::WorkerPool;
 pub(crate) use tasks::WaitError;
 
 use crate::limits::Limits;

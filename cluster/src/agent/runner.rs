@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use provider_pools_actors::identity::{ProviderId, TenantId};
 use provider_pools_actors::{LowerError, ProviderPools};
+use provider_pools_actors::{ProviderId, TenantId};
 use provider_pools_control_plane::{
     Board, ControlPlaneError, LeadershipGuard, LeaseKey, LeaseName, PresenceKey, Registration,
     TopicName,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use provider_pools_actors::identity::{ProviderId, TenantId};
+use provider_pools_actors::{ProviderId, TenantId};
 use tokio::time::Instant;
 
 /// An agent's view after its last period.

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use provider_pools_actors::identity::TenantId;
+use provider_pools_actors::TenantId;
 use provider_pools_control_plane::NodeId;
 
 use super::next_table;

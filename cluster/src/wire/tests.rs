@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use provider_pools_actors::identity::TenantId;
+use provider_pools_actors::TenantId;
 use provider_pools_control_plane::NodeId;
 
 use super::{Departed, Report, Row, Table, MAX_REPORTED_TENANTS};

@@ -15,8 +15,8 @@ use tokio::time::Instant;
 
 use super::{park_into, IdleStash};
 use crate::budget::Budget;
-use crate::connection::watch::Stashes;
-use crate::connection::{close_watch, IdleConn};
+use crate::epoch::connection::watch::Stashes;
+use crate::epoch::connection::{close_watch, IdleConn};
 use crate::epoch::lease::LeaseWord;
 
 #[test]

@@ -24,7 +24,7 @@ use loom::thread;
 
 use super::{WaitNotice, WakeSlot};
 use crate::budget::{Budget, Charge};
-use crate::connection::IdleConn;
+use crate::epoch::connection::IdleConn;
 use crate::epoch::idle::IdleStash;
 
 /// A wake-up slot that counts what it sends.
@@ -37,7 +37,7 @@ impl WakeSlot for Counting {
 }
 
 /// The actor's side: waits for the wake-up after `seen`, then re-arms the
-/// notice before it looks again (as `Pools::wake` does).
+/// notice before it looks again (as `Clients::wake` does).
 fn await_wake(notice: &WaitNotice<Counting>, wakes: &Arc<AtomicUsize>, seen: &mut usize) {
     while wakes.load(SeqCst) == *seen {
         thread::yield_now();

@@ -1,21 +1,25 @@
 //! Live lowering (`ProviderPools::lower_limits`): all or nothing, in two
 //! steps. Every field first goes to the lower of the limits in force and
 //! the requested ones — each step that can refuse (budgets, worker and
-//! cleanup pools, shares), the scheduler last — and a refusal puts back
+//! cleanup slots, shares), the scheduler last — and a refusal puts back
 //! everything set; only once all passed are the raises applied, which
 //! nothing refuses. So a refused call never lets a reservation through at a
 //! limit it would have raised, and no limit ever goes below use.
+//!
+//! The steps write what they changed into a [`Lowering`], a transaction
+//! guard that puts every change back, newest first, when it is dropped
+//! without [`Lowering::commit`].
 
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{State, SCHEDULER_WAIT};
 use crate::budget::Budget;
 use crate::error::LowerError;
 use crate::limits::{LimitField, Limits};
-use crate::scheduler;
+use crate::scheduler::{self, CeilingsRefused};
+use crate::tenants::{Lowered, ShareTable};
 
 impl State {
     /// Lowers limits, all or nothing; see `ProviderPools::lower_limits`.
@@ -39,49 +43,68 @@ impl State {
     }
 
     /// Sets the limits the registry keeps itself (budgets, worker and
-    /// cleanup pools, tenant shares) to `target`, then gives the scheduler
+    /// cleanup slots, tenant shares) to `target`, then gives the scheduler
     /// the ceilings of `scheduler`, if any; on a refusal, puts back
     /// everything it set.
     async fn set_owned(
-        &mut self,
+        &self,
         target: &Limits,
         scheduler: Option<&Limits>,
     ) -> Result<(), LowerError> {
-        let mut budgets: Vec<(LimitField, &Arc<Budget>, u32)> = vec![
+        let mut lowering = Lowering::default();
+        self.lower_budgets(&mut lowering, target)?;
+        self.lower_slots(&mut lowering, target)?;
+        self.lower_shares(&mut lowering, target)?;
+        if let Some(ceilings) = scheduler {
+            self.lower_scheduler(ceilings).await?;
+        }
+        lowering.commit();
+        Ok(())
+    }
+
+    /// The node's budgets, each provider's clients and each client's
+    /// connections.
+    fn lower_budgets<'a>(
+        &'a self,
+        lowering: &mut Lowering<'a>,
+        target: &Limits,
+    ) -> Result<(), LowerError> {
+        let ledger = &self.ledger;
+        let node = [
             (
                 LimitField::RetainedConfigurations,
-                &self.ledger.retained,
+                &ledger.retained,
                 target.retained_configurations,
             ),
             (
                 LimitField::ConfiguredClients,
-                &self.ledger.clients,
+                &ledger.clients,
                 target.configured_clients,
             ),
             (
                 LimitField::MetadataBytes,
-                &self.ledger.metadata,
+                &ledger.metadata,
                 target.metadata_bytes,
             ),
             (
                 LimitField::Connections,
-                &self.ledger.connections,
+                &ledger.connections,
                 target.connections,
             ),
             (
                 LimitField::IdleConnections,
-                &self.ledger.idle,
+                &ledger.idle,
                 target.idle_connections,
             ),
         ];
-        budgets.extend(self.providers.values().map(|p| {
+        let providers = self.providers.values().map(|p| {
             (
                 LimitField::ClientsPerProvider,
                 &p.clients,
                 target.clients_per_provider,
             )
-        }));
-        budgets.extend(self.epochs.values().flat_map(|record| {
+        });
+        let clients = self.epochs.values().flat_map(|record| {
             record.published.all_client_connections().map(|budget| {
                 (
                     LimitField::ConnectionsPerClient,
@@ -89,136 +112,131 @@ impl State {
                     target.connections_per_client,
                 )
             })
-        }));
-        let mut lowered_so_far = Vec::with_capacity(budgets.len());
-        let mut refusal = None;
-        for (field, budget, requested) in budgets {
+        });
+        for (field, budget, requested) in node.into_iter().chain(providers).chain(clients) {
             let previous = budget.limit();
-            match budget.set_limit(requested) {
-                Ok(()) => lowered_so_far.push((budget, previous)),
-                Err(in_use) => {
-                    refusal = Some(LowerError::InUse {
-                        field,
-                        used: in_use.used,
-                        requested,
-                    });
-                    break;
-                }
-            }
-        }
-        let pools = [
-            (
-                LimitField::ProviderWorkers,
-                target.provider_workers,
-                self.limits.provider_workers,
-            ),
-            (
-                LimitField::CleanupJobs,
-                target.cleanup_jobs,
-                self.limits.cleanup_jobs,
-            ),
-        ];
-        let mut pools_lowered = 0;
-        for (field, requested, _) in pools {
-            if refusal.is_some() {
-                break;
-            }
-            let result = match field {
-                LimitField::ProviderWorkers => self.workers.set_limit(requested),
-                _ => self.cleanup.set_limit(requested),
-            };
-            match result {
-                Ok(()) => pools_lowered += 1,
-                Err(in_use) => {
-                    refusal = Some(LowerError::InUse {
-                        field,
-                        used: in_use.used,
-                        requested,
-                    })
-                }
-            }
-        }
-        let mut shares_lowered = None;
-        let client_shares: Vec<&crate::tenants::ShareTable> = self
-            .epochs
-            .values()
-            .flat_map(|record| record.published.all_client_tenants())
-            .collect();
-        let mut client_shares_lowered = Vec::new();
-        if refusal.is_none() {
-            let share = target.connections_share();
-            for table in &client_shares {
-                match table.set_share(share, true) {
-                    Ok(previous) => client_shares_lowered.push((*table, previous)),
-                    Err(in_use) => {
-                        refusal = Some(LowerError::InUse {
-                            field: LimitField::ConnectionsPerTenant,
-                            used: in_use.used,
-                            requested: share,
-                        });
-                        break;
-                    }
-                }
-            }
-        }
-        if refusal.is_none() {
-            let shares = &self.ledger.tenants;
-            match shares.lower(crate::tenants::Lowered::of(target)) {
-                Ok(previous) => shares_lowered = Some(previous),
-                Err(in_use) => {
-                    refusal = Some(LowerError::InUse {
-                        field: LimitField::MetadataPerTenant,
-                        used: in_use.used,
-                        requested: target.metadata_per_tenant,
-                    })
-                }
-            }
-        }
-        if let (None, Some(ceilings)) = (&refusal, scheduler) {
-            refusal = self.lower_scheduler(ceilings).await.err();
-        }
-        if let Some(refusal) = refusal {
-            if let Some(previous) = shares_lowered {
-                self.ledger.tenants.restore(previous);
-            }
-            for (table, previous) in client_shares_lowered {
-                let _ = table.set_share(previous, false);
-            }
-            for (budget, previous) in lowered_so_far {
-                // Restoring a higher limit cannot fail.
-                let _ = budget.set_limit(previous);
-            }
-            for (field, _, previous) in pools.into_iter().take(pools_lowered) {
-                let _ = match field {
-                    LimitField::ProviderWorkers => self.workers.set_limit(previous),
-                    _ => self.cleanup.set_limit(previous),
-                };
-            }
-            return Err(refusal);
+            budget
+                .set_limit(requested)
+                .map_err(|in_use| refused(field, in_use.used, requested))?;
+            lowering.push(Undo::Budget(budget, previous));
         }
         Ok(())
     }
 
+    /// The worker pool's and the cleanup actor's slots.
+    fn lower_slots<'a>(
+        &'a self,
+        lowering: &mut Lowering<'a>,
+        target: &Limits,
+    ) -> Result<(), LowerError> {
+        let (field, requested) = (LimitField::ProviderWorkers, target.provider_workers);
+        self.workers
+            .set_limit(requested)
+            .map_err(|in_use| refused(field, in_use.used, requested))?;
+        lowering.push(Undo::Workers(self, self.limits.provider_workers));
+        let (field, requested) = (LimitField::CleanupJobs, target.cleanup_jobs);
+        self.cleanup
+            .set_limit(requested)
+            .map_err(|in_use| refused(field, in_use.used, requested))?;
+        lowering.push(Undo::Cleanup(self, self.limits.cleanup_jobs));
+        Ok(())
+    }
+
+    /// Each client's share per tenant, then the node's tenant shares.
+    fn lower_shares<'a>(
+        &'a self,
+        lowering: &mut Lowering<'a>,
+        target: &Limits,
+    ) -> Result<(), LowerError> {
+        let share = target.connections_share();
+        let tables = self
+            .epochs
+            .values()
+            .flat_map(|record| record.published.all_client_tenants());
+        for table in tables {
+            let previous = table
+                .set_share(share, true)
+                .map_err(|in_use| refused(LimitField::ConnectionsPerTenant, in_use.used, share))?;
+            lowering.push(Undo::ClientShare(table, previous));
+        }
+        let previous = self
+            .ledger
+            .tenants
+            .lower(Lowered::of(target))
+            .map_err(|in_use| {
+                let requested = target.metadata_per_tenant;
+                refused(LimitField::MetadataPerTenant, in_use.used, requested)
+            })?;
+        lowering.push(Undo::TenantShares(self, previous));
+        Ok(())
+    }
+
     async fn lower_scheduler(&self, lowered: &Limits) -> Result<(), LowerError> {
-        let (reply, answer) = oneshot::channel();
-        let msg = scheduler::Msg::SetCeilings {
-            ceilings: scheduler::ceilings(lowered),
-            reply: reply.into(),
-        };
         let deadline = Instant::now() + SCHEDULER_WAIT;
-        self.scheduler
-            .send_within(msg, deadline)
-            .await
-            .map_err(|_| LowerError::Busy)?;
-        match tokio::time::timeout_at(deadline, answer).await {
-            Ok(Ok(Ok(()))) => Ok(()),
-            Ok(Ok(Err(in_use))) => Err(LowerError::InUse {
+        let ceilings = scheduler::ceilings(lowered);
+        match self.scheduler.set_ceilings(ceilings, deadline).await {
+            Ok(()) => Ok(()),
+            Err(CeilingsRefused::InUse(in_use)) => Err(LowerError::InUse {
                 field: in_use.field,
                 used: in_use.used,
                 requested: in_use.requested,
             }),
-            Ok(Err(_)) | Err(_) => Err(LowerError::Busy),
+            Err(CeilingsRefused::Unanswered) => Err(LowerError::Busy),
         }
+    }
+}
+
+/// One change a lowering made, with what it replaced.
+enum Undo<'a> {
+    Budget(&'a Arc<Budget>, u32),
+    Workers(&'a State, u32),
+    Cleanup(&'a State, u32),
+    ClientShare(&'a ShareTable, u32),
+    TenantShares(&'a State, Lowered),
+}
+
+/// The changes of one lowering in progress: dropped without
+/// [`Self::commit`], it puts each back, newest first. Putting back raises
+/// a limit to what it was, which cannot be refused.
+#[derive(Default)]
+struct Lowering<'a> {
+    done: Vec<Undo<'a>>,
+}
+
+impl<'a> Lowering<'a> {
+    fn push(&mut self, undo: Undo<'a>) {
+        self.done.push(undo);
+    }
+
+    /// Keeps every change.
+    fn commit(mut self) {
+        self.done.clear();
+    }
+}
+
+impl Drop for Lowering<'_> {
+    fn drop(&mut self) {
+        while let Some(undo) = self.done.pop() {
+            let _ = match undo {
+                Undo::Budget(budget, previous) => budget.set_limit(previous),
+                Undo::Workers(state, previous) => state.workers.set_limit(previous),
+                Undo::Cleanup(state, previous) => state.cleanup.set_limit(previous),
+                Undo::ClientShare(table, previous) => table.set_share(previous, false).map(drop),
+                Undo::TenantShares(state, previous) => {
+                    state.ledger.tenants.restore(previous);
+                    Ok(())
+                }
+            };
+        }
+    }
+}
+
+/// The refusal of `field`: `used` is in use, above `requested`.
+fn refused(field: LimitField, used: u32, requested: u32) -> LowerError {
+    LowerError::InUse {
+        field,
+        used,
+        requested,
     }
 }
 

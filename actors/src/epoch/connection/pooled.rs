@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::admission::RunningRequest;
 use crate::budget::Charge;
-use crate::connection::watch::CloseWatch;
+use crate::epoch::connection::watch::CloseWatch;
+use crate::epoch::connection::RequestHold;
 use crate::epoch::idle;
 use crate::epoch::notice::WaitNotice;
 use crate::epoch::published::PublishedEpoch;
@@ -129,7 +129,7 @@ pub struct PooledConnection<T: Send + 'static> {
     reused: bool,
     /// The request it was checked out for; none once it carries streams
     /// (each stream's lease holds its own request).
-    _owner: Option<RunningRequest>,
+    _owner: Option<RequestHold>,
 }
 
 impl<T: Send + 'static> PooledConnection<T> {
@@ -140,7 +140,7 @@ impl<T: Send + 'static> PooledConnection<T> {
         epoch: Arc<PublishedEpoch>,
         client: usize,
         reused: bool,
-        owner: RunningRequest,
+        owner: RequestHold,
     ) -> Self {
         Self {
             conn,
@@ -154,7 +154,7 @@ impl<T: Send + 'static> PooledConnection<T> {
     }
 
     /// Lets go of the request it was checked out for, to carry streams of
-    /// several: each [`StreamLease`](crate::connection::StreamLease) holds
+    /// several: each [`StreamLease`](crate::epoch::connection::StreamLease) holds
     /// its own request, and the connection leaves the table of streams
     /// before the last of them goes.
     pub(crate) fn into_shared(mut self) -> Self {

@@ -1,12 +1,12 @@
 //! The stream path: a running request's stream on a multiplexed
-//! connection of its tenant (see [`crate::connection::mux`]).
+//! connection of its tenant (see [`crate::epoch::connection::mux`]).
 
 use std::sync::Arc;
 
 use crate::admission::RunningRequest;
-use crate::connection::mux::Multiplexed;
-use crate::connection::{ConnectError, Dialer, PooledConnection, StreamLease};
-use crate::pools::ProviderPools;
+use crate::epoch::connection::mux::Multiplexed;
+use crate::epoch::connection::{ConnectError, Dialer, PooledConnection, StreamLease};
+use crate::provider_pools::ProviderPools;
 
 impl ProviderPools {
     /// A stream for `running` on a connection of its client that its
@@ -56,7 +56,7 @@ impl ProviderPools {
                 stream,
                 (Arc::clone(epoch), client, id),
                 true,
-                running.clone(),
+                running.hold(),
             );
             // On refusal the lease's drop ends the stream it counted.
             running.check_share()?;
@@ -76,7 +76,7 @@ impl ProviderPools {
             stream,
             (Arc::clone(epoch), client, id),
             reused,
-            running.clone(),
+            running.hold(),
         ))
     }
 }

@@ -34,14 +34,15 @@
 //!   it restarts the actor: one writer at a time sets the counts.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::connection::{
+use crate::epoch::actor::Msg;
+use crate::epoch::connection::{
     ConnCharges, ConnectError, DialErrorKind, DialOutcome, DialPermit, IdleConn,
 };
-use crate::epoch::actor::Msg;
-use crate::epoch::idle;
+use crate::epoch::idle::{self, IdleStash};
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::waiters::{Waiter, Waiters};
 use crate::ledger::Ledger;
@@ -59,7 +60,7 @@ pub(crate) enum Checkout {
 }
 
 #[derive(Default)]
-struct ClientPool {
+struct ClientState {
     /// The dial holding the client's gate, if any.
     dialing: Option<u64>,
     waiters: Waiters,
@@ -76,8 +77,8 @@ enum NoDial {
     Refused(ConnectError),
 }
 
-pub(crate) struct Pools {
-    clients: Vec<ClientPool>,
+pub(crate) struct Clients {
+    clients: Vec<ClientState>,
     epoch: Arc<PublishedEpoch>,
     ledger: Arc<Ledger>,
     backoff: DialBackoff,
@@ -88,7 +89,7 @@ pub(crate) struct Pools {
     next_dial: u64,
 }
 
-impl Pools {
+impl Clients {
     pub(crate) fn new(
         mailbox: &Mailbox<Msg>,
         epoch: Arc<PublishedEpoch>,
@@ -105,7 +106,7 @@ impl Pools {
         }
         Self {
             clients: (0..epoch.client_count())
-                .map(|_| ClientPool::default())
+                .map(|_| ClientState::default())
                 .collect(),
             retired: epoch.is_retired(),
             epoch,
@@ -207,71 +208,21 @@ impl Pools {
         // Published before the last looks below, so a park or a release
         // after them sends a `Wake`.
         stash.notice().set_waiting(pool.waiters.len());
-        loop {
-            let mut taken = None;
-            let Some(waiter) = pool.waiters.next_where(|type_id| {
-                taken = stash.take(type_id, idle_age);
-                taken.is_some()
-            }) else {
-                break;
-            };
-            let Some(entry) = taken else {
-                pool.waiters.put_back(waiter);
-                break;
-            };
-            if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
-                // The caller left; the connection stays idle (a retired
-                // epoch destroys it).
-                idle::park(&self.epoch, client, back);
-            }
-        }
+        hand_out_parked(&self.epoch, client, pool, stash, idle_age);
         if let Some(refusal) = backoff_refusal(pool, Instant::now()) {
             for waiter in pool.waiters.drain() {
                 let _ = waiter.reply.send(Checkout::Refused(refusal.clone()));
             }
         }
-        while pool.dialing.is_none() {
-            let Some(waiter) = pool.waiters.next() else {
-                break;
-            };
-            let dial = self.next_dial;
-            self.next_dial += 1;
-            let mut reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client, dial);
-            if matches!(reserved, Err(NoDial::ClientFull)) {
-                // A connection of its type parked since the look above
-                // serves it; what is still parked then fits no waiter: the
-                // oldest makes room, or a caller of another connection type
-                // would wait behind it until it expired.
-                if let Some(entry) = stash.take(waiter.type_id, idle_age) {
-                    if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
-                        idle::park(&self.epoch, client, back);
-                    }
-                    continue;
-                }
-                if let Some(unwanted) = stash.take_oldest() {
-                    drop(unwanted);
-                    reserved = reserve_dial(&self.epoch, &self.ledger, mailbox, client, dial);
-                }
-            }
-            let permit = match reserved {
-                Ok(permit) => permit,
-                Err(NoDial::ClientFull) => {
-                    pool.waiters.put_back(waiter);
-                    break;
-                }
-                Err(NoDial::Refused(refusal)) => {
-                    let _ = waiter.reply.send(Checkout::Refused(refusal));
-                    continue;
-                }
-            };
-            match waiter.reply.send(Checkout::Dial(permit)) {
-                Ok(()) => pool.dialing = Some(dial),
-                // The caller left before its turn; no dial happened, and
-                // its permit never held the gate.
-                Err(Checkout::Dial(permit)) => permit.withdraw(),
-                Err(_) => {}
-            }
-        }
+        let dials = Dials {
+            epoch: &self.epoch,
+            ledger: &self.ledger,
+            mailbox,
+            client,
+            idle_age,
+            next: &mut self.next_dial,
+        };
+        dials.start(pool, stash);
         stash.notice().set_waiting(pool.waiters.len());
     }
 
@@ -300,6 +251,103 @@ impl Pools {
         self.retired = true;
         for stash in self.epoch.all_idle() {
             stash.clear();
+        }
+    }
+}
+
+/// Hands parked connections to `client`'s waiters that want their type,
+/// in rotation order.
+fn hand_out_parked(
+    epoch: &Arc<PublishedEpoch>,
+    client: usize,
+    pool: &mut ClientState,
+    stash: &IdleStash,
+    idle_age: Duration,
+) {
+    loop {
+        let mut taken = None;
+        let Some(waiter) = pool.waiters.next_where(|type_id| {
+            taken = stash.take(type_id, idle_age);
+            taken.is_some()
+        }) else {
+            return;
+        };
+        let Some(entry) = taken else {
+            pool.waiters.put_back(waiter);
+            return;
+        };
+        if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
+            // The caller left; the connection stays idle (a retired
+            // epoch destroys it).
+            idle::park(epoch, client, back);
+        }
+    }
+}
+
+/// What starting one client's dials needs.
+struct Dials<'a> {
+    epoch: &'a Arc<PublishedEpoch>,
+    ledger: &'a Arc<Ledger>,
+    mailbox: &'a Mailbox<Msg>,
+    client: usize,
+    idle_age: Duration,
+    /// The epoch's next dial id.
+    next: &'a mut u64,
+}
+
+impl Dials<'_> {
+    /// Gives the next waiters a dial permit until one holds the client's
+    /// dial gate or the client is full.
+    fn start(self, pool: &mut ClientState, stash: &IdleStash) {
+        let Self {
+            epoch,
+            ledger,
+            mailbox,
+            client,
+            idle_age,
+            next,
+        } = self;
+        while pool.dialing.is_none() {
+            let Some(waiter) = pool.waiters.next() else {
+                break;
+            };
+            let dial = *next;
+            *next += 1;
+            let mut reserved = reserve_dial(epoch, ledger, mailbox, client, dial);
+            if matches!(reserved, Err(NoDial::ClientFull)) {
+                // A connection of its type parked since the look above
+                // serves it; what is still parked then fits no waiter: the
+                // oldest makes room, or a caller of another connection type
+                // would wait behind it until it expired.
+                if let Some(entry) = stash.take(waiter.type_id, idle_age) {
+                    if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
+                        idle::park(epoch, client, back);
+                    }
+                    continue;
+                }
+                if let Some(unwanted) = stash.take_oldest() {
+                    drop(unwanted);
+                    reserved = reserve_dial(epoch, ledger, mailbox, client, dial);
+                }
+            }
+            let permit = match reserved {
+                Ok(permit) => permit,
+                Err(NoDial::ClientFull) => {
+                    pool.waiters.put_back(waiter);
+                    break;
+                }
+                Err(NoDial::Refused(refusal)) => {
+                    let _ = waiter.reply.send(Checkout::Refused(refusal));
+                    continue;
+                }
+            };
+            match waiter.reply.send(Checkout::Dial(permit)) {
+                Ok(()) => pool.dialing = Some(dial),
+                // The caller left before its turn; no dial happened, and
+                // its permit never held the gate.
+                Err(Checkout::Dial(permit)) => permit.withdraw(),
+                Err(_) => {}
+            }
         }
     }
 }
@@ -336,7 +384,7 @@ fn reserve_dial(
     ))
 }
 
-fn backoff_refusal(pool: &ClientPool, now: Instant) -> Option<ConnectError> {
+fn backoff_refusal(pool: &ClientState, now: Instant) -> Option<ConnectError> {
     let until = pool.backoff_until.filter(|until| now < *until)?;
     Some(ConnectError::Unavailable {
         kind: pool.last_error.unwrap_or(DialErrorKind::Other),

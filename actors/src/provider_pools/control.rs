@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -11,10 +10,8 @@ use crate::error::{InstallError, LookupError, LowerError};
 use crate::identity::{OriginKind, ProviderId};
 use crate::install::{InstallReceipt, Installation, ProviderDescriptor};
 use crate::limits::Limits;
-use crate::mailbox::MailboxError;
 use crate::observe::spans;
-use crate::pools::ProviderPools;
-use crate::registry::Msg;
+use crate::provider_pools::ProviderPools;
 use crate::snapshot::{ControlState, Held, Snapshot, Usage};
 use crate::workers::WaitError;
 
@@ -47,16 +44,7 @@ impl ProviderPools {
         if !self.is_open() {
             return Err(InstallError::Closed);
         }
-        let (reply, answer) = oneshot::channel();
-        let msg = Msg::Install {
-            installation: Box::new(installation),
-            reply: reply.into(),
-        };
-        self.inner.mailbox.try_send(msg).map_err(|err| match err {
-            MailboxError::Busy(_) | MailboxError::Timeout(_) => InstallError::Busy,
-            MailboxError::Closed => InstallError::Closed,
-        })?;
-        answer.await.map_err(|_| InstallError::Closed)?
+        self.inner.registry.install(installation).await
     }
 
     /// Leases the configured client of `slot` on `provider`'s current epoch,
@@ -138,18 +126,10 @@ impl ProviderPools {
     /// leave epochs unretired until the next `retire` or `shutdown`.
     pub async fn retire(&self) {
         self.inner.ledger.close();
-        let (reply, done) = oneshot::channel();
-        if self
-            .send_control(
-                Msg::Retire {
-                    reply: reply.into(),
-                },
-                None,
-            )
-            .await
-        {
-            let _ = done.await;
-        }
+        self.inner
+            .registry
+            .retire(Instant::now() + CONTROL_WAIT)
+            .await;
     }
 
     /// Retires, then waits until `deadline` for every retained epoch, request,
@@ -186,20 +166,16 @@ impl ProviderPools {
         let retire = phase_span("retire");
         self.inner.ledger.close();
         self.inner.workers.close();
-        let (reply, done) = oneshot::channel();
-        let retired = self
-            .send_control(
-                Msg::Shutdown {
-                    reply: reply.into(),
-                },
-                Some(deadline),
-            )
+        let done = self
+            .inner
+            .registry
+            .shutdown(deadline)
             .instrument(retire.clone())
             .await;
-        phase_end(retire, if retired { "done" } else { "closed" });
-        if !retired {
+        phase_end(retire, if done.is_some() { "done" } else { "closed" });
+        let Some(done) = done else {
             return;
-        }
+        };
         // Jobs may still hand resources to cleanup until they are joined.
         let workers = phase_span("workers");
         let workers_idle = self
@@ -221,17 +197,13 @@ impl ProviderPools {
                 .await;
             phase_end(cleanup, wait_outcome(&cleanup_idle));
             if cleanup_idle.is_ok() {
-                self.send_control(Msg::ControlIdle, Some(deadline)).await;
+                self.inner.registry.control_idle(deadline).await;
             }
         }
         let registry = phase_span("registry");
         let stopped = async {
             let answered = tokio::time::timeout_at(deadline, done).await.is_ok();
-            let actor = self.inner.mailbox.actor();
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let _ = actor
-                .wait(Some(remaining.max(Duration::from_millis(1))))
-                .await;
+            self.inner.registry.stopped(deadline).await;
             answered
         }
         .instrument(registry.clone())
@@ -263,21 +235,7 @@ impl ProviderPools {
         if !self.is_open() {
             return Err(LowerError::Closed);
         }
-        let (reply, answer) = oneshot::channel();
-        let msg = Msg::LowerLimits {
-            limits: lowered,
-            reply: reply.into(),
-        };
-        self.inner.mailbox.try_send(msg).map_err(|err| match err {
-            MailboxError::Busy(_) | MailboxError::Timeout(_) => LowerError::Busy,
-            MailboxError::Closed => LowerError::Closed,
-        })?;
-        answer.await.map_err(|_| LowerError::Closed)?
-    }
-
-    async fn send_control(&self, msg: Msg, deadline: Option<Instant>) -> bool {
-        let deadline = deadline.unwrap_or_else(|| Instant::now() + CONTROL_WAIT);
-        self.inner.mailbox.send_within(msg, deadline).await.is_ok()
+        self.inner.registry.lower_limits(lowered).await
     }
 }
 

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::admission::RunningRequest;
-use crate::connection::{spawn_dial, ConnectError, DialJob, Dialer, IdleConn, PooledConnection};
-use crate::epoch::actor::Msg as EpochMsg;
-use crate::epoch::pool::Checkout;
+use crate::budget::Charge;
+use crate::epoch::connection::{
+    spawn_dial, ConnectError, DialJob, DialPermit, Dialer, IdleConn, PooledConnection,
+};
 use crate::epoch::published::PublishedEpoch;
-use crate::mailbox::MailboxError;
+use crate::epoch::state::Checkout;
 use crate::observe::spans;
-use crate::pools::ProviderPools;
+use crate::provider_pools::ProviderPools;
 
 impl ProviderPools {
     /// Reserves a connection to `running`'s client: a fresh idle one when
@@ -119,18 +120,7 @@ impl ProviderPools {
         {
             return reused(entry, tenant, epoch, client, running);
         }
-        let mailbox = epoch.actor().ok_or(ConnectError::Closed)?;
-        let (reply, answer) = oneshot::channel();
-        let msg = EpochMsg::Checkout {
-            client,
-            tenant: running.plan().tenant().clone(),
-            type_id,
-            reply,
-        };
-        mailbox.try_send(msg).map_err(|err| match err {
-            MailboxError::Busy(_) | MailboxError::Timeout(_) => ConnectError::Busy,
-            MailboxError::Closed => ConnectError::Closed,
-        })?;
+        let answer = epoch.request_checkout(client, running.plan().tenant().clone(), type_id)?;
         let mut pending = Pending {
             answer,
             epoch: Arc::clone(epoch),
@@ -142,35 +132,53 @@ impl ProviderPools {
             .map_err(|_| ConnectError::Closed)?;
         match answer {
             Checkout::Idle(entry) => reused(entry, tenant, epoch, client, running),
-            Checkout::Dial(mut permit) => {
-                let lease = running.client();
-                let span = tracing::debug_span!(
-                    spans::DIAL,
-                    provider = lease.provider().as_str(),
-                    epoch = lease.epoch().get(),
-                    client = client as u64,
-                    outcome = tracing::field::Empty,
-                    failures = tracing::field::Empty,
-                    backoff_ms = tracing::field::Empty,
-                );
-                permit.trace(span.clone());
-                let job = DialJob {
-                    permit,
-                    epoch: Arc::clone(epoch),
-                    client,
-                    owner: running.clone(),
-                    tenant,
-                    dial_age: self.inner.ledger.queue_age(),
-                    span,
-                };
-                let dialed = spawn_dial(&self.inner.runtime, dialer.clone(), job);
-                // Leaving here (deadline or drop) leaves the dial running.
-                tokio::time::timeout_at(running.deadline(), dialed)
-                    .await
-                    .map_err(|_| ConnectError::Timeout)?
+            Checkout::Dial(permit) => {
+                let dial = (permit, tenant, client);
+                self.dial_for(running, dialer, dial).await
             }
             Checkout::Refused(refusal) => Err(refusal),
         }
+    }
+
+    /// Dials `client` for `running` in a task of its own, with the permit
+    /// the epoch actor granted and the tenant's share charge, and waits
+    /// for it within the request's deadline.
+    ///
+    /// # Cancel safety
+    ///
+    /// Leaving (deadline or drop) leaves the dial running: it completes
+    /// into the idle stash or fails on its own.
+    async fn dial_for<D: Dialer + Clone + 'static>(
+        &self,
+        running: &RunningRequest,
+        dialer: &D,
+        (mut permit, tenant, client): (DialPermit, Charge, usize),
+    ) -> Result<PooledConnection<D::Conn>, ConnectError> {
+        let lease = running.client();
+        let (epoch, _) = lease.epoch_entry();
+        let span = tracing::debug_span!(
+            spans::DIAL,
+            provider = lease.provider().as_str(),
+            epoch = lease.epoch().get(),
+            client = client as u64,
+            outcome = tracing::field::Empty,
+            failures = tracing::field::Empty,
+            backoff_ms = tracing::field::Empty,
+        );
+        permit.trace(span.clone());
+        let job = DialJob {
+            permit,
+            epoch: Arc::clone(epoch),
+            client,
+            owner: running.hold(),
+            tenant,
+            dial_age: self.inner.ledger.queue_age(),
+            span,
+        };
+        let dialed = spawn_dial(&self.inner.runtime, dialer.clone(), job);
+        tokio::time::timeout_at(running.deadline(), dialed)
+            .await
+            .map_err(|_| ConnectError::Timeout)?
     }
 }
 
@@ -198,7 +206,7 @@ fn reused<T: Send + 'static>(
             Arc::clone(epoch),
             client,
             true,
-            running.clone(),
+            running.hold(),
         )),
         // The stash matched the type; a mismatch cannot reach here, and is
         // destroyed (before `charges` is dropped) like any drop.
@@ -213,7 +221,7 @@ fn reused<T: Send + 'static>(
 /// connection is parked again for the next waiter, and an unused dial
 /// permit is abandoned (no dial, no backoff).
 struct Pending {
-    answer: oneshot::Receiver<crate::epoch::pool::Checkout>,
+    answer: oneshot::Receiver<crate::epoch::state::Checkout>,
     epoch: Arc<PublishedEpoch>,
     client: usize,
 }

@@ -36,6 +36,7 @@
 //!   exactly while it carries one, and parked or destroyed with its last.
 
 mod dial;
+mod hold;
 pub(crate) mod mux;
 mod permit;
 mod pooled;
@@ -48,6 +49,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub(crate) use dial::{spawn_dial, DialJob};
+pub(crate) use hold::RequestHold;
 pub use mux::{Multiplexed, StreamLease};
 pub(crate) use permit::{DialOutcome, DialPermit};
 pub use pooled::PooledConnection;

@@ -4,8 +4,8 @@ use std::future::Future;
 
 use crate::admission::RunningRequest;
 use crate::cleanup::{Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket};
-use crate::connection::PooledConnection;
-use crate::pools::ProviderPools;
+use crate::epoch::connection::PooledConnection;
+use crate::provider_pools::ProviderPools;
 use crate::workers::{JobError, JobHandle};
 
 impl ProviderPools {

@@ -32,9 +32,9 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::admission::RunningRequest;
-use crate::connection::watch::CloseWatch;
-use crate::connection::PooledConnection;
+use crate::epoch::connection::watch::CloseWatch;
+use crate::epoch::connection::PooledConnection;
+use crate::epoch::connection::RequestHold;
 use crate::epoch::published::PublishedEpoch;
 use crate::identity::TenantId;
 use crate::sync::Mutex;
@@ -206,7 +206,7 @@ pub struct StreamLease<T: Multiplexed> {
     client: usize,
     id: u64,
     reused: bool,
-    _running: RunningRequest,
+    _running: RequestHold,
 }
 
 impl<T: Multiplexed> StreamLease<T> {
@@ -214,7 +214,7 @@ impl<T: Multiplexed> StreamLease<T> {
         stream: T::Stream,
         (epoch, client, id): (Arc<PublishedEpoch>, usize, u64),
         reused: bool,
-        running: RunningRequest,
+        running: RequestHold,
     ) -> Self {
         Self {
             stream: Some(stream),

@@ -4,10 +4,10 @@
 //! `reserve_connection` spawns one task per dial on the host-supplied
 //! runtime and waits for its answer within the requester's deadline. The
 //! task owns the [`DialPermit`] (the dial's connection charges and its
-//! reserved outcome slot), a clone of the dialer and a clone of the
-//! requester's `RunningRequest`. Nobody keeps its join handle: it is owned
+//! reserved outcome slot), a clone of the dialer and a hold on the
+//! requester's running request (`RequestHold`). Nobody keeps its join handle: it is owned
 //! by what it holds. Shutdown still waits for it, because that
-//! `RunningRequest` keeps the request's running slot and its client lease,
+//! `RequestHold` keeps the request's running slot and its client lease,
 //! and so the epoch, retained (the specification's "a dialing connection
 //! retains the original activation") until the task ends.
 //!
@@ -33,8 +33,8 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
-use crate::admission::RunningRequest;
-use crate::connection::{
+use crate::epoch::connection::RequestHold;
+use crate::epoch::connection::{
     ConnectError, DialError, DialErrorKind, DialPermit, DialTarget, Dialer, PooledConnection,
 };
 use crate::epoch::published::PublishedEpoch;
@@ -82,7 +82,7 @@ pub(crate) struct DialJob {
     pub(crate) permit: DialPermit,
     pub(crate) epoch: Arc<PublishedEpoch>,
     pub(crate) client: usize,
-    pub(crate) owner: RunningRequest,
+    pub(crate) owner: RequestHold,
     /// The requester's tenant's share of the client, which the dial and
     /// then its connection hold.
     pub(crate) tenant: crate::budget::Charge,

@@ -2,7 +2,7 @@
 
 use crate::admission::{AdmitError, AdmitRequest, IngressEvent, IngressRequest};
 use crate::dispatch::DispatchAuthority;
-use crate::pools::ProviderPools;
+use crate::provider_pools::ProviderPools;
 
 impl ProviderPools {
     /// Takes finite ownership of one inbound event under its tenant's

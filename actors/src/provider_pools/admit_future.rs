@@ -23,8 +23,8 @@ use crate::epoch::{ClientLease, TypedSlot};
 use crate::identity::OriginKind;
 use crate::observe::AdmitWatch;
 use crate::plan::ExecutionPlan;
-use crate::pools::admission::{ended_error, Queued};
-use crate::pools::ProviderPools;
+use crate::provider_pools::admit::{ended_error, Queued};
+use crate::provider_pools::ProviderPools;
 use crate::scheduler::{Admission, Ended, RunningGrant, Waiting};
 use crate::tenants::SharedCharge;
 

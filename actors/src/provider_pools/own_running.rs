@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::error::LowerError;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, LimitsError};
-use crate::pools::ProviderPools;
+use crate::provider_pools::ProviderPools;
 use crate::scheduler::{Expiry, OwnCeiling, OwnCeilingRefused};
 use crate::snapshot::TenantDemand;
 #[cfg(doc)]
@@ -35,7 +35,7 @@ impl ProviderPools {
     ///
     /// ```
     /// # async fn demo(pools: provider_pools_actors::ProviderPools) -> Result<(), Box<dyn std::error::Error>> {
-    /// use provider_pools_actors::identity::TenantId;
+    /// use provider_pools_actors::TenantId;
     ///
     /// let tenant = TenantId::new("batch-jobs")?;
     /// pools.set_tenant_running(&tenant, Some(2))?; // at most two at once

@@ -7,11 +7,11 @@
 //!   control actor fails, or the registry is gone without completing.
 //! - Everything runs on the tokio runtime the host supplied.
 
-mod admission;
-mod admitting;
+mod admit;
+mod admit_future;
 mod connections;
 mod control;
-mod ingress;
+mod inbound;
 mod jobs;
 mod own_running;
 mod prepay;
@@ -19,19 +19,17 @@ mod streams;
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorCell, ActorStatus};
+use ractor::{ActorCell, ActorStatus};
 use tokio::runtime::Handle;
-use tokio::sync::oneshot;
 
 use crate::cleanup::CleanupPool;
 use crate::error::StartError;
 use crate::identity::BrokerGeneration;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::mailbox::{batch, BatchMailbox, Mailbox, MailboxSlots};
 use crate::observe::{AdmissionObserver, ObserverSlot};
-use crate::registry::{self, Directory, Msg, RegistryActor, RegistryArgs};
-use crate::scheduler::{self, SchedulerArgs};
+use crate::registry::{Directory, RegistryHandle, RegistrySpec};
+use crate::scheduler;
 use crate::snapshot::ControlState;
 use crate::supervision::RestartPolicy;
 use crate::workers::WorkerPool;
@@ -71,8 +69,9 @@ pub struct ProviderPools {
 
 #[derive(Debug)]
 struct Inner {
-    mailbox: Mailbox<Msg>,
-    scheduler: BatchMailbox<scheduler::Msg>,
+    registry: RegistryHandle,
+    #[cfg(feature = "testing")]
+    scheduler: crate::scheduler::SchedulerHandle,
     workers: WorkerPool,
     cleanup: CleanupPool,
     ledger: Arc<Ledger>,
@@ -161,53 +160,26 @@ impl ProviderPools {
                 generation: generation.id(),
             });
         }
-        let spawn_failed = |reason: String| StartError::Spawn { reason };
         let ledger = Ledger::new(&limits);
         let directory = Arc::new(Directory::default());
-        let slots = MailboxSlots::new(registry::mailbox_bound(limits.retained_configurations));
-        let (controls_tx, controls_rx) = oneshot::channel();
-        let (scheduler_slots, scheduler_inbox) = batch(scheduler::mailbox_bound());
         let admission = Arc::new(scheduler::Core::new(
             scheduler::ceilings(&limits),
             Arc::clone(&ledger),
             scheduler::deferred_bound(&limits),
         ));
-        let args = RegistryArgs {
+        let spec = RegistrySpec {
             limits,
             ledger: Arc::clone(&ledger),
             directory: Arc::clone(&directory),
-            slots: slots.clone(),
-            scheduler: SchedulerArgs {
-                core: Arc::clone(&admission),
-                inbox: scheduler_inbox,
-                runtime: runtime.clone(),
-            },
-            scheduler_slots,
-            controls_ready: controls_tx,
+            admission: Arc::clone(&admission),
             runtime: runtime.clone(),
             restart,
         };
-        let spawned = runtime
-            .spawn(async move {
-                match supervisor {
-                    Some(supervisor) => {
-                        Actor::spawn_linked(None, RegistryActor, args, supervisor).await
-                    }
-                    None => Actor::spawn(None, RegistryActor, args).await,
-                }
-            })
-            .await;
-        let (actor, _join) = match spawned {
-            Ok(Ok(started)) => started,
-            Ok(Err(err)) => return Err(spawn_failed(err.to_string())),
-            Err(err) => return Err(spawn_failed(err.to_string())),
-        };
-        let controls = controls_rx
-            .await
-            .map_err(|_| spawn_failed("control actors did not start".into()))?;
+        let (registry, controls) = RegistryHandle::spawn(spec, supervisor).await?;
         Ok(Self {
             inner: Arc::new(Inner {
-                mailbox: slots.attach(actor),
+                registry,
+                #[cfg(feature = "testing")]
                 scheduler: controls.scheduler,
                 workers: controls.workers,
                 cleanup: controls.cleanup,
@@ -234,16 +206,20 @@ impl ProviderPools {
 
     /// The registry actor, for a host that supervises or monitors it.
     pub fn registry_cell(&self) -> ActorCell {
-        self.inner.mailbox.actor().get_cell()
+        self.inner.registry.cell()
     }
 
-    /// The scheduler actor (a child of the registry), for monitoring.
+    /// The scheduler actor (a child of the registry), for tests that stop
+    /// it (feature `testing`).
+    #[cfg(feature = "testing")]
     pub fn scheduler_cell(&self) -> ActorCell {
-        self.inner.scheduler.actor().get_cell()
+        self.inner.scheduler.cell()
     }
 
     /// The control actors under the registry — scheduler, worker pool,
-    /// cleanup — for monitoring; the registry's other children are epochs.
+    /// cleanup — for tests that tell them from epochs (feature `testing`);
+    /// the registry's other children are epochs.
+    #[cfg(feature = "testing")]
     pub fn control_cells(&self) -> [ActorCell; 3] {
         [
             self.scheduler_cell(),
@@ -265,7 +241,7 @@ impl ProviderPools {
 
     /// True when the registry actor stopped without completing shutdown.
     fn registry_lost(&self) -> bool {
-        let status = self.inner.mailbox.actor().get_status();
+        let status = self.inner.registry.status();
         status >= ActorStatus::Stopping && self.inner.ledger.control() != ControlState::Completed
     }
 }

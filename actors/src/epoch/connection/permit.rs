@@ -4,9 +4,11 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::admission::RunningRequest;
-use crate::connection::{ConnCharges, ConnectError, DialError, DialErrorKind, PooledConnection};
 use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::connection::RequestHold;
+use crate::epoch::connection::{
+    ConnCharges, ConnectError, DialError, DialErrorKind, PooledConnection,
+};
 use crate::epoch::published::PublishedEpoch;
 use crate::ledger::Ledger;
 use crate::mailbox::ReleaseSlot;
@@ -43,7 +45,7 @@ impl DialOutcome {
 /// Granted by the epoch actor to the one caller that may dial a client now.
 ///
 /// The dial runs in a task of its own (`connection::dial`), which owns the
-/// permit and a clone of the requester's `RunningRequest` — so a dial
+/// permit and the requester's `RequestHold` — so a dial
 /// retains the original activation, and its epoch — and reports the outcome
 /// with [`DialPermit::finish`]. Dropping the permit unfinished (the pools
 /// cancelled the dial: the runtime dropped its task) counts as a cancelled
@@ -113,7 +115,7 @@ impl DialPermit {
         mut self,
         dialed: Result<T, DialError>,
         tenant: crate::budget::Charge,
-        owner: RunningRequest,
+        owner: RequestHold,
         deliver: impl FnOnce(Result<PooledConnection<T>, ConnectError>),
     ) {
         match (dialed, self.charges.take()) {

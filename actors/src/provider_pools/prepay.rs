@@ -15,7 +15,7 @@ use std::fmt;
 
 use crate::admission::AdmitError;
 use crate::budget::Charge;
-use crate::pools::ProviderPools;
+use crate::provider_pools::ProviderPools;
 
 /// Bytes reserved on the node's accounted metadata budget, ahead of the
 /// buffers and records they pay for. Counted in [`Snapshot::metadata_bytes`]

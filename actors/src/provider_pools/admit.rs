@@ -12,8 +12,8 @@ use crate::epoch::{ClientLease, TypedSlot};
 use crate::identity::{OriginKind, ProviderId};
 use crate::observe::spans;
 use crate::plan::ExecutionPlan;
-use crate::pools::admitting::Admitting;
-use crate::pools::ProviderPools;
+use crate::provider_pools::admit_future::Admitting;
+use crate::provider_pools::ProviderPools;
 use crate::scheduler::{self, Admission, Ended};
 use crate::tenants::SharedCharge;
 

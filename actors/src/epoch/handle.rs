@@ -1,0 +1,104 @@
+//! [`EpochHandle`]: the registry's hold on one epoch actor, and the
+//! checkout request a running request sends it: the only code outside the
+//! actor's own loop and the dial permit that builds the epoch's messages.
+
+use std::any::TypeId;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorCell};
+use tokio::sync::oneshot;
+
+use crate::epoch::actor::{bound, EpochActor, EpochArgs, Msg};
+use crate::epoch::connection::ConnectError;
+use crate::epoch::published::PublishedEpoch;
+use crate::epoch::state::Checkout;
+use crate::identity::TenantId;
+use crate::ledger::Ledger;
+use crate::limits::Limits;
+use crate::mailbox::{Mailbox, MailboxError, MailboxSlots, ReleaseSlot};
+
+/// The registry's hold on one epoch actor.
+#[derive(Debug)]
+pub(crate) struct EpochHandle {
+    mailbox: Mailbox<Msg>,
+    retire_slot: Option<ReleaseSlot<Msg>>,
+}
+
+impl EpochHandle {
+    /// Spawns the actor for `published`, linked to `supervisor`, and records
+    /// its mailbox in `published`.
+    pub(crate) async fn spawn(
+        published: Arc<PublishedEpoch>,
+        ledger: Arc<Ledger>,
+        limits: &Limits,
+        supervisor: ActorCell,
+    ) -> Result<Self, ractor::SpawnErr> {
+        let slots = MailboxSlots::new(bound(limits, published.client_count()));
+        let args = EpochArgs {
+            published: Arc::clone(&published),
+            ledger,
+            backoff: limits.dial_backoff(),
+            slots: slots.clone(),
+        };
+        let (actor, _join) = Actor::spawn_linked(None, EpochActor, args, supervisor).await?;
+        let mailbox = slots.attach(actor);
+        published.set_actor(mailbox.clone());
+        let retire_slot = mailbox.reserve_release();
+        Ok(Self {
+            mailbox,
+            retire_slot,
+        })
+    }
+
+    pub(crate) fn cell(&self) -> ActorCell {
+        self.mailbox.actor().get_cell()
+    }
+
+    /// Asks the actor to destroy expired idle connections, touching at
+    /// most `bound`; a busy actor skips this scan.
+    pub(crate) fn reclaim(&self, bound: usize) {
+        let _ = self.mailbox.try_send(Msg::Reclaim { bound, reply: None });
+    }
+
+    /// Tells the actor it is retired; its slot was reserved at spawn.
+    pub(crate) fn retire(&mut self) {
+        if let Some(slot) = self.retire_slot.take() {
+            // A stopped epoch actor has nothing left to retire.
+            let _ = slot.send(Msg::Retire);
+        }
+    }
+
+    pub(crate) fn stop(&self) {
+        self.mailbox.actor().stop(Some("drained".into()));
+    }
+}
+
+impl PublishedEpoch {
+    /// Asks this epoch's actor for a connection of `client` for a running
+    /// request of `tenant`; the receiver hears the checkout's answer.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::Busy`] when the actor's mailbox is full,
+    /// [`ConnectError::Closed`] when it has no actor or it stopped.
+    pub(crate) fn request_checkout(
+        &self,
+        client: usize,
+        tenant: TenantId,
+        type_id: TypeId,
+    ) -> Result<oneshot::Receiver<Checkout>, ConnectError> {
+        let mailbox = self.actor().ok_or(ConnectError::Closed)?;
+        let (reply, answer) = oneshot::channel();
+        let msg = Msg::Checkout {
+            client,
+            tenant,
+            type_id,
+            reply,
+        };
+        mailbox.try_send(msg).map_err(|err| match err {
+            MailboxError::Busy(_) | MailboxError::Timeout(_) => ConnectError::Busy,
+            MailboxError::Closed => ConnectError::Closed,
+        })?;
+        Ok(answer)
+    }
+}
