@@ -14,8 +14,13 @@
 //! Shutdown order: close admission (the ledger), answer queued waiters
 //! `Closed`, unpublish and retire every epoch, stop each epoch actor when its
 //! drain notice arrives, release its charges when the actor has terminated;
-//! once no epoch is retained, confirm the scheduler owns no request, stop it,
-//! then complete the ledger and stop.
+//! once no epoch is retained, confirm that the scheduler owns no request and
+//! that the worker and cleanup actors run nothing, stop those three, then
+//! complete the ledger and stop.
+//!
+//! Files: `actor.rs` (the loop), `handle.rs` (the only builder of its
+//! messages), `state.rs` (the records) and one file per operation under
+//! `state/`: `install.rs`, `lowering.rs`, `supervision.rs`, `shutdown.rs`.
 //!
 //! Mailbox: 64 message slots; one release slot per retained configuration
 //! (the startup limit), held by each epoch for its drain notice.
