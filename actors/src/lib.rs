@@ -63,7 +63,7 @@ pub use connection::{
 pub use credential::Credential;
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
 pub use epoch::{ClientId, ClientLease, TypedSlot};
-pub use error::{InstallError, LookupError, LowerError, StartError};
+pub use error::{InstallError, LookupError, LowerError, SpawnError, StartError};
 pub use identity::{
     Authority, BrokerGeneration, Epoch, OriginKind, OriginSlot, ProviderId, ServiceName, TenantId,
 };

@@ -24,7 +24,7 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use crate::cleanup::CleanupPool;
-use crate::error::StartError;
+use crate::error::{SpawnError, StartError};
 use crate::identity::BrokerGeneration;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
@@ -161,7 +161,7 @@ impl ProviderPools {
                 generation: generation.id(),
             });
         }
-        let spawn_failed = |reason: String| StartError::Spawn { reason };
+        let spawn_failed = |cause: SpawnError| StartError::Spawn { cause };
         let ledger = Ledger::new(&limits);
         let directory = Arc::new(Directory::default());
         let slots = MailboxSlots::new(registry::mailbox_bound(limits.retained_configurations));
@@ -199,12 +199,12 @@ impl ProviderPools {
             .await;
         let (actor, _join) = match spawned {
             Ok(Ok(started)) => started,
-            Ok(Err(err)) => return Err(spawn_failed(err.to_string())),
-            Err(err) => return Err(spawn_failed(err.to_string())),
+            Ok(Err(err)) => return Err(spawn_failed(err.into())),
+            Err(err) => return Err(spawn_failed(err.into())),
         };
         let controls = controls_rx
             .await
-            .map_err(|_| spawn_failed("control actors did not start".into()))?;
+            .map_err(|_| spawn_failed(SpawnError::Controls))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 mailbox: slots.attach(actor),

@@ -113,9 +113,7 @@ impl State {
             myself,
         )
         .await
-        .map_err(|err| InstallError::Spawn {
-            reason: err.to_string(),
-        })?;
+        .map_err(|err| InstallError::Spawn { cause: err.into() })?;
 
         // Publish: the old epoch is retired under the directory's write lock
         // before the new one is visible.
