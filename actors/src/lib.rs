@@ -48,7 +48,7 @@ mod tenants;
 mod workers;
 
 pub use admission::{
-    AdmitError, AdmitRequest, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
+    AdmitError, AdmitRequest, CallMismatch, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
     RunningRequest, StagedInput, StagedOutput,
 };
 pub use bytes::Bytes;
