@@ -53,6 +53,41 @@ pub struct PoolsConfig {
 
 impl PoolsConfig {
     /// Default limits and restart policy on `runtime`, for `generation`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{
+    ///     BrokerGeneration, LimitField, Limits, PoolsConfig, ProviderPools, StartError,
+    /// };
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generation = BrokerGeneration::new();
+    /// let config = |limits| PoolsConfig {
+    ///     limits,
+    ///     ..PoolsConfig::new(tokio::runtime::Handle::current(), generation.clone())
+    /// };
+    ///
+    /// // Invalid limits are refused before the generation is claimed...
+    /// let invalid = Limits {
+    ///     idle_connections: 300,
+    ///     ..Limits::DEFAULT
+    /// };
+    /// match ProviderPools::start(config(invalid)).await {
+    ///     Err(StartError::Limits(e)) => assert_eq!(e.field(), LimitField::IdleConnections),
+    ///     other => panic!("expected invalid limits, got {other:?}"),
+    /// }
+    /// // ...so the same generation can still start with valid ones.
+    /// let pools = ProviderPools::start(config(Limits {
+    ///     idle_connections: 16,
+    ///     ..Limits::DEFAULT
+    /// }))
+    /// .await?;
+    /// assert_eq!(pools.limits().idle_connections, 16);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(runtime: Handle, generation: BrokerGeneration) -> Self {
         Self {
             runtime,
