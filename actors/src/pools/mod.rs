@@ -173,6 +173,38 @@ impl ProviderPools {
     /// # Errors
     ///
     /// As [`ProviderPools::start`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{BrokerGeneration, PoolsConfig, ProviderPools};
+    /// use ractor::{Actor, ActorProcessingErr, ActorRef};
+    ///
+    /// /// The host's own supervisor: the registry's supervision events reach
+    /// /// its `handle_supervisor_evt`.
+    /// struct Host;
+    ///
+    /// impl Actor for Host {
+    ///     type Msg = ();
+    ///     type State = ();
+    ///     type Arguments = ();
+    ///
+    ///     async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _join) = Actor::spawn(None, Host, ()).await?;
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start_linked(config, host.get_cell()).await?;
+    ///
+    /// let registry = pools.registry_cell().get_id();
+    /// assert!(host.get_children().iter().any(|child| child.get_id() == registry));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn start_linked(
         config: PoolsConfig,
         supervisor: ActorCell,
