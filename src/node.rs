@@ -149,7 +149,7 @@ pub enum NodeConfigError {
     },
     /// The limits are invalid.
     #[error("node configuration, [limits]: {0}")]
-    Limits(crate::LimitsError),
+    Limits(#[source] crate::LimitsError),
     /// The file is larger than [`MAX_NODE_FILE_BYTES`]; refused before
     /// parsing.
     #[error("node configuration is larger than {max} bytes")]

@@ -1,7 +1,9 @@
 //! Admission errors carry fixed, stable codes that callers and metrics
 //! match on.
 
-use provider_pools::{AdmitError, Denied, LookupError, OriginSlot, ProviderId, TenantId};
+use provider_pools::{
+    AdmitError, CallMismatch, Denied, LookupError, OriginSlot, ProviderId, TenantId,
+};
 
 #[test]
 fn every_admission_error_has_its_stable_code() {
@@ -31,7 +33,12 @@ fn every_admission_error_has_its_stable_code() {
             }),
             "revoked",
         ),
-        (AdmitError::Mismatch { what: "session" }, "mismatch"),
+        (
+            AdmitError::Mismatch {
+                what: CallMismatch::Session,
+            },
+            "mismatch",
+        ),
         (
             AdmitError::Retired {
                 provider: provider.clone(),

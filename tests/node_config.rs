@@ -123,6 +123,12 @@ fn errors_name_the_key_and_its_line() {
             bound: 256,
         }))
     );
+    let refused = NodeConfig::parse("[limits]\nidle_connections = 300\n").err();
+    let source = refused.as_ref().and_then(std::error::Error::source);
+    assert_eq!(
+        source.map(ToString::to_string),
+        Some("limit idle_connections = 300 must not exceed connections = 256".to_owned())
+    );
 }
 
 const TWO_PROVIDERS: &str = "[[provider]]\nid = \"a\"\nkind = \"blob\"\nservice = \"s1\"\nauthority = \"x\"\norigins = [\"/tmp\"]\n\n[[provider]]\nid = \"ID\"\nkind = \"blob\"\nservice = \"SERVICE\"\nauthority = \"x\"\norigins = [\"/tmp\"]\n";

@@ -6,8 +6,8 @@
 mod support;
 
 use provider_pools::{
-    AdmitError, Epoch, ExecutionPlan, LedgerId, Limits, PolicyTable, PoolReady, ProviderId,
-    ProviderPools, SessionId, TenantId,
+    AdmitError, CallMismatch, Epoch, ExecutionPlan, LedgerId, Limits, PolicyTable, PoolReady,
+    ProviderId, ProviderPools, SessionId, TenantId,
 };
 use support::{admitted, eventually, http_config, installation, plan, request, task, with_alpha};
 use tokio::task::JoinHandle;
@@ -169,7 +169,7 @@ async fn a_call_must_match_session_ledger_and_freshness() {
     assert_eq!(
         ready.start(stale).err(),
         Some(AdmitError::Mismatch {
-            what: "dispatch predates the grant"
+            what: CallMismatch::Stale
         })
     );
 
@@ -182,7 +182,10 @@ async fn a_call_must_match_session_ledger_and_freshness() {
         far,
         far,
     );
-    for (other, what) in [(other_session, "session"), (other_ledger, "ledger")] {
+    for (other, what) in [
+        (other_session, CallMismatch::Session),
+        (other_ledger, CallMismatch::Ledger),
+    ] {
         let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"x")).await;
         let call = pools.dispatch(&policy, &other, &p).expect("allowed");
         assert_eq!(ready.start(call).err(), Some(AdmitError::Mismatch { what }));
@@ -209,6 +212,8 @@ async fn a_call_for_another_provider_is_refused() {
         .expect("allowed");
     assert_eq!(
         ready.start(call).err(),
-        Some(AdmitError::Mismatch { what: "provider" })
+        Some(AdmitError::Mismatch {
+            what: CallMismatch::Provider
+        })
     );
 }

@@ -89,13 +89,43 @@ pub enum ConfigError {
     /// A text part is empty or longer than [`ProviderConfig::MAX_TEXT`].
     #[error("{part} is {len} bytes; it must be 1 to {max}")]
     TextLength {
-        /// Which part: `origin target`, `setting key` or `setting value`.
-        part: &'static str,
+        /// Which part.
+        part: TextPart,
         /// Its length.
         len: usize,
         /// The bound.
         max: usize,
     },
+}
+
+/// A text part of a [`ProviderConfig`], named in [`ConfigError::TextLength`].
+///
+/// Displayed as `origin target`, `setting key` or `setting value`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TextPart {
+    /// An [`OriginSpec::target`].
+    OriginTarget,
+    /// The key of a public setting.
+    SettingKey,
+    /// The value of a public setting.
+    SettingValue,
+}
+
+impl TextPart {
+    /// The part's name, as displayed.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::OriginTarget => "origin target",
+            Self::SettingKey => "setting key",
+            Self::SettingValue => "setting value",
+        }
+    }
+}
+
+impl fmt::Display for TextPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// SHA-256 digest of a public configuration; never covers credentials.
@@ -225,11 +255,11 @@ impl ProviderConfig {
         let texts = self
             .origins
             .iter()
-            .map(|o| ("origin target", &o.target))
+            .map(|o| (TextPart::OriginTarget, &o.target))
             .chain(
                 self.settings
                     .iter()
-                    .flat_map(|(k, v)| [("setting key", k), ("setting value", v)]),
+                    .flat_map(|(k, v)| [(TextPart::SettingKey, k), (TextPart::SettingValue, v)]),
             );
         for (part, text) in texts {
             if text.is_empty() || text.len() > MAX_TEXT {
@@ -298,5 +328,32 @@ mod tests {
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("<userinfo>@h:1"), "{text}");
         assert!(text.contains(r#""mount": "kv""#), "{text}");
+    }
+
+    #[test]
+    fn an_empty_text_part_is_named_as_before() {
+        let service = ServiceName::new("s").expect("service");
+        let cases = [
+            (
+                ProviderConfig::new(service.clone()).with_origin(
+                    OriginSlot::new(0),
+                    OriginKind::Http,
+                    "",
+                ),
+                "origin target is 0 bytes; it must be 1 to 1024",
+            ),
+            (
+                ProviderConfig::new(service.clone()).with_setting("", "v"),
+                "setting key is 0 bytes; it must be 1 to 1024",
+            ),
+            (
+                ProviderConfig::new(service).with_setting("k", ""),
+                "setting value is 0 bytes; it must be 1 to 1024",
+            ),
+        ];
+        for (config, message) in cases {
+            let refused = config.validate(MAX_ORIGINS).map_err(|e| e.to_string());
+            assert_eq!(refused, Err(message.to_owned()));
+        }
     }
 }

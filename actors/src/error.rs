@@ -3,6 +3,8 @@
 //! Messages are lowercase, name what was wrong, and never carry credential
 //! bytes: only identities, counts and bounds.
 
+use std::sync::Arc;
+
 use crate::budget::Exhausted;
 use crate::config::ConfigError;
 use crate::identity::{Epoch, OriginKind, OriginSlot, ProviderId, ServiceName};
@@ -21,12 +23,56 @@ pub enum StartError {
     #[error("invalid limits: {0}")]
     Limits(#[from] LimitsError),
     /// The registry actor could not be started; the generation stays claimed.
-    #[error("registry actor failed to start: {reason}")]
+    #[error("registry actor failed to start: {cause}")]
     Spawn {
-        /// What ractor or the runtime reported.
-        reason: String,
+        /// The phase that failed, with what ractor or the runtime reported.
+        #[source]
+        cause: SpawnError,
     },
 }
+
+/// Why an actor did not start: the phase that failed, keeping what ractor
+/// or the runtime reported as the error's own text and source.
+///
+/// ractor's and tokio's errors are neither `Clone` nor `PartialEq`, so they
+/// are shared behind an `Arc`, and two `SpawnError`s are equal when they
+/// name the same phase with the same message.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SpawnError {
+    /// ractor refused the actor, or its start-up failed (for the registry,
+    /// also the start-up of one of its child actors).
+    #[error(transparent)]
+    Actor(Arc<ractor::SpawnErr>),
+    /// The task that started the actor panicked, or the runtime cancelled it
+    /// because it is shutting down.
+    #[error(transparent)]
+    Task(Arc<tokio::task::JoinError>),
+    /// The registry started, but its control actors (scheduler, worker and
+    /// cleanup pools) never reported that they did.
+    #[error("control actors did not start")]
+    Controls,
+}
+
+impl From<ractor::SpawnErr> for SpawnError {
+    fn from(err: ractor::SpawnErr) -> Self {
+        Self::Actor(Arc::new(err))
+    }
+}
+
+impl From<tokio::task::JoinError> for SpawnError {
+    fn from(err: tokio::task::JoinError) -> Self {
+        Self::Task(Arc::new(err))
+    }
+}
+
+impl PartialEq for SpawnError {
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for SpawnError {}
 
 /// An installation or replacement was refused; any previous installation
 /// of the provider is untouched and still usable.
@@ -78,10 +124,11 @@ pub enum InstallError {
     #[error("no capacity to install: {0}")]
     Capacity(#[from] Exhausted),
     /// The epoch actor could not be started.
-    #[error("epoch actor failed to start: {reason}")]
+    #[error("epoch actor failed to start: {cause}")]
     Spawn {
         /// What ractor reported.
-        reason: String,
+        #[source]
+        cause: SpawnError,
     },
 }
 
@@ -171,4 +218,45 @@ pub enum LowerError {
     /// The pools are closed.
     #[error("provider pools are closed")]
     Closed,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::{InstallError, SpawnError, StartError};
+
+    #[test]
+    fn a_failed_spawn_keeps_what_ractor_reported_as_its_source() {
+        let cause = SpawnError::from(ractor::SpawnErr::ActorAlreadyStarted);
+        let error = InstallError::Spawn {
+            cause: cause.clone(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "epoch actor failed to start: Actor cannot be re-started more than once"
+        );
+        let source = error.source().and_then(|s| s.downcast_ref::<SpawnError>());
+        assert_eq!(source, Some(&cause));
+        assert!(matches!(source, Some(SpawnError::Actor(_))));
+    }
+
+    #[test]
+    fn control_actors_that_never_report_read_as_before() {
+        let error = StartError::Spawn {
+            cause: SpawnError::Controls,
+        };
+        assert_eq!(
+            error.to_string(),
+            "registry actor failed to start: control actors did not start"
+        );
+        assert!(error.source().is_some());
+    }
+
+    #[test]
+    fn spawn_errors_are_equal_by_phase_and_message() {
+        let actor = || SpawnError::from(ractor::SpawnErr::ActorAlreadyStarted);
+        assert_eq!(actor(), actor());
+        assert_ne!(actor(), SpawnError::Controls);
+    }
 }

@@ -46,7 +46,7 @@ mod tenants;
 mod workers;
 
 pub use admission::{
-    AdmitError, AdmitRequest, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
+    AdmitError, AdmitRequest, CallMismatch, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
     RunningRequest, StagedInput, StagedOutput,
 };
 pub use budget::{Exhausted, InUse};
@@ -54,7 +54,7 @@ pub use bytes::Bytes;
 pub use cleanup::{
     Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket, CloseFailure,
 };
-pub use config::{ConfigDigest, ConfigError, OriginSpec, ProviderConfig};
+pub use config::{ConfigDigest, ConfigError, OriginSpec, ProviderConfig, TextPart};
 pub use credential::{Credential, CredentialError};
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
 pub use epoch::connection::{
@@ -62,10 +62,10 @@ pub use epoch::connection::{
     Dialer, Multiplexed, PooledConnection, StreamLease,
 };
 pub use epoch::{ClientId, ClientLease, TypedSlot};
-pub use error::{InstallError, LookupError, LowerError, StartError};
+pub use error::{InstallError, LookupError, LowerError, SpawnError, StartError};
 pub use identity::{
-    Authority, BrokerGeneration, Epoch, IdentityError, OriginKind, OriginSlot, ProviderId,
-    ServiceName, TenantId,
+    Authority, BrokerGeneration, Epoch, IdentityError, IdentityKind, OriginKind, OriginSlot,
+    ProviderId, ServiceName, TenantId,
 };
 pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{DialBackoff, LimitField, Limits, LimitsError};

@@ -3,6 +3,8 @@
 //! Callers and metrics match on [`AdmitError::code`], which never changes
 //! for a variant; messages may be reworded.
 
+use std::fmt;
+
 use crate::dispatch::Denied;
 use crate::error::LookupError;
 use crate::identity::ProviderId;
@@ -44,9 +46,8 @@ pub enum AdmitError {
     /// The call does not match the grant.
     #[error("provider call does not match the grant: {what}")]
     Mismatch {
-        /// What differs: `session`, `ledger`, `provider`, `epoch` or
-        /// `dispatch predates the grant`.
-        what: &'static str,
+        /// What differs.
+        what: CallMismatch,
     },
     /// The granted epoch was retired before the request started.
     #[error("provider {provider}'s granted epoch was retired")]
@@ -57,6 +58,44 @@ pub enum AdmitError {
     /// The slot does not name a client of this provider.
     #[error("invalid origin slot: {0}")]
     Slot(#[source] LookupError),
+}
+
+/// What differs between a [`ProviderCall`](crate::dispatch::ProviderCall)
+/// and the grant it was meant to start ([`AdmitError::Mismatch`]).
+///
+/// Displayed as the word logs have always shown: `registry`, `session`,
+/// `ledger`, `provider` or `dispatch predates the grant`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallMismatch {
+    /// The call was dispatched by another registry (broker generation).
+    Registry,
+    /// The call belongs to another session.
+    Session,
+    /// The call belongs to another ledger.
+    Ledger,
+    /// The call is for another provider.
+    Provider,
+    /// The call was dispatched before the grant was made.
+    Stale,
+}
+
+impl CallMismatch {
+    /// The word that names what differs, as displayed.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Registry => "registry",
+            Self::Session => "session",
+            Self::Ledger => "ledger",
+            Self::Provider => "provider",
+            Self::Stale => "dispatch predates the grant",
+        }
+    }
+}
+
+impl fmt::Display for CallMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl AdmitError {
@@ -109,7 +148,7 @@ impl From<LookupError> for AdmitError {
 mod tests {
     use std::error::Error;
 
-    use super::AdmitError;
+    use super::{AdmitError, CallMismatch};
     use crate::dispatch::Denied;
     use crate::error::LookupError;
     use crate::identity::{OriginSlot, ProviderId, TenantId};
@@ -139,5 +178,24 @@ mod tests {
         let error = AdmitError::from(lookup);
         assert_eq!(error.code(), "invalid_slot");
         assert_eq!(error.source().map(ToString::to_string), Some(expected));
+    }
+
+    #[test]
+    fn a_mismatch_reads_as_it_always_did() {
+        let cases = [
+            (CallMismatch::Registry, "registry"),
+            (CallMismatch::Session, "session"),
+            (CallMismatch::Ledger, "ledger"),
+            (CallMismatch::Provider, "provider"),
+            (CallMismatch::Stale, "dispatch predates the grant"),
+        ];
+        for (what, word) in cases {
+            let error = AdmitError::Mismatch { what };
+            assert_eq!(
+                error.to_string(),
+                format!("provider call does not match the grant: {word}")
+            );
+            assert_eq!(error.code(), "mismatch");
+        }
     }
 }

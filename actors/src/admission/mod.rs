@@ -23,7 +23,7 @@ mod ready;
 mod running;
 mod staged;
 
-pub use error::AdmitError;
+pub use error::{AdmitError, CallMismatch};
 pub use ingress::{IngressEvent, IngressRequest};
 pub use output::OutputBuffer;
 pub use ready::PoolReady;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use crate::admission::running::RunningRequest;
-use crate::admission::{AdmitError, StagedInput};
+use crate::admission::{AdmitError, CallMismatch, StagedInput};
 use crate::dispatch::ProviderCall;
 use crate::epoch::ClientLease;
 use crate::identity::{Epoch, ProviderId};
@@ -74,15 +74,15 @@ impl PoolReady {
             return Err(AdmitError::Timeout);
         }
         let mismatch = if call.generation != self.generation {
-            Some("registry")
+            Some(CallMismatch::Registry)
         } else if call.session != self.plan.session() {
-            Some("session")
+            Some(CallMismatch::Session)
         } else if call.ledger != self.plan.ledger() {
-            Some("ledger")
+            Some(CallMismatch::Ledger)
         } else if call.provider != *self.lease.provider() {
-            Some("provider")
+            Some(CallMismatch::Provider)
         } else if call.sequence <= self.granted {
-            Some("dispatch predates the grant")
+            Some(CallMismatch::Stale)
         } else {
             None
         };

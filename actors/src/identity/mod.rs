@@ -13,7 +13,7 @@ mod kind;
 mod name;
 mod numeric;
 
-pub use error::IdentityError;
+pub use error::{IdentityError, IdentityKind};
 pub use kind::OriginKind;
 pub use name::{Authority, ProviderId, ServiceName, TenantId};
 pub(crate) use numeric::InstanceId;

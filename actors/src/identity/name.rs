@@ -4,12 +4,12 @@ use std::{fmt, str::FromStr, sync::Arc};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::IdentityError;
+use super::{IdentityError, IdentityKind};
 
 /// What one kind of string identity accepts; [`validate`] is the only reader.
 struct Rules {
-    /// Name of the identity in error messages.
-    kind: &'static str,
+    /// The identity, named in error messages.
+    kind: IdentityKind,
     /// Largest accepted length in bytes.
     max: usize,
     /// ASCII bytes allowed anywhere.
@@ -37,7 +37,7 @@ fn is_tenant_byte(byte: u8) -> bool {
 }
 
 const PROVIDER_ID: Rules = Rules {
-    kind: "provider id",
+    kind: IdentityKind::ProviderId,
     max: 64,
     allowed: is_name_byte,
     start: is_lower_alnum,
@@ -45,7 +45,7 @@ const PROVIDER_ID: Rules = Rules {
 };
 
 const SERVICE_NAME: Rules = Rules {
-    kind: "service name",
+    kind: IdentityKind::ServiceName,
     max: 128,
     allowed: is_service_byte,
     start: is_lower_alnum,
@@ -53,7 +53,7 @@ const SERVICE_NAME: Rules = Rules {
 };
 
 const TENANT_ID: Rules = Rules {
-    kind: "tenant id",
+    kind: IdentityKind::TenantId,
     max: 128,
     allowed: is_tenant_byte,
     start: |byte| byte.is_ascii_alphanumeric(),
@@ -61,7 +61,7 @@ const TENANT_ID: Rules = Rules {
 };
 
 const AUTHORITY: Rules = Rules {
-    kind: "authority",
+    kind: IdentityKind::Authority,
     max: 256,
     // `!` (0x21) through `~` (0x7E): printable ASCII without whitespace,
     // and without `@` or `%`, so no userinfo (`user:pw@host`, or its `%40`

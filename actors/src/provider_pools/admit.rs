@@ -64,6 +64,66 @@ impl ProviderPools {
     /// [`AdmitError::Capacity`] (naming the bound), [`AdmitError::Busy`],
     /// [`AdmitError::Timeout`], [`AdmitError::Closed`],
     /// [`AdmitError::Unavailable`] and [`AdmitError::Slot`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use provider_pools_actors::{
+    ///     AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan,
+    ///     Installation, LedgerId, OriginKind, OriginSlot, PolicyTable, PoolsConfig,
+    ///     ProviderConfig, ProviderId, ProviderPools, ServiceName, SessionId, TenantId,
+    /// };
+    /// use tokio::time::Instant;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    /// let provider = ProviderId::new("weather")?;
+    /// let receipt = pools
+    ///     .install(Installation {
+    ///         provider: provider.clone(),
+    ///         authority: Authority::new("https://api.weather.example")?,
+    ///         expected: Epoch::ZERO,
+    ///         credential: Credential::new(b"token".to_vec())?,
+    ///         config: ProviderConfig::new(ServiceName::new("weather/v1")?).with_origin(
+    ///             OriginSlot::new(0),
+    ///             OriginKind::Http,
+    ///             "https://api.weather.example:443",
+    ///         ),
+    ///     })
+    ///     .await?;
+    ///
+    /// let tenant = TenantId::new("acme")?;
+    /// let deadline = Instant::now() + Duration::from_secs(10);
+    /// let plan = ExecutionPlan::seal(
+    ///     tenant.clone(),
+    ///     SessionId::new(1),
+    ///     LedgerId::new(1),
+    ///     deadline,
+    ///     deadline,
+    /// );
+    /// let ready = pools
+    ///     .admit(AdmitRequest {
+    ///         plan: plan.clone(),
+    ///         provider: provider.clone(),
+    ///         slot: receipt.slot(OriginSlot::new(0)).expect("slot 0 is configured"),
+    ///         kind: OriginKind::Http,
+    ///         input: pools.stage_input(&plan, Bytes::from_static(b"GET /today"))?,
+    ///     })
+    ///     .await?;
+    ///
+    /// // The grant is capacity; only a fresh dispatch starts the request.
+    /// let policy = PolicyTable::new();
+    /// policy.allow(tenant, provider.clone());
+    /// let running = ready.start(pools.dispatch(&policy, &plan, &provider)?)?;
+    /// assert_eq!(running.client().epoch(), Epoch::new(1));
+    /// assert_eq!(pools.snapshot().running_requests, 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn admit(
         &self,
         request: AdmitRequest,

@@ -37,6 +37,47 @@ impl ProviderPools {
     ///
     /// Every [`InstallError`]; on any of them the previous epoch, if any,
     /// stays installed and usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{
+    ///     Authority, BrokerGeneration, Credential, Epoch, InstallError, Installation, OriginKind,
+    ///     OriginSlot, PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName,
+    /// };
+    ///
+    /// fn installation(expected: Epoch, token: &[u8]) -> Result<Installation, Box<dyn std::error::Error>> {
+    ///     Ok(Installation {
+    ///         provider: ProviderId::new("weather")?,
+    ///         authority: Authority::new("https://api.weather.example")?,
+    ///         expected,
+    ///         credential: Credential::new(token.to_vec())?,
+    ///         config: ProviderConfig::new(ServiceName::new("weather/v1")?).with_origin(
+    ///             OriginSlot::new(0),
+    ///             OriginKind::Http,
+    ///             "https://api.weather.example:443",
+    ///         ),
+    ///     })
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    ///
+    /// // Creation expects epoch zero and installs epoch 1.
+    /// let first = pools.install(installation(Epoch::ZERO, b"token-1")?).await?;
+    /// assert_eq!(first.epoch, Epoch::new(1));
+    ///
+    /// // A rotation names the epoch it replaces: a stale expectation is
+    /// // refused and epoch 1 stays installed.
+    /// let stale = pools.install(installation(Epoch::ZERO, b"token-2")?).await;
+    /// assert!(matches!(stale, Err(InstallError::EpochMismatch { .. })));
+    /// let second = pools.install(installation(first.epoch, b"token-2")?).await?;
+    /// assert_eq!(second.epoch, Epoch::new(2));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn install(
         &self,
         installation: Installation,
@@ -89,6 +130,26 @@ impl ProviderPools {
     }
 
     /// Aggregate counts of everything the pools own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{BrokerGeneration, ControlState, PoolsConfig, ProviderPools};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    ///
+    /// let snapshot = pools.snapshot();
+    /// assert_eq!(snapshot.control, ControlState::Running);
+    /// assert!(snapshot.owns_nothing());
+    ///
+    /// pools.retire().await;
+    /// assert_eq!(pools.snapshot().control, ControlState::Retiring);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = self.inner.ledger.snapshot();
         if self.registry_lost() {
@@ -124,6 +185,33 @@ impl ProviderPools {
     ///
     /// Admission is closed on the first poll; dropping the future later may
     /// leave epochs unretired until the next `retire` or `shutdown`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use provider_pools_actors::{BrokerGeneration, JobError, PoolsConfig, ProviderPools};
+    /// use tokio::time::Instant;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    /// let accepted = pools.spawn(|| async { 40 + 2 }).await?;
+    ///
+    /// pools.retire().await;
+    /// // New work is refused; accepted work still finishes.
+    /// assert!(matches!(
+    ///     pools.spawn(|| async {}).await,
+    ///     Err(JobError::Closed)
+    /// ));
+    /// assert_eq!(accepted.join().await?, 42);
+    /// let report = pools.shutdown(Instant::now() + Duration::from_secs(5)).await;
+    /// assert!(report.is_clean(), "{report:?}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn retire(&self) {
         self.inner.ledger.close();
         self.inner
@@ -144,6 +232,31 @@ impl ProviderPools {
     ///
     /// Cancel safe: dropping the future stops only the waiting; admission
     /// stays closed and the drain goes on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use provider_pools_actors::{BrokerGeneration, ControlState, PoolsConfig, ProviderPools};
+    /// use tokio::time::Instant;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    /// // A job still running when shutdown begins is joined, never aborted.
+    /// let _job = pools
+    ///     .spawn(|| tokio::time::sleep(Duration::from_millis(10)))
+    ///     .await?;
+    ///
+    /// let report = pools.shutdown(Instant::now() + Duration::from_secs(5)).await;
+    /// assert!(report.is_clean(), "{report:?}");
+    /// assert_eq!(report.control, ControlState::Completed);
+    /// assert_eq!(report.workers, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn shutdown(&self, deadline: Instant) -> Snapshot {
         let span = tracing::info_span!(spans::SHUTDOWN, outcome = tracing::field::Empty);
         self.drain_in_phases(deadline)
@@ -230,6 +343,44 @@ impl ProviderPools {
     /// [`LowerError::Limits`] for invalid, raised or fixed fields,
     /// [`LowerError::InUse`] naming the field and its current use,
     /// [`LowerError::Busy`] and [`LowerError::Closed`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{
+    ///     BrokerGeneration, LimitField, Limits, LimitsError, LowerError, PoolsConfig, ProviderPools,
+    /// };
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    ///
+    /// // Halve each tenant's share of connections.
+    /// pools
+    ///     .lower_limits(Limits {
+    ///         connections_per_tenant: 2,
+    ///         ..Limits::DEFAULT
+    ///     })
+    ///     .await?;
+    ///
+    /// // Nothing is ever raised above its startup value.
+    /// let raised = pools
+    ///     .lower_limits(Limits {
+    ///         connections_per_tenant: 5,
+    ///         ..Limits::DEFAULT
+    ///     })
+    ///     .await;
+    /// assert!(matches!(
+    ///     raised,
+    ///     Err(LowerError::Limits(LimitsError::Raised {
+    ///         field: LimitField::ConnectionsPerTenant,
+    ///         ..
+    ///     }))
+    /// ));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn lower_limits(&self, lowered: Limits) -> Result<(), LowerError> {
         self.inner.limits.check_lowering(&lowered)?;
         if !self.is_open() {

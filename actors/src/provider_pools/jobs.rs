@@ -25,6 +25,37 @@ impl ProviderPools {
     ///
     /// [`JobError::Capacity`] at once when no slot or metadata is free,
     /// [`JobError::Busy`], and [`JobError::Closed`] after retirement.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{
+    ///     BrokerGeneration, JobError, Limits, PoolsConfig, ProviderPools,
+    /// };
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig {
+    ///     limits: Limits {
+    ///         provider_workers: 1,
+    ///         workers_per_tenant: 1,
+    ///         ..Limits::DEFAULT
+    ///     },
+    ///     ..PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new())
+    /// };
+    /// let pools = ProviderPools::start(config).await?;
+    ///
+    /// let (release, released) = tokio::sync::oneshot::channel::<()>();
+    /// let job = pools.spawn(|| async move { released.await.is_ok() }).await?;
+    /// // The only slot is taken: a second job is refused at once, not queued.
+    /// let refused = pools.spawn(|| async {}).await;
+    /// assert!(matches!(refused, Err(JobError::Capacity { .. })));
+    ///
+    /// release.send(()).expect("the job is waiting");
+    /// assert!(job.join().await?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn spawn<F, Fut>(&self, make: F) -> Result<JobHandle<Fut::Output>, JobError>
     where
         F: FnOnce() -> Fut + Send + 'static,

@@ -51,6 +51,41 @@ pub struct PoolsConfig {
 
 impl PoolsConfig {
     /// Default limits and restart policy on `runtime`, for `generation`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{
+    ///     BrokerGeneration, LimitField, Limits, PoolsConfig, ProviderPools, StartError,
+    /// };
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let generation = BrokerGeneration::new();
+    /// let config = |limits| PoolsConfig {
+    ///     limits,
+    ///     ..PoolsConfig::new(tokio::runtime::Handle::current(), generation.clone())
+    /// };
+    ///
+    /// // Invalid limits are refused before the generation is claimed...
+    /// let invalid = Limits {
+    ///     idle_connections: 300,
+    ///     ..Limits::DEFAULT
+    /// };
+    /// match ProviderPools::start(config(invalid)).await {
+    ///     Err(StartError::Limits(e)) => assert_eq!(e.field(), LimitField::IdleConnections),
+    ///     other => panic!("expected invalid limits, got {other:?}"),
+    /// }
+    /// // ...so the same generation can still start with valid ones.
+    /// let pools = ProviderPools::start(config(Limits {
+    ///     idle_connections: 16,
+    ///     ..Limits::DEFAULT
+    /// }))
+    /// .await?;
+    /// assert_eq!(pools.limits().idle_connections, 16);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(runtime: Handle, generation: BrokerGeneration) -> Self {
         Self {
             runtime,
@@ -137,6 +172,38 @@ impl ProviderPools {
     /// # Errors
     ///
     /// As [`ProviderPools::start`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{BrokerGeneration, PoolsConfig, ProviderPools};
+    /// use ractor::{Actor, ActorProcessingErr, ActorRef};
+    ///
+    /// /// The host's own supervisor: the registry's supervision events reach
+    /// /// its `handle_supervisor_evt`.
+    /// struct Host;
+    ///
+    /// impl Actor for Host {
+    ///     type Msg = ();
+    ///     type State = ();
+    ///     type Arguments = ();
+    ///
+    ///     async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (host, _join) = Actor::spawn(None, Host, ()).await?;
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start_linked(config, host.get_cell()).await?;
+    ///
+    /// let registry = pools.registry_cell().get_id();
+    /// assert!(host.get_children().iter().any(|child| child.get_id() == registry));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn start_linked(
         config: PoolsConfig,
         supervisor: ActorCell,

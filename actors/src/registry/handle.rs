@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::epoch::DrainNotice;
-use crate::error::{InstallError, LowerError, StartError};
+use crate::error::{InstallError, LowerError, SpawnError, StartError};
 use crate::install::{InstallReceipt, Installation};
 use crate::ledger::Ledger;
 use crate::limits::Limits;
@@ -54,7 +54,7 @@ impl RegistryHandle {
         spec: RegistrySpec,
         supervisor: Option<ActorCell>,
     ) -> Result<(Self, Controls), StartError> {
-        let spawn_failed = |reason: String| StartError::Spawn { reason };
+        let spawn_failed = |cause: SpawnError| StartError::Spawn { cause };
         let slots = MailboxSlots::new(mailbox_bound(spec.limits.retained_configurations));
         let (controls_ready, controls) = oneshot::channel();
         let runtime = spec.runtime.clone();
@@ -80,12 +80,12 @@ impl RegistryHandle {
             .await;
         let (actor, _join) = match spawned {
             Ok(Ok(started)) => started,
-            Ok(Err(err)) => return Err(spawn_failed(err.to_string())),
-            Err(err) => return Err(spawn_failed(err.to_string())),
+            Ok(Err(err)) => return Err(spawn_failed(err.into())),
+            Err(err) => return Err(spawn_failed(err.into())),
         };
         let controls = controls
             .await
-            .map_err(|_| spawn_failed("control actors did not start".into()))?;
+            .map_err(|_| spawn_failed(SpawnError::Controls))?;
         let handle = Self::new(slots.attach(actor));
         Ok((handle, controls))
     }

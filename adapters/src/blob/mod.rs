@@ -112,7 +112,7 @@ pub enum BlobError {
     Connect(ConnectError),
     /// No worker could run the file-system call, or it panicked.
     #[error("blob job failed: {0}")]
-    Job(JobError),
+    Job(#[source] JobError),
     /// A result chunk could not be staged.
     #[error(transparent)]
     Staging(AdmitError),

@@ -84,7 +84,7 @@ pub enum HttpError {
     Limit(#[from] LimitError),
     /// The response bytes could not be charged.
     #[error("response not staged: {0}")]
-    Staging(AdmitError),
+    Staging(#[source] AdmitError),
     /// A provider setting of the http adapter has a value it does not
     /// take; refused before any dial.
     #[error("invalid setting `{setting}`: {reason}")]

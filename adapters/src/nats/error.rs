@@ -69,7 +69,7 @@ pub enum NatsError {
     /// No connection was reserved: backoff, saturation, a failed dial, a
     /// deadline, or closed pools. Nothing was sent.
     #[error("no connection: {0}")]
-    Connect(ConnectError),
+    Connect(#[source] ConnectError),
     /// The request's deadline passed mid-operation; the connection was
     /// destroyed.
     #[error("deadline passed during the nats operation")]
@@ -103,7 +103,7 @@ pub enum NatsError {
     Argument(&'static str),
     /// Result bytes could not be charged.
     #[error("result not staged: {0}")]
-    Staging(AdmitError),
+    Staging(#[source] AdmitError),
 }
 
 impl NatsError {

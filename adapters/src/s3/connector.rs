@@ -60,7 +60,7 @@ pub(crate) enum Failure {
     RequestBody,
     /// No connection was reserved.
     #[error("no connection: {0}")]
-    Connect(ConnectError),
+    Connect(#[source] ConnectError),
     /// The response body is over the limit; the connection was destroyed.
     #[error("response body is over the limit of {max} bytes")]
     ResponseTooLarge { max: u64 },
@@ -77,7 +77,7 @@ pub(crate) enum Failure {
     /// A response body chunk could not be charged to the request; the
     /// connection was destroyed.
     #[error("response body not charged: {0}")]
-    Staging(AdmitError),
+    Staging(#[source] AdmitError),
 }
 
 /// Body limits of the exchanges a connector carries, in bytes.

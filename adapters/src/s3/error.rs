@@ -73,7 +73,7 @@ pub enum S3Error {
     /// No connection was reserved: backoff, saturation, a failed dial, or
     /// closed pools. Nothing was sent.
     #[error("no connection: {0}")]
-    Connect(ConnectError),
+    Connect(#[source] ConnectError),
     /// The request's deadline passed.
     #[error("deadline passed during the s3 call")]
     Timeout,
@@ -93,7 +93,7 @@ pub enum S3Error {
     },
     /// A result chunk could not be staged.
     #[error("s3 result not staged: {0}")]
-    Staging(AdmitError),
+    Staging(#[source] AdmitError),
 }
 
 impl S3Error {

@@ -20,7 +20,7 @@ pub enum SecretError {
     NotSecret,
     /// The operator's slot names no usable client.
     #[error("secret origin lookup failed: {0}")]
-    Lookup(LookupError),
+    Lookup(#[source] LookupError),
     /// The configured directory cannot be used (missing, not a directory,
     /// or a relative target).
     #[error("secret directory unusable: {0}")]
@@ -64,10 +64,10 @@ pub enum SecretError {
     Superseded,
     /// The metadata budget had no room for the reload's prepayment.
     #[error("no room to prepay the reload: {0}")]
-    Capacity(AdmitError),
+    Capacity(#[source] AdmitError),
     /// No worker could run the reload, or it panicked.
     #[error("secret reload job failed: {0}")]
-    Job(JobError),
+    Job(#[source] JobError),
     /// Nothing is loaded under the name.
     #[error("no material is loaded under this name")]
     NotLoaded,

@@ -97,7 +97,7 @@ pub enum VaultError {
     },
     /// The result could not be charged.
     #[error("result not staged: {0}")]
-    Staging(AdmitError),
+    Staging(#[source] AdmitError),
 }
 
 impl VaultError {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{Authority, IdentityError, ProviderId, ServiceName, TenantId};
+use super::{Authority, IdentityError, IdentityKind, ProviderId, ServiceName, TenantId};
 
 #[test]
 fn provider_id_accepts_its_alphabet() {
@@ -16,7 +16,7 @@ fn provider_id_accepts_its_alphabet() {
 
 #[test]
 fn provider_id_refuses_bad_input() {
-    let kind = "provider id";
+    let kind = IdentityKind::ProviderId;
     let cases = [
         ("", IdentityError::Empty { kind }),
         (
@@ -80,7 +80,7 @@ fn service_name_accepts_inner_slashes() {
 
 #[test]
 fn service_name_refuses_bad_input() {
-    let kind = "service name";
+    let kind = IdentityKind::ServiceName;
     let cases = [
         ("", IdentityError::Empty { kind }),
         (
@@ -130,7 +130,7 @@ fn tenant_id_accepts_either_case_and_colons() {
 
 #[test]
 fn tenant_id_refuses_bad_input() {
-    let kind = "tenant id";
+    let kind = IdentityKind::TenantId;
     let cases = [
         ("", IdentityError::Empty { kind }),
         (
@@ -184,7 +184,7 @@ fn authority_accepts_printable_ascii() {
 
 #[test]
 fn authority_refuses_bad_input() {
-    let kind = "authority";
+    let kind = IdentityKind::Authority;
     let cases = [
         ("", IdentityError::Empty { kind }),
         (

@@ -167,9 +167,7 @@ impl State {
             myself,
         )
         .await
-        .map_err(|err| InstallError::Spawn {
-            reason: err.to_string(),
-        })?;
+        .map_err(|err| InstallError::Spawn { cause: err.into() })?;
         Ok(Spawned {
             published,
             handle,
