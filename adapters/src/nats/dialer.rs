@@ -147,13 +147,10 @@ impl Dialer for NatsDialer {
 fn tls_config(
     settings: &std::collections::BTreeMap<String, String>,
 ) -> Result<rustls::ClientConfig, DialError> {
-    let roots = tls_roots::configured_roots(settings)?.unwrap_or_else(tls_roots::default_roots);
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| DialError::new(DialErrorKind::Handshake, e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    let roots = tls_roots::configured_roots(settings)?
+        .unwrap_or_else(provider_pools_tls_roots::default_roots);
+    provider_pools_tls_roots::ring_client_config(roots)
+        .map_err(|e| DialError::new(DialErrorKind::Handshake, e.to_string()))
 }
 
 fn connect_error(e: async_nats::ConnectError) -> DialError {
