@@ -17,6 +17,8 @@
 mod authority;
 #[cfg(feature = "blob")]
 pub mod blob;
+#[cfg(any(feature = "http", feature = "nats"))]
+mod dialer_core;
 #[cfg(feature = "http")]
 pub mod http;
 mod limits;
