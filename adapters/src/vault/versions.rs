@@ -75,95 +75,50 @@ pub async fn delete_latest(
     client.empty(&wire::delete_latest(&slot.mount, path)).await
 }
 
-/// Soft-deletes `versions` of the secret at `path`.
-///
-/// # Cancel safety
-///
-/// As [`delete_latest`].
-///
-/// # Errors
-///
-/// [`VaultError::InvalidInput`] (`versions` empty, over [`MAX_VERSIONS`],
-/// or naming version 0) before any dial; otherwise as
-/// [`read`](super::read).
-pub async fn delete_versions(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-) -> Result<(), VaultError> {
-    on_versions(
-        pools,
-        running,
-        dialer,
-        path,
-        versions,
-        limits,
-        wire::delete_versions,
-    )
-    .await
+/// Declares a public call that changes some versions of one secret: its
+/// own first doc lines, the doc sections the three share, and a body that
+/// is [`on_versions`] with the call's endpoint.
+macro_rules! versions_call {
+    ($(#[doc = $doc:literal])* $name:ident => $endpoint:path) => {
+        $(#[doc = $doc])*
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`delete_latest`].
+        ///
+        /// # Errors
+        ///
+        /// [`VaultError::InvalidInput`] (`versions` empty, over
+        /// [`MAX_VERSIONS`], or naming version 0) before any dial;
+        /// otherwise as [`read`](super::read).
+        pub async fn $name(
+            pools: &ProviderPools,
+            running: &RunningRequest,
+            dialer: &HttpDialer,
+            path: &SecretPath,
+            versions: &[u64],
+            limits: VaultLimits,
+        ) -> Result<(), VaultError> {
+            on_versions(pools, running, dialer, path, versions, limits, $endpoint).await
+        }
+    };
 }
 
-/// Restores soft-deleted `versions` of the secret at `path` (destroyed
-/// ones stay destroyed).
-///
-/// # Cancel safety
-///
-/// As [`delete_latest`].
-///
-/// # Errors
-///
-/// As [`delete_versions`].
-pub async fn undelete(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-) -> Result<(), VaultError> {
-    on_versions(
-        pools,
-        running,
-        dialer,
-        path,
-        versions,
-        limits,
-        wire::undelete,
-    )
-    .await
+versions_call! {
+    /// Soft-deletes `versions` of the secret at `path`.
+    delete_versions => wire::delete_versions
 }
 
-/// Destroys `versions` of the secret at `path`: their data is gone for
-/// good; the metadata keeps them, marked destroyed.
-///
-/// # Cancel safety
-///
-/// As [`delete_latest`].
-///
-/// # Errors
-///
-/// As [`delete_versions`].
-pub async fn destroy(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-) -> Result<(), VaultError> {
-    on_versions(
-        pools,
-        running,
-        dialer,
-        path,
-        versions,
-        limits,
-        wire::destroy,
-    )
-    .await
+versions_call! {
+    /// Restores soft-deleted `versions` of the secret at `path` (destroyed
+    /// ones stay destroyed).
+    undelete => wire::undelete
+}
+
+versions_call! {
+    /// Destroys `versions` of the secret at `path`: their data is gone for
+    /// good; the metadata keeps them, marked destroyed.
+    destroy => wire::destroy
 }
 
 /// Changes the settings `update` names in the metadata of the secret at
