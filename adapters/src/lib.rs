@@ -19,6 +19,8 @@ mod authority;
 pub mod blob;
 #[cfg(any(feature = "http", feature = "nats"))]
 mod dialer_core;
+#[cfg(any(feature = "blob", feature = "s3", feature = "secret"))]
+mod guest_key;
 #[cfg(feature = "http")]
 pub mod http;
 mod limits;
