@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 
 use provider_pools_actors::{ProviderPools, RunningRequest};
-use rustify::endpoint::Endpoint;
 
 use crate::http::HttpDialer;
 use crate::vault::client::PoolClient;
@@ -75,9 +74,10 @@ pub async fn delete_latest(
     client.empty(&wire::delete_latest(&slot.mount, path)).await
 }
 
-/// Declares a public call that changes some versions of one secret: its
-/// own first doc lines, the doc sections the three share, and a body that
-/// is [`on_versions`] with the call's endpoint.
+/// Declares a public call that changes some versions of one secret from
+/// its own first doc lines and its endpoint: every such call checks the
+/// bounds and the versions before any dial, then sends the endpoint built
+/// for the slot's mount, expecting no body back.
 macro_rules! versions_call {
     ($(#[doc = $doc:literal])* $name:ident => $endpoint:path) => {
         $(#[doc = $doc])*
@@ -99,7 +99,11 @@ macro_rules! versions_call {
             versions: &[u64],
             limits: VaultLimits,
         ) -> Result<(), VaultError> {
-            on_versions(pools, running, dialer, path, versions, limits, $endpoint).await
+            limits.check()?;
+            let versions = checked_versions(versions)?;
+            let slot = Slot::of(running)?;
+            let client = PoolClient::new(pools, running, dialer, &slot, limits);
+            client.empty(&$endpoint(&slot.mount, path, versions)).await
         }
     };
 }
@@ -179,25 +183,6 @@ fn checked_versions(versions: &[u64]) -> Result<Vec<u64>, VaultError> {
         return Err(refuse("names version 0 (versions start at 1)"));
     }
     Ok(versions.to_vec())
-}
-
-/// What every call on some versions does: check the bounds and the
-/// versions before any dial, then send the endpoint `make` builds for the
-/// slot's mount, expecting no body back.
-async fn on_versions<E: Endpoint>(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-    make: fn(&str, &SecretPath, Vec<u64>) -> E,
-) -> Result<(), VaultError> {
-    limits.check()?;
-    let versions = checked_versions(versions)?;
-    let slot = Slot::of(running)?;
-    let client = PoolClient::new(pools, running, dialer, &slot, limits);
-    client.empty(&make(&slot.mount, path, versions)).await
 }
 
 #[cfg(test)]
