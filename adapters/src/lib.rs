@@ -17,6 +17,10 @@
 mod authority;
 #[cfg(feature = "blob")]
 pub mod blob;
+#[cfg(any(feature = "http", feature = "nats"))]
+mod dialer_core;
+#[cfg(any(feature = "blob", feature = "s3", feature = "secret"))]
+mod guest_key;
 #[cfg(feature = "http")]
 pub mod http;
 mod limits;

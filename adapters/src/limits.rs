@@ -27,6 +27,26 @@ impl LimitError {
     }
 }
 
+/// An object over its size bound: each object adapter's error turns it
+/// into its own `TooLarge`.
+#[cfg(any(feature = "blob", feature = "s3"))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Oversize {
+    /// The object's size.
+    pub(crate) len: u64,
+    /// The bound.
+    pub(crate) limit: u64,
+}
+
+/// Refuses an object of `len` bytes over `limit`.
+#[cfg(any(feature = "blob", feature = "s3"))]
+pub(crate) fn object_within(len: u64, limit: u64) -> Result<(), Oversize> {
+    if len > limit {
+        return Err(Oversize { len, limit });
+    }
+    Ok(())
+}
+
 /// Refuses `value` above `ceiling`.
 #[cfg_attr(
     not(any(

@@ -6,6 +6,11 @@
 //! itself carry no slot: each actor keeps at most one tick per duty in
 //! flight, so they are bounded by construction.
 //!
+//! The engine's mailbox follows the same rule with more (lock-free, model
+//! checked slot pools, release slots, waiting senders); the control plane
+//! keeps this one because it does not depend on the engine (record 0059,
+//! `docs/decisions/0059-two-bounded-mailboxes-one-rule.md`).
+//!
 //! Invariants:
 //! - Messages queued ≤ slots + the actor's own ticks.
 //! - A full mailbox answers [`ActorCallError::Busy`] at once; nothing waits.

@@ -120,6 +120,23 @@ fn nats_greets_as(addr: std::net::SocketAddr, name: &str) -> bool {
     })
 }
 
+/// What every etcd member is started with, single or in a cluster: its
+/// data in the peer's temporary directory, its client URL on the peer's
+/// port (`{port}`), its peer URL on the second port (`{port2}`), all on
+/// loopback.
+pub(crate) const ETCD_MEMBER_ARGS: [&str; 10] = [
+    "--data-dir",
+    "{dir}/data",
+    "--listen-client-urls",
+    "http://127.0.0.1:{port}",
+    "--advertise-client-urls",
+    "http://127.0.0.1:{port}",
+    "--listen-peer-urls",
+    "http://127.0.0.1:{port2}",
+    "--initial-advertise-peer-urls",
+    "http://127.0.0.1:{port2}",
+];
+
 /// A single-member etcd (Debian's etcd-server 3.4), its client URL on the
 /// peer's port and its peer URL on a second free port, storing in the
 /// peer's temporary directory.
@@ -132,22 +149,9 @@ impl Etcd {
     /// serves the v3 JSON gateway at `http://{addr}/v3/`.
     pub fn start() -> Peer {
         PeerCommand::new("etcd")
-            .args([
-                "--name",
-                "default",
-                "--data-dir",
-                "{dir}/data",
-                "--listen-client-urls",
-                "http://127.0.0.1:{port}",
-                "--advertise-client-urls",
-                "http://127.0.0.1:{port}",
-                "--listen-peer-urls",
-                "http://127.0.0.1:{port2}",
-                "--initial-advertise-peer-urls",
-                "http://127.0.0.1:{port2}",
-                "--initial-cluster",
-                "default=http://127.0.0.1:{port2}",
-            ])
+            .args(["--name", "default"])
+            .args(ETCD_MEMBER_ARGS)
+            .args(["--initial-cluster", "default=http://127.0.0.1:{port2}"])
             .start(etcd_healthy)
     }
 }

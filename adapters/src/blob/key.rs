@@ -8,8 +8,9 @@
 //!   [`MAX_SEGMENT`] bytes, the last one at most [`MAX_NAME`] so that a put's
 //!   temporary name fits the file system too; checked before any I/O.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
+
+use crate::guest_key::{guest_key, length_within};
 
 /// Longest key, in bytes.
 pub const MAX_KEY: usize = 1024;
@@ -82,9 +83,7 @@ impl BlobKey {
     ///
     /// The first [`KeyError`] found.
     pub fn parse(key: &str) -> Result<Self, KeyError> {
-        if key.is_empty() || key.len() > MAX_KEY {
-            return Err(KeyError::Length { len: key.len() });
-        }
+        length_within(key, MAX_KEY).map_err(|len| KeyError::Length { len })?;
         if let Some(index) = key.bytes().position(|b| b == b'\\' || b.is_ascii_control()) {
             return Err(KeyError::Byte { index });
         }
@@ -112,11 +111,6 @@ impl BlobKey {
         Ok(Self(key.to_owned()))
     }
 
-    /// The key as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
     /// The key as a relative path under `root`.
     pub(crate) fn under(&self, root: &Path) -> PathBuf {
         self.0
@@ -125,17 +119,7 @@ impl BlobKey {
     }
 }
 
-impl fmt::Debug for BlobKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BlobKey({:?})", self.0)
-    }
-}
-
-impl fmt::Display for BlobKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+guest_key!(BlobKey);
 
 #[cfg(test)]
 mod tests {

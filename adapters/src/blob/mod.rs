@@ -127,6 +127,12 @@ pub enum BlobError {
     Io(std::io::ErrorKind),
 }
 
+impl From<crate::limits::Oversize> for BlobError {
+    fn from(crate::limits::Oversize { len, limit }: crate::limits::Oversize) -> Self {
+        Self::TooLarge { len, limit }
+    }
+}
+
 impl BlobError {
     pub(crate) fn io(e: std::io::Error) -> Self {
         Self::Io(e.kind())

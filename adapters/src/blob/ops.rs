@@ -156,12 +156,7 @@ pub async fn put(
 ) -> Result<BlobMeta, BlobError> {
     limits.check()?;
     let len = body.len() as u64;
-    if len > limits.max_object {
-        return Err(BlobError::TooLarge {
-            len,
-            limit: limits.max_object,
-        });
-    }
+    crate::limits::object_within(len, limits.max_object)?;
     root_of(running)?;
     let opener = BlobOpener {
         pools: pools.clone(),
@@ -240,12 +235,7 @@ pub async fn get(
         BlobFile::Refused(why) => return Err(BlobError::Refused(why.clone())),
         BlobFile::Writing { .. } => return Err(BlobError::NotBlob),
     };
-    if len > limits.max_object {
-        return Err(BlobError::TooLarge {
-            len,
-            limit: limits.max_object,
-        });
-    }
+    crate::limits::object_within(len, limits.max_object)?;
     Ok(BlobReader {
         pools: pools.clone(),
         running: running.clone(),

@@ -21,7 +21,6 @@
 //!   the origin closed leaves the idle stash, and its charges, at once.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -29,7 +28,7 @@ use http_body_util::Full;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use provider_pools_actors::{
-    close_watch, CloseNotifier, CloseWatch, DialError, DialErrorKind, DialTarget, Dialer, JobError,
+    close_watch, CloseNotifier, CloseWatch, DialError, DialErrorKind, DialTarget, Dialer,
     JobHandle, ProviderPools,
 };
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -37,6 +36,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
+use crate::dialer_core::{unusable_target, DialerCore};
 use crate::http::http2::H2Dialer;
 use crate::http::origin::ApprovedOrigin;
 use crate::http::tls;
@@ -48,15 +48,16 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 
 type Driver = http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>;
 
+/// What a connection's driver job is, in the error when none is free.
+pub(crate) const DRIVER_JOB: &str = "the connection driver";
+
 /// Dials HTTP/1.1 connections to a slot's approved origin; `https`
 /// origins get TLS, trusting the epoch's `ca_file` setting when present and
 /// the bundled web PKI roots otherwise.
 #[derive(Clone)]
 pub struct HttpDialer {
-    pools: ProviderPools,
-    /// Shared by every clone (a dial runs on a clone, in its own task),
-    /// and by `h2`.
-    dials: Arc<AtomicU64>,
+    /// Its dial count is shared with `h2`.
+    core: DialerCore,
     /// Dials the HTTP/2 connections of clients with `http2 = "on"`.
     h2: H2Dialer,
 }
@@ -64,11 +65,10 @@ pub struct HttpDialer {
 impl HttpDialer {
     /// A dialer whose connection drivers run as jobs of `pools`.
     pub fn new(pools: ProviderPools) -> Self {
-        let dials = Arc::new(AtomicU64::new(0));
+        let core = DialerCore::new(pools);
         Self {
-            h2: H2Dialer::new(pools.clone(), Arc::clone(&dials)),
-            pools,
-            dials,
+            h2: H2Dialer::new(core.clone()),
+            core,
         }
     }
 
@@ -79,7 +79,7 @@ impl HttpDialer {
 
     /// Dials started so far (for metrics and tests).
     pub fn dials(&self) -> u64 {
-        self.dials.load(Ordering::Relaxed)
+        self.core.dials()
     }
 }
 
@@ -172,12 +172,15 @@ impl Dialer for HttpDialer {
     /// `Handshake` for an unusable `ca_file` or a failed TLS handshake,
     /// `Protocol` for a failed HTTP/1 handshake.
     async fn dial(&self, target: DialTarget<'_>) -> Result<HttpConnection, DialError> {
-        self.dials.fetch_add(1, Ordering::Relaxed);
+        self.core.count_dial();
         let (origin, tls_config) = dial_plan(&target, tls::Alpn::Http1)?;
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (expiry, expiring) = watch::channel(None);
         let (watch, notifier) = close_watch();
-        let job = driver_job(&self.pools, move || drive(driver, expiring, notifier)).await?;
+        let job = self
+            .core
+            .reserve_job(DRIVER_JOB, move || drive(driver, expiring, notifier))
+            .await?;
         let stream = connect(&origin, tls_config, tls::Alpn::Http1).await?;
         let (sender, connection) = http1::handshake(TokioIo::new(stream))
             .await
@@ -253,8 +256,7 @@ pub(crate) fn dial_plan(
     target: &DialTarget<'_>,
     alpn: tls::Alpn,
 ) -> Result<(ApprovedOrigin, Option<Arc<rustls::ClientConfig>>), DialError> {
-    let origin = ApprovedOrigin::parse(target.target)
-        .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
+    let origin = ApprovedOrigin::parse(target.target).map_err(unusable_target)?;
     let tls_config = if origin.is_tls() {
         Some(tls::client_config(target.settings, alpn)?)
     } else {
@@ -292,28 +294,6 @@ pub(crate) async fn connect(
             Box::new(stream)
         }
         None => Box::new(stream),
-    })
-}
-
-/// Reserves a provider job running `drive` for a connection's driver: our
-/// own limit when none is free, so the client is not put into backoff.
-pub(crate) async fn driver_job<F, Fut>(
-    pools: &ProviderPools,
-    drive: F,
-) -> Result<JobHandle<()>, DialError>
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    pools.spawn(drive).await.map_err(|e| {
-        let kind = match e {
-            JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
-            _ => DialErrorKind::Other,
-        };
-        DialError::new(
-            kind,
-            format!("no provider job for the connection driver: {e}"),
-        )
     })
 }
 

@@ -3,7 +3,8 @@
 //! handshake over an already connected TCP stream.
 //!
 //! Invariants:
-//! - Trust anchors and the ring provider come from [`crate::tls_roots`].
+//! - Trust anchors and the ring provider come from [`crate::tls_roots`]
+//!   and [`provider_pools_tls_roots`].
 //! - The server name checked is the approved origin's host, nothing a guest
 //!   supplies.
 
@@ -52,7 +53,7 @@ pub(crate) fn client_config(
     settings: &BTreeMap<String, String>,
     alpn: Alpn,
 ) -> Result<Arc<ClientConfig>, DialError> {
-    tls_roots::install_ring_provider();
+    provider_pools_tls_roots::install_ring_provider();
     match tls_roots::configured_roots(settings)? {
         Some(roots) => Ok(Arc::new(with_roots(roots, alpn))),
         None => {
@@ -63,7 +64,7 @@ pub(crate) fn client_config(
                 Alpn::H2 => &H2,
             };
             Ok(Arc::clone(shared.get_or_init(|| {
-                Arc::new(with_roots(tls_roots::default_roots(), alpn))
+                Arc::new(with_roots(provider_pools_tls_roots::default_roots(), alpn))
             })))
         }
     }

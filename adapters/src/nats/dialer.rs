@@ -15,16 +15,13 @@
 //!   in-flight publish acks.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::{ConnectErrorKind, ConnectOptions};
-use provider_pools_actors::{
-    DialError, DialErrorKind, DialTarget, Dialer, JobError, ProviderPools,
-};
+use provider_pools_actors::{DialError, DialErrorKind, DialTarget, Dialer, ProviderPools};
 use tokio::sync::watch;
 
+use crate::dialer_core::{unusable_target, DialerCore};
 use crate::nats::auth::{self, ClientAuth};
 use crate::nats::connection::NatsConnection;
 use crate::nats::error::DENIED_DIAL;
@@ -48,23 +45,20 @@ const MAX_ACKS_IN_FLIGHT: usize = 256;
 /// authenticating with the epoch's credential.
 #[derive(Clone)]
 pub struct NatsDialer {
-    pools: ProviderPools,
-    /// Shared by every clone (a dial runs on a clone, in its own task).
-    dials: Arc<AtomicU64>,
+    core: DialerCore,
 }
 
 impl NatsDialer {
     /// A dialer whose clients are accounted as jobs of `pools`.
     pub fn new(pools: ProviderPools) -> Self {
         Self {
-            pools,
-            dials: Arc::new(AtomicU64::new(0)),
+            core: DialerCore::new(pools),
         }
     }
 
     /// Dials started so far (for metrics and tests).
     pub fn dials(&self) -> u64 {
-        self.dials.load(Ordering::Relaxed)
+        self.core.dials()
     }
 }
 
@@ -93,9 +87,8 @@ impl Dialer for NatsDialer {
     /// credential, `Handshake` for a refused credential or a failed TLS
     /// handshake, `Refused`/`Timeout` from the connect.
     async fn dial(&self, target: DialTarget<'_>) -> Result<NatsConnection, DialError> {
-        self.dials.fetch_add(1, Ordering::Relaxed);
-        let server = NatsTarget::parse(target.target)
-            .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))?;
+        self.core.count_dial();
+        let server = NatsTarget::parse(target.target).map_err(unusable_target)?;
         let auth = ClientAuth::from_credential(target.credential, target.settings)?;
         let tls = if server.is_tls() {
             Some(tls_config(target.settings)?)
@@ -104,18 +97,11 @@ impl Dialer for NatsDialer {
         };
         let (health_tx, health_rx) = watch::channel(Health::Healthy);
         let gone = health_rx.clone();
+        // Our own limit, not the server's failure: no backoff.
         let driver = self
-            .pools
-            .spawn(move || health::gone(gone))
-            .await
-            .map_err(|e| {
-                // Our own limit, not the server's failure: no backoff.
-                let kind = match e {
-                    JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
-                    _ => DialErrorKind::Other,
-                };
-                DialError::new(kind, format!("no provider job for the nats client: {e}"))
-            })?;
+            .core
+            .reserve_job("the nats client", move || health::gone(gone))
+            .await?;
         let mut options = ConnectOptions::with_auth_callback(auth::connect_once(auth))
             .event_callback(health::recorder(health_tx))
             .max_reconnects(1)
@@ -147,13 +133,10 @@ impl Dialer for NatsDialer {
 fn tls_config(
     settings: &std::collections::BTreeMap<String, String>,
 ) -> Result<rustls::ClientConfig, DialError> {
-    let roots = tls_roots::configured_roots(settings)?.unwrap_or_else(tls_roots::default_roots);
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| DialError::new(DialErrorKind::Handshake, e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    let roots = tls_roots::configured_roots(settings)?
+        .unwrap_or_else(provider_pools_tls_roots::default_roots);
+    provider_pools_tls_roots::ring_client_config(roots)
+        .map_err(|e| DialError::new(DialErrorKind::Handshake, e.to_string()))
 }
 
 fn connect_error(e: async_nats::ConnectError) -> DialError {

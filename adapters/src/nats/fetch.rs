@@ -248,13 +248,7 @@ pub async fn fetch(
             while let Some(message) = batch.next().await {
                 let message = message.map_err(|e| NatsError::protocol("reading a batch", e))?;
                 bytes = bytes.saturating_add(message.message.payload.len());
-                if bytes > limits.max_batch_bytes {
-                    return Err(NatsError::TooLarge {
-                        what: "fetched batch",
-                        len: bytes,
-                        max: limits.max_batch_bytes,
-                    });
-                }
+                NatsError::check_size("fetched batch", bytes, limits.max_batch_bytes)?;
                 messages.push(message);
             }
             Ok(messages)

@@ -61,13 +61,7 @@ pub async fn kv_get(
             Some(entry) if entry.operation == Operation::Put => entry,
             _ => return Err(NatsError::NotFound(Missing::Key)),
         };
-        if entry.value.len() > limits.max_value {
-            return Err(NatsError::TooLarge {
-                what: "value",
-                len: entry.value.len(),
-                max: limits.max_value,
-            });
-        }
+        NatsError::check_size("value", entry.value.len(), limits.max_value)?;
         let value = running
             .stage_output(entry.value)
             .map_err(NatsError::Staging)?;
@@ -103,13 +97,7 @@ pub async fn kv_put(
     limits: NatsLimits,
 ) -> Result<u64, NatsError> {
     limits.check()?;
-    if value.len() > limits.max_value {
-        return Err(NatsError::TooLarge {
-            what: "value",
-            len: value.len(),
-            max: limits.max_value,
-        });
-    }
+    NatsError::check_size("value", value.len(), limits.max_value)?;
     let bucket = names::kv_bucket(running)?;
     let held = Held::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {

@@ -53,24 +53,12 @@ pub async fn publish(
     limits: NatsLimits,
 ) -> Result<PublishAck, NatsError> {
     limits.check()?;
-    if payload.len() > limits.max_payload {
-        return Err(NatsError::TooLarge {
-            what: "payload",
-            len: payload.len(),
-            max: limits.max_payload,
-        });
-    }
+    NatsError::check_size("payload", payload.len(), limits.max_payload)?;
     let subject = subject.under(names::subject_prefix(running)?)?;
     let held = Held::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         let max = conn.client()?.max_payload();
-        if payload.len() > max {
-            return Err(NatsError::TooLarge {
-                what: "payload",
-                len: payload.len(),
-                max,
-            });
-        }
+        NatsError::check_size("payload", payload.len(), max)?;
         let pending = conn
             .jetstream()?
             .publish(subject, payload)

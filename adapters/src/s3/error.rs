@@ -96,6 +96,12 @@ pub enum S3Error {
     Staging(#[source] AdmitError),
 }
 
+impl From<crate::limits::Oversize> for S3Error {
+    fn from(crate::limits::Oversize { len, limit }: crate::limits::Oversize) -> Self {
+        Self::TooLarge { len, limit }
+    }
+}
+
 impl S3Error {
     /// The stable code of this error. A refused connection keeps its own
     /// code (`unavailable`, `busy`, `capacity`, `timeout`, `closed`).

@@ -7,7 +7,7 @@
 //!   by the SDK into the path, so a key never changes the origin or the
 //!   bucket a request reaches.
 
-use std::fmt;
+use crate::guest_key::{guest_key, length_within};
 
 /// Longest key, in bytes (S3's limit).
 pub const MAX_KEY: usize = 1024;
@@ -50,32 +50,15 @@ impl ObjectKey {
     ///
     /// The [`KeyError`] naming what is wrong.
     pub fn parse(key: &str) -> Result<Self, KeyError> {
-        if key.is_empty() || key.len() > MAX_KEY {
-            return Err(KeyError::Length { len: key.len() });
-        }
+        length_within(key, MAX_KEY).map_err(|len| KeyError::Length { len })?;
         if let Some((index, _)) = key.char_indices().find(|(_, c)| c.is_control()) {
             return Err(KeyError::Control { index });
         }
         Ok(Self(key.to_owned()))
     }
-
-    /// The key.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl fmt::Debug for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ObjectKey({:?})", self.0)
-    }
-}
-
-impl fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+guest_key!(ObjectKey);
 
 #[cfg(test)]
 mod tests {

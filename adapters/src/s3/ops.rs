@@ -122,13 +122,9 @@ pub async fn get(
     })
     .await?;
     let len = length(out.content_length());
-    if len > limits.max_object {
-        // Dropping the output drops the body: the connection is destroyed.
-        return Err(S3Error::TooLarge {
-            len,
-            limit: limits.max_object,
-        });
-    }
+    // Over the bound, returning drops the output and its body: the
+    // connection is destroyed.
+    crate::limits::object_within(len, limits.max_object)?;
     Ok(S3Reader::new(running, out.body.into_inner(), len))
 }
 
@@ -154,12 +150,7 @@ pub async fn put(
 ) -> Result<ObjectMeta, S3Error> {
     limits.check()?;
     let len = body.len() as u64;
-    if len > limits.max_object {
-        return Err(S3Error::TooLarge {
-            len,
-            limit: limits.max_object,
-        });
-    }
+    crate::limits::object_within(len, limits.max_object)?;
     let bounds = Bounds {
         // The SDK's framing of the body may add a little; the body itself
         // was bounded above.

@@ -9,7 +9,7 @@
 //! - A name is 1 to [`MAX_NAME`] bytes of ASCII letters, digits, `.`, `_`
 //!   and `-`.
 
-use std::fmt;
+use crate::guest_key::{guest_key, length_within};
 
 /// Longest secret name, in bytes.
 pub const MAX_NAME: usize = 255;
@@ -57,9 +57,7 @@ impl SecretName {
     ///
     /// The first [`NameError`] found.
     pub fn parse(name: &str) -> Result<Self, NameError> {
-        if name.is_empty() || name.len() > MAX_NAME {
-            return Err(NameError::Length { len: name.len() });
-        }
+        length_within(name, MAX_NAME).map_err(|len| NameError::Length { len })?;
         if name.starts_with('.') {
             return Err(NameError::Dot);
         }
@@ -69,24 +67,9 @@ impl SecretName {
         }
         Ok(Self(name.to_owned()))
     }
-
-    /// The name as text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
-impl fmt::Debug for SecretName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SecretName({:?})", self.0)
-    }
-}
-
-impl fmt::Display for SecretName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+guest_key!(SecretName);
 
 #[cfg(test)]
 mod tests {

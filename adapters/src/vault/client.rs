@@ -148,14 +148,7 @@ impl<'a> PoolClient<'a> {
     /// its bound.
     fn outgoing(&self, request: Request<Vec<u8>>) -> Result<Outgoing, VaultError> {
         let (parts, body) = request.into_parts();
-        let max = max_request(self.limits);
-        if body.len() > max {
-            return Err(VaultError::TooLarge {
-                what: "request body",
-                len: body.len() as u64,
-                max,
-            });
-        }
+        VaultError::check_size("request body", body.len(), max_request(self.limits))?;
         let path = parts
             .uri
             .path_and_query()

@@ -101,6 +101,18 @@ pub enum VaultError {
 }
 
 impl VaultError {
+    /// [`VaultError::TooLarge`] when `len` bytes of `what` are over `max`.
+    pub(crate) fn check_size(what: &'static str, len: usize, max: usize) -> Result<(), Self> {
+        if len > max {
+            return Err(Self::TooLarge {
+                what,
+                len: len as u64,
+                max,
+            });
+        }
+        Ok(())
+    }
+
     /// The stable code of this error. A refused connection keeps its own
     /// code (`unavailable`, `busy`, `capacity`, `timeout`, `closed`).
     pub fn code(&self) -> &'static str {

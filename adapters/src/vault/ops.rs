@@ -126,13 +126,7 @@ pub async fn write(
             reason: "the data cannot be serialized",
         })?
         .len();
-    if len > limits.max_secret_bytes {
-        return Err(VaultError::TooLarge {
-            what: "secret data",
-            len: len as u64,
-            max: limits.max_secret_bytes,
-        });
-    }
+    VaultError::check_size("secret data", len, limits.max_secret_bytes)?;
     let cas = cas
         .map(|cas| {
             u32::try_from(cas).map_err(|_| VaultError::InvalidWrite {

@@ -60,13 +60,7 @@ pub async fn encrypt(
     limits: VaultLimits,
 ) -> Result<String, VaultError> {
     limits.check()?;
-    if plaintext.len() > limits.max_secret_bytes {
-        return Err(VaultError::TooLarge {
-            what: "plaintext",
-            len: plaintext.len() as u64,
-            max: limits.max_secret_bytes,
-        });
-    }
+    VaultError::check_size("plaintext", plaintext.len(), limits.max_secret_bytes)?;
     let slot = Slot::of(running)?;
     let mut endpoint = wire::encrypt(&slot.transit_mount, key, STANDARD.encode(plaintext));
     let client = PoolClient::new(pools, running, dialer, &slot, limits);
@@ -99,14 +93,7 @@ pub async fn decrypt(
     limits: VaultLimits,
 ) -> Result<StagedOutput, VaultError> {
     limits.check()?;
-    let max = max_ciphertext(limits);
-    if ciphertext.len() > max {
-        return Err(VaultError::TooLarge {
-            what: "ciphertext",
-            len: ciphertext.len() as u64,
-            max,
-        });
-    }
+    VaultError::check_size("ciphertext", ciphertext.len(), max_ciphertext(limits))?;
     let printable = ciphertext.bytes().all(|b| (0x21..=0x7e).contains(&b));
     if !printable || !ciphertext.starts_with("vault:v") {
         return Err(VaultError::InvalidInput {

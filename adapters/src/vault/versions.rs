@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 
 use provider_pools_actors::{ProviderPools, RunningRequest};
-use rustify::endpoint::Endpoint;
 
 use crate::http::HttpDialer;
 use crate::vault::client::PoolClient;
@@ -75,95 +74,55 @@ pub async fn delete_latest(
     client.empty(&wire::delete_latest(&slot.mount, path)).await
 }
 
-/// Soft-deletes `versions` of the secret at `path`.
-///
-/// # Cancel safety
-///
-/// As [`delete_latest`].
-///
-/// # Errors
-///
-/// [`VaultError::InvalidInput`] (`versions` empty, over [`MAX_VERSIONS`],
-/// or naming version 0) before any dial; otherwise as
-/// [`read`](super::read).
-pub async fn delete_versions(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-) -> Result<(), VaultError> {
-    on_versions(
-        pools,
-        running,
-        dialer,
-        path,
-        versions,
-        limits,
-        wire::delete_versions,
-    )
-    .await
+/// Declares a public call that changes some versions of one secret from
+/// its own first doc lines and its endpoint: every such call checks the
+/// bounds and the versions before any dial, then sends the endpoint built
+/// for the slot's mount, expecting no body back.
+macro_rules! versions_call {
+    ($(#[doc = $doc:literal])* $name:ident => $endpoint:path) => {
+        $(#[doc = $doc])*
+        ///
+        /// # Cancel safety
+        ///
+        /// As [`delete_latest`].
+        ///
+        /// # Errors
+        ///
+        /// [`VaultError::InvalidInput`] (`versions` empty, over
+        /// [`MAX_VERSIONS`], or naming version 0) before any dial;
+        /// otherwise as [`read`](super::read).
+        pub async fn $name(
+            pools: &ProviderPools,
+            running: &RunningRequest,
+            dialer: &HttpDialer,
+            path: &SecretPath,
+            versions: &[u64],
+            limits: VaultLimits,
+        ) -> Result<(), VaultError> {
+            limits.check()?;
+            let versions = checked_versions(versions)?;
+            let slot = Slot::of(running)?;
+            let client = PoolClient::new(pools, running, dialer, &slot, limits);
+            client.empty(&$endpoint(&slot.mount, path, versions)).await
+        }
+    };
 }
 
-/// Restores soft-deleted `versions` of the secret at `path` (destroyed
-/// ones stay destroyed).
-///
-/// # Cancel safety
-///
-/// As [`delete_latest`].
-///
-/// # Errors
-///
-/// As [`delete_versions`].
-pub async fn undelete(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-) -> Result<(), VaultError> {
-    on_versions(
-        pools,
-        running,
-        dialer,
-        path,
-        versions,
-        limits,
-        wire::undelete,
-    )
-    .await
+versions_call! {
+    /// Soft-deletes `versions` of the secret at `path`.
+    delete_versions => wire::delete_versions
 }
 
-/// Destroys `versions` of the secret at `path`: their data is gone for
-/// good; the metadata keeps them, marked destroyed.
-///
-/// # Cancel safety
-///
-/// As [`delete_latest`].
-///
-/// # Errors
-///
-/// As [`delete_versions`].
-pub async fn destroy(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-) -> Result<(), VaultError> {
-    on_versions(
-        pools,
-        running,
-        dialer,
-        path,
-        versions,
-        limits,
-        wire::destroy,
-    )
-    .await
+versions_call! {
+    /// Restores soft-deleted `versions` of the secret at `path` (destroyed
+    /// ones stay destroyed).
+    undelete => wire::undelete
+}
+
+versions_call! {
+    /// Destroys `versions` of the secret at `path`: their data is gone for
+    /// good; the metadata keeps them, marked destroyed.
+    destroy => wire::destroy
 }
 
 /// Changes the settings `update` names in the metadata of the secret at
@@ -224,25 +183,6 @@ fn checked_versions(versions: &[u64]) -> Result<Vec<u64>, VaultError> {
         return Err(refuse("names version 0 (versions start at 1)"));
     }
     Ok(versions.to_vec())
-}
-
-/// What every call on some versions does: check the bounds and the
-/// versions before any dial, then send the endpoint `make` builds for the
-/// slot's mount, expecting no body back.
-async fn on_versions<E: Endpoint>(
-    pools: &ProviderPools,
-    running: &RunningRequest,
-    dialer: &HttpDialer,
-    path: &SecretPath,
-    versions: &[u64],
-    limits: VaultLimits,
-    make: fn(&str, &SecretPath, Vec<u64>) -> E,
-) -> Result<(), VaultError> {
-    limits.check()?;
-    let versions = checked_versions(versions)?;
-    let slot = Slot::of(running)?;
-    let client = PoolClient::new(pools, running, dialer, &slot, limits);
-    client.empty(&make(&slot.mount, path, versions)).await
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::error::ControlPlaneError;
-use crate::lease::{FencingToken, LeaseGrant, LeaseKey};
+use crate::lease::{FencingToken, LeaseGrant, LeaseKey, LeaseRequest};
 use crate::name::NodeId;
 
 /// How many lease keys a client remembers the last token of.
@@ -28,6 +28,28 @@ pub(crate) struct Expected<'a> {
     pub(crate) ttl: Duration,
     /// The renewed lease's token; `None` for an acquisition.
     pub(crate) renewing: Option<FencingToken>,
+}
+
+impl<'a> Expected<'a> {
+    /// What a grant answering the acquisition `request` must match.
+    pub(crate) fn acquisition(request: &'a LeaseRequest) -> Self {
+        Self {
+            key: &request.key,
+            holder: &request.holder,
+            ttl: request.ttl,
+            renewing: None,
+        }
+    }
+
+    /// What a grant answering the renewal of `lease` must match.
+    pub(crate) fn renewal(lease: &'a LeaseGrant) -> Self {
+        Self {
+            key: &lease.key,
+            holder: &lease.holder,
+            ttl: lease.ttl,
+            renewing: Some(lease.token),
+        }
+    }
 }
 
 /// The last fencing token seen per lease key.

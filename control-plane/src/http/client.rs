@@ -212,13 +212,8 @@ impl ControlPlane for HttpControlPlaneClient {
         let answer = self.call(Route::Acquire, Some(&request), grant);
         Box::pin(async move {
             let granted = answer.await?;
-            let expected = Expected {
-                key: &request.key,
-                holder: &request.holder,
-                ttl: request.ttl,
-                renewing: None,
-            };
-            self.answers.check(&expected, granted)
+            self.answers
+                .check(&Expected::acquisition(&request), granted)
         })
     }
 
@@ -229,13 +224,7 @@ impl ControlPlane for HttpControlPlaneClient {
         let answer = self.call(Route::Renew, Some(&lease), grant);
         Box::pin(async move {
             let renewed = answer.await?;
-            let expected = Expected {
-                key: &lease.key,
-                holder: &lease.holder,
-                ttl: lease.ttl,
-                renewing: Some(lease.token),
-            };
-            self.answers.check(&expected, renewed)
+            self.answers.check(&Expected::renewal(&lease), renewed)
         })
     }
 

@@ -21,6 +21,28 @@ impl Default for SkewMargin {
     }
 }
 
+impl SkewMargin {
+    /// Fails unless the margin is shorter than `ttl`: a guard on a lease
+    /// of that time to live would never be safe.
+    ///
+    /// # Errors
+    ///
+    /// [`ControlPlaneError::Invalid`] naming `skew_margin`.
+    pub(crate) fn check_shorter_than(self, ttl: Duration) -> Result<(), ControlPlaneError> {
+        if self.0 >= ttl {
+            return Err(ControlPlaneError::invalid(
+                "skew_margin",
+                format!(
+                    "{} ms is not shorter than the lease's {} ms",
+                    self.0.as_millis(),
+                    ttl.as_millis()
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The guard no longer holds the lease safely.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("leadership of {key} with token {token} is lost or no longer safe")]
@@ -62,16 +84,7 @@ impl LeadershipGuard {
         sent_at: Instant,
         skew: SkewMargin,
     ) -> Result<Self, ControlPlaneError> {
-        if skew.0 >= grant.ttl {
-            return Err(ControlPlaneError::invalid(
-                "skew_margin",
-                format!(
-                    "{} ms is not shorter than the lease's {} ms",
-                    skew.0.as_millis(),
-                    grant.ttl.as_millis()
-                ),
-            ));
-        }
+        skew.check_shorter_than(grant.ttl)?;
         let safe_until = sent_at + (grant.ttl - skew.0);
         Ok(Self {
             grant,

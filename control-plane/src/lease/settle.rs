@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use crate::client::ControlPlane;
 use crate::error::ControlPlaneError;
+use crate::http::answers::Expected;
 use crate::lease::guard::{LeadershipGuard, SkewMargin};
 use crate::lease::{FencingToken, LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
 use crate::name::NodeId;
@@ -77,26 +78,11 @@ pub async fn acquire_guarded(
     request: LeaseRequest,
     skew: SkewMargin,
 ) -> Result<LeadershipGuard, ControlPlaneError> {
-    if skew.0 >= request.ttl {
-        return Err(ControlPlaneError::invalid(
-            "skew_margin",
-            format!(
-                "{} ms is not shorter than the lease's {} ms",
-                skew.0.as_millis(),
-                request.ttl.as_millis()
-            ),
-        ));
-    }
+    skew.check_shorter_than(request.ttl)?;
     let sent_at = Instant::now();
     match client.acquire(request.clone()).await {
         Ok(grant) => {
-            let expected = crate::http::answers::Expected {
-                key: &request.key,
-                holder: &request.holder,
-                ttl: request.ttl,
-                renewing: None,
-            };
-            crate::http::answers::matches(&expected, &grant)?;
+            crate::http::answers::matches(&Expected::acquisition(&request), &grant)?;
             LeadershipGuard::new(grant, sent_at, skew)
         }
         Err(ControlPlaneError::OutcomeUnknown { .. }) => {

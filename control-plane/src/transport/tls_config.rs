@@ -1,4 +1,5 @@
-//! The rustls client configuration of the pooled transports.
+//! The rustls client configuration of the pooled transports, on the shared
+//! trust anchors ([`provider_pools_tls_roots`]).
 //!
 //! Invariants:
 //! - rustls runs on the ring provider: the configuration is built with it
@@ -11,76 +12,37 @@
 //! - ALPN offers `http/1.1` only (the transports speak HTTP/1.1).
 //! - Errors name the file's defect, never its contents.
 
-use std::io::Read;
 use std::path::Path;
-use std::sync::{Arc, Once};
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
+use provider_pools_tls_roots::CaFileError;
 use rustls::{ClientConfig, RootCertStore};
 
 use crate::error::ControlPlaneError;
 
-/// Largest `ca_file` read, in bytes.
-pub const MAX_CA_FILE_BYTES: u64 = 1 << 20;
-
-/// Installs the ring provider as rustls's process default, once.
-pub(crate) fn install_ring_provider() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        // An error means a provider is already installed: keep it.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
+pub use provider_pools_tls_roots::MAX_CA_FILE_BYTES;
 
 /// A client configuration trusting `ca_file`'s certificates, or the web PKI
 /// roots when there is none.
 pub(crate) fn client_config(ca_file: Option<&Path>) -> Result<ClientConfig, ControlPlaneError> {
-    install_ring_provider();
+    provider_pools_tls_roots::install_ring_provider();
     let roots = match ca_file {
         Some(path) => read_roots(path)?,
-        None => RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        },
+        None => provider_pools_tls_roots::default_roots(),
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|error| ControlPlaneError::invalid("tls", error.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let mut config = provider_pools_tls_roots::ring_client_config(roots)
+        .map_err(|error| ControlPlaneError::invalid("tls", error.to_string()))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }
 
 fn read_roots(path: &Path) -> Result<RootCertStore, ControlPlaneError> {
-    let file = std::fs::File::open(path)
-        .map_err(|error| ca_error(&format!("cannot be opened: {}", error.kind())))?;
-    let mut pem = Vec::new();
-    file.take(MAX_CA_FILE_BYTES + 1)
-        .read_to_end(&mut pem)
-        .map_err(|error| ca_error(&format!("cannot be read: {}", error.kind())))?;
-    if pem.len() as u64 > MAX_CA_FILE_BYTES {
-        return Err(ControlPlaneError::TooLarge {
+    provider_pools_tls_roots::read_roots(path).map_err(|error| match error {
+        CaFileError::TooLarge => ControlPlaneError::TooLarge {
             what: "ca_file",
             limit: MAX_CA_FILE_BYTES,
-        });
-    }
-    let mut roots = RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(&pem) {
-        let cert = cert.map_err(|_| ca_error("is not a valid PEM bundle"))?;
-        roots
-            .add(cert)
-            .map_err(|_| ca_error("holds a certificate that is no valid trust anchor"))?;
-    }
-    if roots.is_empty() {
-        return Err(ca_error("holds no certificate"));
-    }
-    Ok(roots)
-}
-
-fn ca_error(what: &str) -> ControlPlaneError {
-    ControlPlaneError::invalid("ca_file", format!("the file {what}"))
+        },
+        error => ControlPlaneError::invalid("ca_file", format!("the file {error}")),
+    })
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::peer::{free_port, Peer, PeerCommand};
+use crate::peers::ETCD_MEMBER_ARGS;
 
 mod status;
 
@@ -275,20 +276,8 @@ impl fmt::Debug for EtcdCluster {
 fn member_command(i: usize, initial_cluster: &str, token: &str) -> PeerCommand {
     PeerCommand::new("etcd")
         .args(["--name".to_owned(), format!("m{i}")])
-        .args([
-            "--data-dir",
-            "{dir}/data",
-            "--listen-client-urls",
-            "http://127.0.0.1:{port}",
-            "--advertise-client-urls",
-            "http://127.0.0.1:{port}",
-            "--listen-peer-urls",
-            "http://127.0.0.1:{port2}",
-            "--initial-advertise-peer-urls",
-            "http://127.0.0.1:{port2}",
-            "--initial-cluster-state",
-            "new",
-        ])
+        .args(ETCD_MEMBER_ARGS)
+        .args(["--initial-cluster-state", "new"])
         .args([
             "--initial-cluster".to_owned(),
             initial_cluster.to_owned(),

@@ -2,18 +2,19 @@
 //! bounded provider job, shared by the streams of one tenant.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
 use provider_pools_actors::{
     close_watch, CloseNotifier, CloseWatch, DialError, DialErrorKind, DialTarget, Dialer,
-    JobHandle, Multiplexed, ProviderPools,
+    JobHandle, Multiplexed,
 };
 use tokio::sync::oneshot;
 
-use crate::http::dialer::{connect, dial_plan, driver_job, Stream};
+use crate::dialer_core::DialerCore;
+use crate::http::dialer::{connect, dial_plan, Stream, DRIVER_JOB};
 use crate::http::http2::{max_streams, HTTP2_MAX_STREAMS_SETTING};
 use crate::http::tls;
 
@@ -23,22 +24,21 @@ type Driver = h2::client::Connection<Box<dyn Stream>, Bytes>;
 /// `h2` for `https`, prior knowledge for `http`.
 #[derive(Clone)]
 pub struct H2Dialer {
-    pools: ProviderPools,
-    dials: Arc<AtomicU64>,
+    core: DialerCore,
 }
 
 impl H2Dialer {
-    /// A dialer whose connection drivers run as jobs of `pools`, counting
-    /// its dials in `dials`.
-    pub(crate) fn new(pools: ProviderPools, dials: Arc<AtomicU64>) -> Self {
-        Self { pools, dials }
+    /// A dialer whose connection drivers run as jobs of `core`'s pools,
+    /// counting its dials in `core`'s count.
+    pub(crate) fn new(core: DialerCore) -> Self {
+        Self { core }
     }
 }
 
 impl fmt::Debug for H2Dialer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("H2Dialer")
-            .field("dials", &self.dials.load(Ordering::Relaxed))
+            .field("dials", &self.core.dials())
             .finish_non_exhaustive()
     }
 }
@@ -134,7 +134,7 @@ impl Dialer for H2Dialer {
     /// origin that did not select `h2`, `Protocol` for a failed HTTP/2
     /// handshake, `Other` for an `http2_max_streams` out of range.
     async fn dial(&self, target: DialTarget<'_>) -> Result<H2Connection, DialError> {
-        self.dials.fetch_add(1, Ordering::Relaxed);
+        self.core.count_dial();
         let cap = max_streams(
             target
                 .settings
@@ -150,7 +150,10 @@ impl Dialer for H2Dialer {
         let (origin, tls_config) = dial_plan(&target, tls::Alpn::H2)?;
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (watch, notifier) = close_watch();
-        let job = driver_job(&self.pools, move || drive(driver, notifier)).await?;
+        let job = self
+            .core
+            .reserve_job(DRIVER_JOB, move || drive(driver, notifier))
+            .await?;
         let stream = connect(&origin, tls_config, tls::Alpn::H2).await?;
         let (sender, connection) = h2::client::Builder::new()
             // No server push: the pools own every stream they carry.
