@@ -8,8 +8,8 @@
 //!
 //! The engine's mailbox follows the same rule with more (lock-free, model
 //! checked slot pools, release slots, waiting senders); the control plane
-//! keeps this one because it does not depend on the engine (record 0059,
-//! `docs/decisions/0059-two-bounded-mailboxes-one-rule.md`).
+//! keeps this one because it does not depend on the engine (record 0062,
+//! `docs/decisions/0062-two-bounded-mailboxes-one-rule.md`).
 //!
 //! Invariants:
 //! - Messages queued ≤ slots + the actor's own ticks.
