@@ -32,6 +32,29 @@ fn the_engine_modules_import_each_other_without_a_cycle() {
     }
 }
 
+/// The modules of the engine's actors: only their own code (the loop, the
+/// state, the handle) names their `Msg`.
+const ACTORS: [&str; 5] = ["registry", "scheduler", "epoch", "workers", "cleanup"];
+
+#[test]
+fn an_actors_messages_are_named_only_inside_its_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut named = Vec::new();
+    for (file, module, code) in sources(&src) {
+        for actor in ACTORS.iter().filter(|actor| **actor != module) {
+            let outside = [format!("{actor}::Msg"), format!("{actor}::actor::Msg")];
+            if outside.iter().any(|path| code.contains(path.as_str())) {
+                named.push(format!("{file} names {actor}'s Msg"));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "messages are built only by their actor's handle:\n  {}",
+        named.join("\n  ")
+    );
+}
+
 #[test]
 fn the_check_finds_a_cycle_through_three_modules() {
     let mut graph = Graph::new();
@@ -68,6 +91,42 @@ fn the_check_resolves_super_and_crate_paths_to_top_level_modules() {
         named,
         BTreeSet::from(["admission".into(), "identity".into(), "ledger".into()])
     );
+}
+
+/// Every non-test file under `src`, with its top-level module and its code
+/// (comments and inline test modules left out).
+fn sources(src: &Path) -> Vec<(String, String, String)> {
+    fn visit(file: &Path, path: &[String], src: &Path, out: &mut Vec<(String, String, String)>) {
+        let code = read(file);
+        let kept: Vec<&str> = code[..inline_tests_start(&code)]
+            .lines()
+            .map(|line| line.split("//").next().unwrap_or(""))
+            .collect();
+        let shown = file.strip_prefix(src).unwrap_or(file).display().to_string();
+        out.push((shown, path[0].clone(), kept.join("\n")));
+        for (name, child) in submodules(&code, &module_dir(file, path)) {
+            let mut child_path = path.to_vec();
+            child_path.push(name);
+            visit(&child, &child_path, src, out);
+        }
+    }
+    let mut out = Vec::new();
+    for (name, file) in submodules(&read(&src.join("lib.rs")), src) {
+        visit(&file, &[name], src, &mut out);
+    }
+    out
+}
+
+/// Where the submodules of `file` (module `path`) live: `foo.rs` keeps
+/// them in `foo/`, `foo/mod.rs` in `foo/`.
+fn module_dir(file: &Path, path: &[String]) -> PathBuf {
+    match file.file_name().and_then(|n| n.to_str()) {
+        Some("mod.rs") => file.parent().map(Path::to_path_buf),
+        _ => file
+            .parent()
+            .map(|p| p.join(path.last().map_or("", String::as_str))),
+    }
+    .unwrap_or_default()
 }
 
 /// The graph of top-level modules under `src`.

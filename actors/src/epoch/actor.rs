@@ -102,8 +102,14 @@ impl Actor for EpochActor {
         myself: ActorRef<Self::Msg>,
         args: EpochArgs,
     ) -> Result<State, ActorProcessingErr> {
-        let mailbox = args.slots.attach(myself);
-        let clients = Clients::new(&mailbox, args.published, args.ledger, args.backoff);
+        let EpochArgs {
+            published,
+            ledger,
+            backoff,
+            slots,
+        } = args;
+        let mailbox = slots.attach(myself);
+        let clients = Clients::new(&mailbox, published, ledger, backoff);
         Ok(State { mailbox, clients })
     }
 
