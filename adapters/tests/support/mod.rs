@@ -203,18 +203,10 @@ pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T
         .unwrap_or_else(|_| panic!("timed out after {WAIT:?}: {what}"))
 }
 
-/// Polls `condition` until it holds, failing after [`WAIT`] with `what`.
-/// For effects that travel through actor mailboxes and driver jobs.
-pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
+/// The workspace's one bounded poll, for what the engine cannot report
+/// itself (a peer, a driver job, a socket).
+#[allow(unused_imports, reason = "each test binary uses part of the support")]
+pub(crate) use provider_pools_test_peers::eventually;
 
 /// Runs `future` as a task of the test's runtime.
 #[allow(clippy::disallowed_methods, reason = "tests own their tasks")]
