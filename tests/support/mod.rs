@@ -62,6 +62,16 @@ pub(crate) fn installation(
 #[allow(unused_imports, reason = "each test binary uses part of the support")]
 pub(crate) use provider_pools_test_peers::eventually;
 
+/// Returns once the engine's actors have handled everything sent to them,
+/// and what that sent in turn (`ProviderPools::settled`); fails the test
+/// after [`WAIT`]. Answers the rounds it took (1: idle already).
+pub(crate) async fn settled(pools: &ProviderPools) -> u32 {
+    pools
+        .settled(deadline())
+        .await
+        .expect("the engine's actors settle")
+}
+
 /// Returns once every task and actor is idle, on a paused clock: the clock
 /// advances only when nothing else can run.
 pub(crate) async fn quiesce() {
