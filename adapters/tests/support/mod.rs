@@ -208,6 +208,16 @@ pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T
 #[allow(unused_imports, reason = "each test binary uses part of the support")]
 pub(crate) use provider_pools_test_peers::eventually;
 
+/// Returns once the engine's actors have handled everything sent to them,
+/// and what that sent in turn (`ProviderPools::settled`); fails the test
+/// after [`WAIT`]. Not for what a driver job or a peer still has to do.
+pub(crate) async fn settled(pools: &ProviderPools) {
+    pools
+        .settled(deadline())
+        .await
+        .expect("the engine's actors settle");
+}
+
 /// Runs `future` as a task of the test's runtime.
 #[allow(clippy::disallowed_methods, reason = "tests own their tasks")]
 pub(crate) fn task<F>(future: F) -> tokio::task::JoinHandle<F::Output>
