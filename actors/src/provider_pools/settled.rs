@@ -24,8 +24,10 @@
 //! - A probe changes no state: the registry answers it without its
 //!   shutdown check, the others answer their counts question.
 //! - An epoch actor that cannot answer (stopped, its supervision event
-//!   still on its way to the registry) makes the round unclean; a stopped
-//!   control actor counts as idle (it has nothing left to handle).
+//!   still on its way to the registry) makes the round unclean. A stopped
+//!   control actor counts as idle once the registry has recorded its loss
+//!   (the control state is `Failed`, or `Completed` after a shutdown);
+//!   while the registry runs and has not, the round is unclean.
 //! - Outside its reach: tasks the actors spawned (dials, jobs, closes, the
 //!   scheduler's alarm) and the engine's callers; their messages count only
 //!   once sent.
@@ -35,6 +37,7 @@ use tokio::time::Instant;
 use crate::epoch::EpochProber;
 use crate::mailbox::Probed;
 use crate::provider_pools::ProviderPools;
+use crate::snapshot::ControlState;
 
 /// The engine's actors did not all become idle by the deadline (feature
 /// `testing`).
@@ -158,7 +161,16 @@ impl ProviderPools {
             (Probed::Answered(a), Probed::Answered(b)) => ids(a) == ids(b),
             _ => true,
         };
+        // A control actor's stop reaches the registry as a supervision
+        // event, which no mailbox count sees.
+        let loss_unrecorded = registry.answered == Some(true)
+            && controls.iter().any(|c| c.answered == Some(false))
+            && !matches!(
+                inner.ledger.control(),
+                ControlState::Failed | ControlState::Completed
+            );
         Ok(same_epochs
+            && !loss_unrecorded
             && registry.idle(true)
             && controls.iter().all(|c| c.idle(true))
             && watched.iter().all(|e| e.idle(false)))
