@@ -97,15 +97,13 @@ impl ProviderPools {
     /// to it before the call and everything those sent in turn: rounds of
     /// probes repeat until one finds no actor busy (see the module
     /// `settled.rs`). Tasks the actors spawned (dials, jobs, closes) are not
-    /// waited for. Feature `testing`.
+    /// waited for. Answers how many rounds it took: 1 when the actors were
+    /// idle already. Feature `testing`.
     ///
     /// # Cancel safety
     ///
     /// Cancel safe: it changes nothing; a dropped future leaves at most
     /// probes whose answers go unheard.
-    ///
-    /// Answers how many rounds it took: 1 when the actors were idle
-    /// already.
     ///
     /// # Errors
     ///
