@@ -19,7 +19,7 @@ async fn saturated() -> (ProviderPools, provider_pools::InstallReceipt, PoolRead
     (pools, receipt, held)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn dropping_a_queued_admit_refunds_its_slot_but_not_held_input() {
     let (pools, receipt, _held) = saturated().await;
     let baseline = pools.snapshot().metadata_bytes;
@@ -39,24 +39,31 @@ async fn dropping_a_queued_admit_refunds_its_slot_but_not_held_input() {
     assert!(with_request > baseline + 4_000, "the request's own charge");
 
     waiter.abort();
-    eventually("the queue slot is refunded", || {
-        pools.snapshot().pending_requests == 0
-    })
-    .await;
-    eventually("the request's own charge is refunded", || {
-        pools.snapshot().metadata_bytes == baseline + 4_000
-    })
-    .await;
+    // The abort drops the admit future when the task next runs: awaited
+    // here, then the refunds the engine makes are settled.
+    assert!(waiter.await.expect_err("aborted").is_cancelled());
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().pending_requests,
+        0,
+        "the queue slot is refunded"
+    );
+    assert_eq!(
+        pools.snapshot().metadata_bytes,
+        baseline + 4_000,
+        "the request's own charge is refunded"
+    );
     assert_eq!(input.len(), 4_000, "the caller still holds the input");
     drop(input);
     assert_eq!(pools.snapshot().metadata_bytes, baseline);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancellation_with_retained_input_and_result_bytes() {
     let (pools, receipt, held) = saturated().await;
     drop(held);
-    eventually("free", || pools.snapshot().running_requests == 0).await;
+    support::settled(&pools).await;
+    assert_eq!(pools.snapshot().running_requests, 0, "free");
     let baseline = pools.snapshot().metadata_bytes;
 
     let ready = admitted(&pools, request(&pools, plan("t", 1), &receipt, b"in")).await;
@@ -79,10 +86,12 @@ async fn cancellation_with_retained_input_and_result_bytes() {
     assert_eq!(output.bytes().len(), 10_000);
 
     drop(output);
-    eventually("the running capacity returns with the result", || {
-        pools.snapshot().running_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().running_requests,
+        0,
+        "the running capacity returns with the result"
+    );
     assert!(
         pools.snapshot().metadata_bytes > baseline,
         "input bytes held elsewhere stay charged"
@@ -91,7 +100,7 @@ async fn cancellation_with_retained_input_and_result_bytes() {
     assert_eq!(pools.snapshot().metadata_bytes, baseline);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_grant_to_a_waiter_that_left_is_returned() {
     let (pools, receipt, held) = saturated().await;
     let waiter = {
@@ -103,11 +112,12 @@ async fn a_grant_to_a_waiter_that_left_is_returned() {
     drop(held);
     waiter.abort();
     let _ = waiter.await;
-    eventually("nothing pending or running", || {
-        let s = pools.snapshot();
-        s.pending_requests == 0 && s.running_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    let s = pools.snapshot();
+    assert!(
+        s.pending_requests == 0 && s.running_requests == 0,
+        "nothing pending or running"
+    );
     let again = admitted(&pools, request(&pools, plan("t", 2), &receipt, b"y")).await;
     drop(again);
 }

@@ -34,7 +34,7 @@ async fn a_killed_registry_closes_admission_and_fails_the_report() {
     assert!(!report.is_clean());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_killed_scheduler_closes_admission_and_fails_the_report() {
     let (pools, _, receipt) = with_alpha(Limits::DEFAULT, 1).await;
     let scheduler = pools.scheduler_cell();
@@ -42,10 +42,12 @@ async fn a_killed_scheduler_closes_admission_and_fails_the_report() {
     bounded("scheduler stops", scheduler.wait(None))
         .await
         .expect("wait for the killed scheduler");
-    support::eventually("the registry records the control failure", || {
-        pools.snapshot().control == ControlState::Failed
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().control,
+        ControlState::Failed,
+        "the registry records the control failure"
+    );
 
     let refused = pools
         .admit(support::request(
@@ -63,7 +65,7 @@ async fn a_killed_scheduler_closes_admission_and_fails_the_report() {
     assert!(!report.is_clean());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_killed_worker_pool_or_cleanup_actor_fails_the_report() {
     for which in [1, 2] {
         let (pools, _, _) = with_alpha(Limits::DEFAULT, 1).await;
@@ -72,10 +74,12 @@ async fn a_killed_worker_pool_or_cleanup_actor_fails_the_report() {
         bounded("control actor stops", control.wait(None))
             .await
             .expect("wait for the killed actor");
-        support::eventually("the registry records the control failure", || {
-            pools.snapshot().control == ControlState::Failed
-        })
-        .await;
+        support::settled(&pools).await;
+        assert_eq!(
+            pools.snapshot().control,
+            ControlState::Failed,
+            "the registry records the control failure"
+        );
         assert!(pools.spawn(|| async {}).await.is_err(), "admission closed");
         let report = pools
             .shutdown(tokio::time::Instant::now() + Duration::from_millis(50))

@@ -36,10 +36,12 @@ async fn the_queue_age_bounds_the_wait() {
         Duration::from_secs(5),
         "the default queue age"
     );
-    eventually("the expired waiter is gone", || {
-        pools.snapshot().pending_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().pending_requests,
+        0,
+        "the expired waiter is gone"
+    );
 }
 
 #[tokio::test(start_paused = true)]

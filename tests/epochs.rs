@@ -5,7 +5,7 @@ mod support;
 
 use provider_pools::Exhausted;
 use provider_pools::{Epoch, InstallError, Limits, LookupError, OriginKind, OriginSlot};
-use support::{eventually, http_config, installation, provider, start, with_alpha};
+use support::{http_config, installation, provider, start, with_alpha};
 
 #[tokio::test]
 async fn creation_expects_epoch_zero() {
@@ -179,7 +179,7 @@ async fn rotation_counts_clients_of_every_retained_epoch_of_the_provider() {
     assert_eq!(pools.snapshot().clients, 5);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_retired_epoch_stays_retained_until_its_last_lease_is_gone() {
     let pools = start(Limits::DEFAULT).await;
     let p = provider("alpha");
@@ -226,16 +226,15 @@ async fn a_retired_epoch_stays_retained_until_its_last_lease_is_gone() {
     assert_eq!(epoch_actors(&pools), 2, "one epoch actor per epoch");
 
     drop(old_lease);
-    eventually("the drained epoch is released", || {
-        pools.snapshot().retained_epochs == 1
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().retained_epochs,
+        1,
+        "the drained epoch is released"
+    );
     let snapshot = pools.snapshot();
     assert_eq!((snapshot.configured_epochs, snapshot.clients), (1, 2));
-    eventually("the drained epoch actor stops", || {
-        epoch_actors(&pools) == 1
-    })
-    .await;
+    assert_eq!(epoch_actors(&pools), 1, "the drained epoch actor stops");
     drop(new_lease);
 }
 
@@ -374,13 +373,15 @@ async fn concurrent_lookups_never_go_back_an_epoch() {
         pools.describe(&p).map(|d| d.epoch),
         Some(Epoch::new(ROTATIONS + 1))
     );
-    eventually("every superseded epoch drains", || {
-        pools.snapshot().retained_epochs == 1
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().retained_epochs,
+        1,
+        "every superseded epoch drains"
+    );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn adapter_state_is_built_per_epoch_from_its_credential_and_dropped_with_it() {
     // What an adapter builds from the credential (an SDK client, say).
     struct Built {
@@ -448,9 +449,10 @@ async fn adapter_state_is_built_per_epoch_from_its_credential_and_dropped_with_i
 
     drop(old);
     drop(old_lease);
-    eventually("the drained epoch drops its adapter state", || {
-        old_dropped.load(std::sync::atomic::Ordering::SeqCst)
-    })
-    .await;
+    support::settled(&pools).await;
+    assert!(
+        old_dropped.load(std::sync::atomic::Ordering::SeqCst),
+        "the drained epoch drops its adapter state"
+    );
     assert!(!new_dropped.load(std::sync::atomic::Ordering::SeqCst));
 }

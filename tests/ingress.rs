@@ -22,7 +22,7 @@ fn event(
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_inbound_event_holds_running_capacity_and_its_payload_until_dropped() {
     let (pools, _, receipt) = with_alpha(Limits::DEFAULT, 1).await;
     let idle_metadata = pools.snapshot().metadata_bytes;
@@ -43,10 +43,12 @@ async fn an_inbound_event_holds_running_capacity_and_its_payload_until_dropped()
     );
 
     drop(inbound);
-    eventually("the running slot returns", || {
-        pools.snapshot().running_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().running_requests,
+        0,
+        "the running slot returns"
+    );
     assert_eq!(pools.snapshot().metadata_bytes, idle_metadata);
 }
 
@@ -82,7 +84,7 @@ async fn inbound_and_outbound_share_the_tenant_running_ceiling() {
     drop(inbound);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_refused_event_holds_nothing() {
     let limits = Limits {
         running_requests: 1,
@@ -128,13 +130,15 @@ async fn a_refused_event_holds_nothing() {
 
     drop(first);
     drop(second.await.expect("task").expect("runs next"));
-    eventually("every running slot returns", || {
-        pools.snapshot().running_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().running_requests,
+        0,
+        "every running slot returns"
+    );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_denied_event_holds_nothing() {
     let (pools, _, receipt) = with_alpha(Limits::DEFAULT, 1).await;
     let before = pools.snapshot();
@@ -145,10 +149,12 @@ async fn a_denied_event_holds_nothing() {
         matches!(denied, Err(AdmitError::Revoked(_))),
         "got {denied:?}"
     );
-    eventually("the granted slot returns", || {
-        pools.snapshot().running_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().running_requests,
+        0,
+        "the granted slot returns"
+    );
     let after = pools.snapshot();
     assert_eq!(
         (

@@ -104,7 +104,7 @@ async fn lower_limits_never_raises_or_changes_backoff() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn lower_limits_refuses_below_actual_use() {
     let limits = Limits {
         running_per_tenant: 4,
@@ -159,10 +159,8 @@ async fn lower_limits_refuses_below_actual_use() {
         })
     );
     drop(running);
-    eventually("the old epoch drains", || {
-        pools.snapshot().retained_epochs == 1
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(pools.snapshot().retained_epochs, 1, "the old epoch drains");
     pools
         .lower_limits(retained_below)
         .await

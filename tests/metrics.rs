@@ -111,11 +111,12 @@ async fn a_known_workload_is_exposed_exactly() {
     let waiting = support::request(&pools, support::plan("globex", 11), &receipt, b"");
     let refused = bounded("admission", pools.admit(waiting)).await.err();
     assert_eq!(refused.map(|e| e.code()), Some("timeout"));
-    support::eventually(
-        "the timed-out waiter's cancel reached the scheduler",
-        || pools.snapshot().pending_requests == 0,
-    )
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().pending_requests,
+        0,
+        "the timed-out waiter's cancel reached the scheduler"
+    );
 
     let e = scrape(&registry);
     for (family, kind) in [
@@ -323,10 +324,11 @@ async fn who_holds_the_pool_now_is_exposed_per_tenant_and_per_provider() {
 
     drop(waiting);
     drop(held);
-    support::eventually("every request released", || {
-        pools.snapshot().running_requests == 0 && pools.snapshot().pending_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert!(
+        pools.snapshot().running_requests == 0 && pools.snapshot().pending_requests == 0,
+        "every request released"
+    );
     let e = scrape(&registry);
     assert!(
         e.keys("provider_pools_tenant_running_requests{").is_empty(),

@@ -47,7 +47,7 @@ async fn queued_behind_a_holder() -> (
     (pools, p, policy, held, waiter)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
     let (pools, p, policy, held, waiter) = queued_behind_a_holder().await;
     assert!(policy.revoke(&TenantId::new("t").expect("tenant"), &p));
@@ -61,10 +61,8 @@ async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
         "got {refused:?}"
     );
     drop(ready);
-    eventually("the capacity returns", || {
-        pools.snapshot().running_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(pools.snapshot().running_requests, 0, "the capacity returns");
 }
 
 #[tokio::test]
@@ -105,7 +103,7 @@ async fn a_provider_rotated_after_the_grant_refuses_the_start() {
 /// A request queued on an epoch that a rotation retires keeps its place:
 /// its grant carries a lease on the provider's current epoch, a fresh
 /// dispatch starts it, and the old epoch drains.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_request_queued_across_a_rotation_is_granted_on_the_current_epoch() {
     let (pools, p, policy, held, waiter) = queued_behind_a_holder().await;
     pools
@@ -127,10 +125,12 @@ async fn a_request_queued_across_a_rotation_is_granted_on_the_current_epoch() {
         .start(call)
         .expect("the call matches the re-leased grant");
     assert_eq!(running.client().epoch(), Epoch::new(2));
-    eventually("epoch 1 drains: nothing leases it any more", || {
-        pools.snapshot().retained_epochs == 1
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().retained_epochs,
+        1,
+        "epoch 1 drains: nothing leases it any more"
+    );
 }
 
 #[tokio::test]
@@ -159,7 +159,7 @@ async fn a_call_dispatched_before_a_rotation_refuses_the_start() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_call_must_match_session_ledger_and_freshness() {
     let (pools, p, receipt) = with_alpha(Limits::DEFAULT, 1).await;
     let policy = policy_for("t", &p);
@@ -190,10 +190,12 @@ async fn a_call_must_match_session_ledger_and_freshness() {
         let call = pools.dispatch(&policy, &other, &p).expect("allowed");
         assert_eq!(ready.start(call).err(), Some(AdmitError::Mismatch { what }));
     }
-    eventually("refused starts return their capacity", || {
-        pools.snapshot().running_requests == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().running_requests,
+        0,
+        "refused starts return their capacity"
+    );
 }
 
 #[tokio::test]

@@ -3,9 +3,7 @@
 mod support;
 
 use provider_pools::{ControlState, Limits, OriginKind};
-use support::{
-    bounded, deadline, eventually, http_config, installation, provider, start, with_alpha,
-};
+use support::{bounded, deadline, http_config, installation, provider, start, with_alpha};
 
 #[tokio::test]
 async fn a_fresh_registry_owns_nothing_and_is_not_yet_clean() {
@@ -52,7 +50,7 @@ async fn installation_counts_epochs_clients_and_metadata() {
     assert!(snapshot.metadata_bytes > 0);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn credential_bytes_are_accounted_as_metadata() {
     // Two epochs that differ only in credential length differ in accounted
     // metadata by exactly that length.
@@ -69,10 +67,12 @@ async fn credential_bytes_are_accounted_as_metadata() {
         .install(installation(&p, 1, &[2u8; 1_100], http_config("alpha", 1)))
         .await
         .expect("rotate");
-    eventually("the unleased old epoch is released", || {
-        pools.snapshot().retained_epochs == 1
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().retained_epochs,
+        1,
+        "the unleased old epoch is released"
+    );
     assert_eq!(pools.snapshot().metadata_bytes, one_epoch + 1_000);
 }
 

@@ -172,10 +172,12 @@ async fn past_its_restart_budget_the_provider_is_retired() {
             provider: provider("bomb")
         })
     );
-    support::eventually("the retired epoch drains and is released", || {
-        pools.snapshot().retained_epochs == 0
-    })
-    .await;
+    support::settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().retained_epochs,
+        0,
+        "the retired epoch drains and is released"
+    );
     assert_eq!(
         pools.snapshot().control,
         ControlState::Running,

@@ -77,8 +77,10 @@ pub use supervision::RestartPolicy;
 pub use workers::{JobError, JobHandle};
 
 /// Internals exposed for tests and benchmarks only (feature `testing`): the
-/// lock-free budget several owners charge, and its charge.
+/// lock-free budget several owners charge, and its charge; why
+/// [`ProviderPools::settled`] gave up.
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::budget::{Budget, Charge};
+    pub use crate::provider_pools::NotSettled;
 }

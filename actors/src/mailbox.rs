@@ -94,6 +94,15 @@ impl MailboxSlots {
     fn try_release(&self) -> Option<Slot> {
         self.releases.try_take()
     }
+
+    /// Envelopes opened (or dropped undelivered) since the slots were made,
+    /// wrapping: every envelope returns its slot exactly once.
+    #[cfg(feature = "testing")]
+    fn opened(&self) -> usize {
+        self.messages
+            .returned()
+            .wrapping_add(self.releases.returned())
+    }
 }
 
 impl fmt::Debug for MailboxSlots {
@@ -128,6 +137,18 @@ pub(crate) enum MailboxError<M> {
     Timeout(M),
     /// The actor has stopped; the message went with it.
     Closed,
+}
+
+/// What a quiescence probe heard (`ProviderPools::settled`).
+#[cfg(feature = "testing")]
+#[derive(Debug)]
+pub(crate) enum Probed<T> {
+    /// The actor answered: it handled everything queued before the probe.
+    Answered(T),
+    /// The actor has stopped, or stopped before answering.
+    Gone,
+    /// No room or no answer before the deadline.
+    Late,
 }
 
 /// The typed, bounded face of one actor.
@@ -191,6 +212,40 @@ impl<M: Message> Mailbox<M> {
             target: Target::Actor(self.actor.clone()),
             slot,
         })
+    }
+
+    /// Envelopes this actor has opened (or dropped undelivered) so far,
+    /// wrapping.
+    #[cfg(feature = "testing")]
+    pub(crate) fn opened(&self) -> usize {
+        self.slots.opened()
+    }
+
+    /// Sends a probe `msg` through the ordinary message slots, waiting for
+    /// room until `deadline`, then waits for its `answer` until `deadline`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped future has queued nothing, or a probe whose
+    /// answer goes unheard.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn probe<T>(
+        &self,
+        msg: M,
+        answer: tokio::sync::oneshot::Receiver<T>,
+        deadline: Instant,
+    ) -> Probed<T> {
+        match self.send_within(msg, deadline).await {
+            Ok(()) => {}
+            Err(MailboxError::Closed) => return Probed::Gone,
+            Err(MailboxError::Busy(_) | MailboxError::Timeout(_)) => return Probed::Late,
+        }
+        match tokio::time::timeout_at(deadline, answer).await {
+            Ok(Ok(value)) => Probed::Answered(value),
+            // Dropped unanswered: the actor stopped with the probe queued.
+            Ok(Err(_)) => Probed::Gone,
+            Err(_) => Probed::Late,
+        }
     }
 
     fn deliver(&self, slot: Slot, msg: M) -> Result<(), MailboxError<M>> {

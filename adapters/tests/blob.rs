@@ -10,6 +10,7 @@ use provider_pools_actors::{
     ProviderId, ProviderPools, RunningRequest, ServiceName, SessionId, TenantId,
 };
 use provider_pools_adapters::blob::{self, BlobError, BlobKey, BlobLimits, PathRefusal};
+use provider_pools_test_peers::eventually;
 
 struct AllowAll;
 
@@ -312,17 +313,4 @@ async fn a_dropped_reader_closes_its_handle_and_returns_the_running_owner() {
         f.pools.snapshot().running_requests == 0
     })
     .await;
-}
-
-/// Polls `condition` for at most five seconds: a release may be left for
-/// another caller's pass over the admission queue.
-async fn eventually(what: &str, condition: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
 }

@@ -13,7 +13,7 @@ use provider_pools_test_peers::Moto;
 use s3_support::{
     access_key, create_bucket, dialer, endpoint, iam, install, open_window, running, user,
 };
-use support::{bounded, eventually, start, task};
+use support::{bounded, start, task};
 
 /// Unauthenticated set-up requests: user with policy and key A (3), key B
 /// (1), the bucket (1).
@@ -126,7 +126,8 @@ async fn a_rotation_during_load_moves_new_calls_to_the_new_key() {
     drop(late_old);
 
     // The old epoch drains once its last call is gone.
-    eventually("epoch 1 drained", || pools.snapshot().retained_epochs == 1).await;
+    support::settled(&pools).await;
+    assert_eq!(pools.snapshot().retained_epochs, 1, "epoch 1 drained");
     let report = bounded("shutdown", pools.shutdown(support::deadline())).await;
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.connections, ConnectionCounts::default());

@@ -140,10 +140,12 @@ async fn a_provider_rotation_gives_the_new_epoch_its_own_cache() {
     // The old epoch's cache goes with the epoch, after its last call.
     let both = f.settled_metadata().await;
     drop(on_one);
-    eventually("the old epoch drains and drops its cache", || {
-        f.pools.snapshot().retained_epochs == 1
-    })
-    .await;
+    support::settled(&f.pools).await;
+    assert_eq!(
+        f.pools.snapshot().retained_epochs,
+        1,
+        "the old epoch drains and drops its cache"
+    );
     assert_eq!(
         f.settled_metadata().await,
         both - epoch_one - kept(9, "token") - 256,

@@ -13,6 +13,9 @@
 //! started as one cluster on ports all chosen up front, whose leader a test
 //! can find, kill and wait to see replaced.
 //!
+//! [`eventually`] is the one bounded poll every test of the workspace uses
+//! for a condition outside the engine.
+//!
 //! Invariants:
 //! - Every wait is bounded; a peer that does not answer in time fails the
 //!   test with the tail of its own log.
@@ -26,9 +29,11 @@ mod nginx;
 mod peer;
 mod peers;
 mod shared;
+mod wait;
 
 pub use etcd_cluster::EtcdCluster;
 pub use nginx::{AccessEntry, Nginx, NginxPeer};
 pub use peer::{binary, free_port, Peer, PeerCommand};
 pub use peers::{Bao, Etcd, Moto, Nats};
 pub use shared::SharedPeer;
+pub use wait::{eventually, POLL, WAIT};

@@ -57,19 +57,19 @@ pub(crate) fn installation(
     }
 }
 
-/// Polls `condition` until it holds, failing after [`WAIT`] with `what`.
-///
-/// For effects that travel through actor mailboxes (a drain notice, a stop),
-/// which complete on their own but not within the caller's poll.
-pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+/// The workspace's one bounded poll, for what the engine cannot report
+/// itself (a task the test spawned, a peer, a socket).
+#[allow(unused_imports, reason = "each test binary uses part of the support")]
+pub(crate) use provider_pools_test_peers::eventually;
+
+/// Returns once the engine's actors have handled everything sent to them,
+/// and what that sent in turn (`ProviderPools::settled`); fails the test
+/// after [`WAIT`]. Answers the rounds it took (1: idle already).
+pub(crate) async fn settled(pools: &ProviderPools) -> u32 {
+    pools
+        .settled(deadline())
+        .await
+        .expect("the engine's actors settle")
 }
 
 /// Returns once every task and actor is idle, on a paused clock: the clock

@@ -76,6 +76,10 @@ pub(crate) enum Msg {
         bound: usize,
         reply: Option<RpcReplyPort<usize>>,
     },
+    /// A quiescence probe (`ProviderPools::settled`): answer at once. Its
+    /// answer says that every message queued before it has been handled.
+    #[cfg(feature = "testing")]
+    Probe { reply: oneshot::Sender<()> },
 }
 
 pub(super) struct EpochActor;
@@ -149,6 +153,10 @@ impl Actor for EpochActor {
                 if let Some(reply) = reply {
                     let _ = reply.send(touched);
                 }
+            }
+            #[cfg(feature = "testing")]
+            Msg::Probe { reply } => {
+                let _ = reply.send(());
             }
         }
         Ok(())

@@ -15,6 +15,8 @@ use crate::epoch::state::Checkout;
 use crate::identity::TenantId;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
+#[cfg(feature = "testing")]
+use crate::mailbox::Probed;
 use crate::mailbox::{Mailbox, MailboxError, MailboxSlots, ReleaseSlot};
 
 /// The registry's hold on one epoch actor.
@@ -70,6 +72,47 @@ impl EpochHandle {
 
     pub(crate) fn stop(&self) {
         self.mailbox.actor().stop(Some("drained".into()));
+    }
+
+    /// What a quiescence check holds to probe this actor.
+    #[cfg(feature = "testing")]
+    pub(crate) fn prober(&self) -> EpochProber {
+        EpochProber {
+            mailbox: self.mailbox.clone(),
+        }
+    }
+}
+
+/// A quiescence check's hold on one epoch actor (`ProviderPools::settled`):
+/// it reads how many envelopes the actor opened and sends it `Probe`.
+#[cfg(feature = "testing")]
+#[derive(Debug, Clone)]
+pub(crate) struct EpochProber {
+    mailbox: Mailbox<Msg>,
+}
+
+#[cfg(feature = "testing")]
+impl EpochProber {
+    /// The actor, to tell one epoch actor from another.
+    pub(crate) fn id(&self) -> ractor::ActorId {
+        self.mailbox.actor().get_id()
+    }
+
+    /// Envelopes the actor has opened so far (wrapping).
+    pub(crate) fn opened(&self) -> usize {
+        self.mailbox.opened()
+    }
+
+    /// Answered once the actor has handled everything queued before it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped future loses only the answer.
+    pub(crate) async fn probe(&self, deadline: tokio::time::Instant) -> Probed<()> {
+        let (reply, answer) = oneshot::channel();
+        self.mailbox
+            .probe(Msg::Probe { reply }, answer, deadline)
+            .await
     }
 }
 

@@ -19,5 +19,7 @@ mod tally;
 pub(crate) mod waiters;
 
 pub(crate) use handle::EpochHandle;
+#[cfg(feature = "testing")]
+pub(crate) use handle::EpochProber;
 pub(crate) use published::DrainNotice;
 pub use published::{ClientId, ClientLease, TypedSlot};

@@ -220,6 +220,13 @@ impl<M: Message> BatchMailbox<M> {
         })
     }
 
+    /// Envelopes this actor has opened (or dropped undelivered) so far,
+    /// wrapping.
+    #[cfg(feature = "testing")]
+    pub(crate) fn opened(&self) -> usize {
+        self.slots.opened()
+    }
+
     fn deliver(&self, envelope: Envelope<M>) -> Result<(), MailboxError<M>> {
         self.shared
             .push(envelope)

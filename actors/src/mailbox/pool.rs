@@ -17,8 +17,14 @@
 //! - Waiters are woken in the order they registered, but a sender that
 //!   does not wait may take a returned slot first: no FIFO promise between
 //!   waiting senders and new ones.
+//! - `returned` counts every return since the pool was made; it only
+//!   grows. It is a statistic, not part of the pool's synchronisation (a
+//!   plain std atomic, which the loom models leave alone): the engine's
+//!   quiescence check (`ProviderPools::settled`) reads it to see whether an
+//!   actor opened anything besides its probe.
 
 use std::fmt;
+use std::sync::atomic::{AtomicUsize as StatCounter, Ordering::Relaxed};
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -29,6 +35,8 @@ pub(super) struct SlotPool {
     free: AtomicUsize,
     waiting: AtomicUsize,
     room: Notify,
+    /// Slots returned since the pool was made (wrapping).
+    returned: StatCounter,
 }
 
 impl SlotPool {
@@ -37,6 +45,7 @@ impl SlotPool {
             free: AtomicUsize::new(capacity),
             waiting: AtomicUsize::new(0),
             room: Notify::new(),
+            returned: StatCounter::new(0),
         })
     }
 
@@ -90,7 +99,14 @@ impl SlotPool {
         }
     }
 
+    /// Slots returned since the pool was made, wrapping at `usize::MAX`.
+    #[cfg(feature = "testing")]
+    pub(super) fn returned(&self) -> usize {
+        self.returned.load(Relaxed)
+    }
+
     fn put(&self) {
+        self.returned.fetch_add(1, Relaxed);
         self.free.fetch_add(1, SeqCst);
         fence(SeqCst);
         if self.waiting.load(SeqCst) > 0 {

@@ -15,6 +15,8 @@ mod inbound;
 mod jobs;
 mod own_running;
 mod prepay;
+#[cfg(feature = "testing")]
+mod settled;
 mod streams;
 
 use std::sync::Arc;
@@ -35,6 +37,8 @@ use crate::supervision::RestartPolicy;
 use crate::workers::WorkerPool;
 
 pub use prepay::Prepaid;
+#[cfg(feature = "testing")]
+pub use settled::NotSettled;
 
 /// What a registry is started with.
 #[derive(Debug, Clone)]

@@ -100,6 +100,11 @@ impl Actor for RegistryActor {
         state: &mut State,
     ) -> Result<(), ActorProcessingErr> {
         match msg.open() {
+            #[cfg(feature = "testing")]
+            Msg::Probe { reply } => {
+                let _ = reply.send(state.epoch_probers());
+                return Ok(());
+            }
             Msg::Install {
                 installation,
                 reply,

@@ -213,6 +213,30 @@ impl RegistryHandle {
         }))
     }
 
+    /// Envelopes the registry has opened so far (wrapping).
+    #[cfg(feature = "testing")]
+    pub(crate) fn opened(&self) -> usize {
+        self.mailbox.opened()
+    }
+
+    /// A quiescence probe, answered once the registry has handled
+    /// everything queued before it, with a prober for every epoch actor it
+    /// believes running.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped future loses only the answer.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn probe(
+        &self,
+        deadline: Instant,
+    ) -> crate::mailbox::Probed<Vec<crate::epoch::EpochProber>> {
+        let (reply, answer) = oneshot::channel();
+        self.mailbox
+            .probe(Msg::Probe { reply }, answer, deadline)
+            .await
+    }
+
     /// The control owner's periodic reclaim tick; false once the registry
     /// is gone. A full mailbox skips the tick.
     pub(crate) fn reclaim_tick(&self) -> bool {

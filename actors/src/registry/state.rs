@@ -112,6 +112,16 @@ impl State {
         self.collect(instance);
     }
 
+    /// A prober for each epoch actor not known to have stopped.
+    #[cfg(feature = "testing")]
+    pub(crate) fn epoch_probers(&self) -> Vec<crate::epoch::EpochProber> {
+        self.epochs
+            .values()
+            .filter(|record| !record.actor_stopped)
+            .map(|record| record.handle.prober())
+            .collect()
+    }
+
     /// Asks every retained epoch to destroy expired idle connections, each
     /// scan touching at most `RECLAIM_BOUND` entries; busy epochs skip a tick.
     pub(crate) fn reclaim_idle(&self) {

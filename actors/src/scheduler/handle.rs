@@ -100,6 +100,31 @@ impl SchedulerHandle {
         tokio::time::timeout_at(deadline, answer).await.ok()?.ok()
     }
 
+    /// Envelopes the actor has opened so far (wrapping).
+    #[cfg(feature = "testing")]
+    pub(crate) fn opened(&self) -> usize {
+        self.mailbox.opened()
+    }
+
+    /// A quiescence probe: the counts question, answered once the actor has
+    /// handled everything queued before it and the operations in flight
+    /// have landed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped future loses only the answer.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn probe(&self, deadline: Instant) -> crate::mailbox::Probed<()> {
+        use crate::mailbox::Probed;
+        match self.counts(deadline).await {
+            Some(_) => Probed::Answered(()),
+            None if self.mailbox.actor().get_status() >= ractor::ActorStatus::Stopping => {
+                Probed::Gone
+            }
+            None => Probed::Late,
+        }
+    }
+
     /// Applies lowered ceilings, all or nothing, answered by `deadline`.
     ///
     /// # Cancel safety

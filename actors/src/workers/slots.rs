@@ -118,6 +118,28 @@ impl<M: IdleQuery> SlotPool<M> {
         answer_within(answer, deadline).await
     }
 
+    /// Envelopes the actor has opened so far (wrapping).
+    #[cfg(feature = "testing")]
+    pub(crate) fn opened(&self) -> usize {
+        self.mailbox.opened()
+    }
+
+    /// A quiescence probe: the counts question, answered once the actor has
+    /// handled everything queued before it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a dropped future loses only the answer.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn probe(&self, deadline: Instant) -> crate::mailbox::Probed<()> {
+        use crate::mailbox::Probed;
+        match self.counts(deadline).await {
+            Ok(_) => Probed::Answered(()),
+            Err(WaitError::Closed) => Probed::Gone,
+            Err(WaitError::Timeout | WaitError::Busy) => Probed::Late,
+        }
+    }
+
     /// Lowers (or restores) the slots; a limit above the startup limit,
     /// which sized the release slots, is taken as the startup limit.
     ///

@@ -1,6 +1,6 @@
 //! Test support shared by the worker-pool and cleanup tests: a supervisor
 //! that ignores its children's events, a barrier gate that always opens,
-//! and a bounded poll.
+//! and a bounded wait for a future.
 
 use std::future::Future;
 use std::sync::{Arc, Barrier};
@@ -43,15 +43,6 @@ impl Actor for Host {
 pub(crate) async fn host() -> ActorRef<()> {
     let (host, _join) = Actor::spawn(None, Host, ()).await.expect("host starts");
     host
-}
-
-/// Polls `done` until it holds, failing the test with `what` after [`WAIT`].
-pub(crate) async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let give_up = Instant::now() + WAIT;
-    while !done() {
-        assert!(Instant::now() < give_up, "{what}: not within {WAIT:?}");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
 }
 
 /// Awaits `future`, failing the test with `what` after [`WAIT`].

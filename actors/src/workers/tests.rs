@@ -8,7 +8,9 @@ use std::sync::Arc;
 use ractor::ActorRef;
 use tokio::sync::oneshot;
 
-use super::testing::{deadline, eventually, host, within, Gate};
+use provider_pools_test_peers::eventually;
+
+use super::testing::{deadline, host, within, Gate};
 use super::*;
 use crate::ledger::Ledger;
 

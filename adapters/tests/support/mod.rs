@@ -203,17 +203,19 @@ pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T
         .unwrap_or_else(|_| panic!("timed out after {WAIT:?}: {what}"))
 }
 
-/// Polls `condition` until it holds, failing after [`WAIT`] with `what`.
-/// For effects that travel through actor mailboxes and driver jobs.
-pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+/// The workspace's one bounded poll, for what the engine cannot report
+/// itself (a peer, a driver job, a socket).
+#[allow(unused_imports, reason = "each test binary uses part of the support")]
+pub(crate) use provider_pools_test_peers::eventually;
+
+/// Returns once the engine's actors have handled everything sent to them,
+/// and what that sent in turn (`ProviderPools::settled`); fails the test
+/// after [`WAIT`]. Not for what a driver job or a peer still has to do.
+pub(crate) async fn settled(pools: &ProviderPools) {
+    pools
+        .settled(deadline())
+        .await
+        .expect("the engine's actors settle");
 }
 
 /// Runs `future` as a task of the test's runtime.

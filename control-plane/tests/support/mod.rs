@@ -24,17 +24,9 @@ pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T
         .unwrap_or_else(|_| panic!("timed out after {WAIT:?}: {what}"))
 }
 
-/// Polls `condition` until it holds, failing after [`WAIT`] with `what`.
-pub(crate) async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !condition() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {WAIT:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+/// The workspace's one bounded poll.
+#[allow(unused_imports, reason = "each test binary uses part of the support")]
+pub(crate) use provider_pools_test_peers::eventually;
 
 /// Runs `future` as a task of the test's runtime.
 #[allow(clippy::disallowed_methods, reason = "tests own their tasks")]

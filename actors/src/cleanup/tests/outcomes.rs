@@ -2,7 +2,9 @@ use tokio::sync::oneshot;
 
 use super::{events, fixture, Script};
 use crate::cleanup::CleanupCounts;
-use crate::workers::testing::{eventually, within};
+use provider_pools_test_peers::eventually;
+
+use crate::workers::testing::within;
 
 /// A successful cleanup destroys the resource, then releases its charge,
 /// then frees its slot.
