@@ -6,14 +6,28 @@
 //! (streamed), [`put`] (atomic), [`delete`], [`list`].
 //!
 //! Invariants:
-//! - A key never leaves the root: `..`, absolute keys and symlinks escaping
-//!   the root are refused, and writes never follow a symlink.
+//! - A key never leaves the root: keys are validated relative paths (`..`
+//!   and absolute keys are refused), resolution canonicalizes under the
+//!   root and refuses anything outside it (symlinks included), and writes
+//!   never follow a symlink.
 //! - Open file handles are the pooled, accounted resources: each is charged
 //!   as one of the node's and the client's connections before it is opened,
 //!   and closed before the charge returns. Handles are never parked.
 //! - Every file-system call runs as a bounded provider job on the worker
 //!   slots; every byte returned is staged against the running request.
+//! - A missing or refused key answers the guest without putting the client
+//!   into backoff; only an unusable root is a failed "dial".
 //! - Sizes are bounded by [`BlobLimits`].
+//!
+//! # Pooled, charged, destroyed
+//!
+//! - **Pooled:** `BlobFile`, an open file handle, never parked.
+//! - **Charged:** the node's and the client's connection charges before the
+//!   open job runs; each file-system call on a `provider_workers` slot;
+//!   streamed chunks as the request's `StagedOutput`.
+//! - **Destroyed:** closed when its `PooledConnection` drops: at the end of
+//!   a streamed read, after a put's rename, or when the reader is dropped;
+//!   an uncommitted put's temporary file is removed with it.
 
 mod file;
 mod key;

@@ -3,12 +3,10 @@
 //!
 //! The trusted configuration names the endpoint origin (`https://host[:port]`,
 //! or `http://` for a local endpoint) as the target of an
-//! [`OriginKind::S3`](provider_pools_actors::OriginKind) slot, and the
-//! settings [`REGION_SETTING`] (required), [`BUCKET_SETTING`] (required: the
-//! one bucket the provider serves) and [`PATH_STYLE_SETTING`] (`true`, the
-//! default, or `false`). The credential is `ACCESS_KEY_ID:SECRET_ACCESS_KEY`.
-//! A guest names an [`ObjectKey`]. Operations: [`head`], [`get`]
-//! (streamed), [`put`] / [`put_input`], [`list`], [`delete`].
+//! [`OriginKind::S3`](provider_pools_actors::OriginKind) slot. A guest names
+//! an [`ObjectKey`] only. Operations: [`head`], [`get`] (streamed), [`put`] /
+//! [`put_input`] (given bytes or the request's staged input), [`list`],
+//! [`delete`].
 //!
 //! Invariants:
 //! - One SDK client per client and epoch, built from the epoch's credential;
@@ -24,9 +22,75 @@
 //!   deadline or a broken exchange destroys it.
 //! - Sizes are bounded by [`S3Limits`]; an oversized put dials nothing.
 //! - Nothing is retried (the SDK's retries are disabled) and the request's
-//!   deadline bounds every exchange.
+//!   deadline bounds every exchange, connection and body.
 //! - Errors and `Debug` output never show the credential, not even the
 //!   access key id.
+//!
+//! # Settings and credential
+//!
+//! Settings [`REGION_SETTING`] (`region`, required), [`BUCKET_SETTING`]
+//! (`bucket`, required: the one bucket the provider serves) and
+//! [`PATH_STYLE_SETTING`] (`path_style`: `true`, the default; `false` sends
+//! `bucket.host` in `Host` while still connecting to the approved origin).
+//! `s3::validate(&ProviderConfig)` refuses a bad configuration before
+//! install, naming the setting. The credential bytes are
+//! `ACCESS_KEY_ID:SECRET_ACCESS_KEY` (printable ASCII; another shape is
+//! `S3ConfigError::Credential` with a fixed reason, never the bytes).
+//!
+//! # The SDK client and its connector
+//!
+//! The SDK `Client` is built once per client and epoch through
+//! `ClientLease::adapter_state`, with static credentials,
+//! `BehaviorVersion::latest()`, the endpoint, region and `force_path_style`;
+//! retries, SDK timeouts and stalled-stream protection are off, and request
+//! checksums are computed only when an operation requires them. Its
+//! client-level HTTP client refuses every request; each operation passes
+//! its `PoolConnector` (aws-smithy-runtime-api's `HttpClient` +
+//! `HttpConnector`, bound to its `RunningRequest`) through the SDK's
+//! per-operation config override (`customize().config_override(...)`), so
+//! no S3 byte moves outside the pools' accounting and a rotation's calls
+//! use the new epoch's client while calls holding the old epoch finish on
+//! the old one. The connector refuses a request whose scheme, host or port
+//! is not the slot's endpoint (bucket-prefixed host under virtual-hosted
+//! addressing) before reserving anything, bounds the request body
+//! (`S3Limits::max_object`, and an oversized `put` is refused before the
+//! SDK runs) and every answer (`max_object` for a get, `max_response`
+//! otherwise).
+//!
+//! # Errors
+//!
+//! Errors (`S3Error`) keep S3's status and short error code only, never its
+//! message (which can echo the access key id): 404/`NoSuchKey` is
+//! `NotFound`; 403, `AccessDenied`, `SignatureDoesNotMatch` and
+//! `InvalidAccessKeyId` are `Denied`.
+//!
+//! # Pooled, charged, destroyed
+//!
+//! - **Pooled:** the http adapter's `HttpConnection`: the SDK has no HTTP
+//!   client of its own; the operation's `PoolConnector` reserves connections
+//!   with `reserve_connection` and `HttpDialer` and sends the SDK's signed
+//!   request on them.
+//! - **Charged:** as HTTP: the connection charges before the dial, the
+//!   driver's `provider_workers` slot; a streamed object's chunks as the
+//!   request's `StagedOutput`; the SDK client itself is per-epoch adapter
+//!   state (no connection of its own).
+//! - **Charged where the SDK reads:** the SDK owns the buffering of every
+//!   answer but a streamed get's 2xx body, and it reads the frames of
+//!   `PooledBody`; each frame is charged there before the SDK gets it
+//!   (shared `Bytes`, not copied), held until the operation's connector
+//!   drops. Every non-2xx answer (an error document, also of a get) is
+//!   charged the same way and bounded by `S3Limits::max_response`, since the
+//!   SDK reads it whole. A streamed get's chunks are charged by `S3Reader`;
+//!   the first that does not fit ends the reader and destroys the
+//!   connection.
+//! - **Not charged:** the SDK's parsed listing (bounded by `max_response`
+//!   and `max_list`); its peak is a small multiple of the charged body, not
+//!   a constant.
+//! - **Destroyed:** as HTTP. The response body handed to the SDK
+//!   (`PooledBody`) holds the connection: parked only when the SDK read it
+//!   to its end, both heads allowed keep-alive and the connection is ready
+//!   again; a dropped call, a dropped `S3Reader`, an oversized answer, a
+//!   deadline or `Connection: close` destroy it.
 
 mod body;
 mod client;

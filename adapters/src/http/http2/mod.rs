@@ -4,10 +4,11 @@
 //!
 //! A connection carries several running requests of one tenant at once,
 //! one stream each ([`provider_pools_actors::Multiplexed`], the engine's
-//! table of streams): at most the peer's `SETTINGS_MAX_CONCURRENT_STREAMS`,
-//! capped by the setting `http2_max_streams` ([`HTTP2_MAX_STREAMS_SETTING`],
-//! 1 to 1,000, default 100). The connection is charged once, to its
-//! tenant, like any connection; each stream is its request's.
+//! table of streams). `HttpDialer` holds an `H2Dialer` beside its HTTP/1.1
+//! dialing and shares its `DialerCore` (so its dial count); both use one
+//! `connect` (TCP, then TLS). For `https` the TLS offers `h2` alone in ALPN:
+//! an origin that selects nothing else fails the dial as `Handshake`,
+//! naming ALPN.
 //!
 //! Invariants:
 //! - The driver (h2's `Connection`) is a bounded provider job, as for
@@ -16,15 +17,50 @@
 //! - A connection whose peer sent GOAWAY, or that broke, opens no new
 //!   stream: h2 refuses the first one tried (nothing of it written), which
 //!   marks the connection going away. The streams it carries finish; it
-//!   is destroyed with its last, never parked. A request goes to another
-//!   connection only when the first cannot have processed it (no stream
-//!   opened, or above the GOAWAY's last stream); see `delivery.rs`.
+//!   is destroyed with its last, never parked.
+//! - A request goes to another connection only when the first cannot have
+//!   processed it: a stream that cannot be opened (GOAWAY, broken
+//!   connection) wrote nothing, and one above the last stream of the peer's
+//!   GOAWAY was not processed; either way its connection is marked going
+//!   away and the call takes another stream (see `delivery.rs`).
+//! - Any other failure once a stream opened ends the call — `Sent::No` for
+//!   a `REFUSED_STREAM` reset, `Sent::Maybe` otherwise.
 //! - Each stream ends at its request's deadline (its body reads fail, and
 //!   the stream is reset when dropped); the connection lives on for the
 //!   tenant's other streams.
 //! - Response bodies release flow-control capacity only as they are read,
 //!   so an unread body holds back the peer on its own connection only:
 //!   its tenant's.
+//! - Connections are per tenant, so an unread body, a stream error or a
+//!   GOAWAY one tenant's request provokes stays within that tenant's
+//!   connections.
+//!
+//! # Streams
+//!
+//! A call takes a stream from the engine's table of streams
+//! (`ProviderPools::reserve_stream`): a connection of its tenant with fewer
+//! streams than `max_streams` — the peer's `SETTINGS_MAX_CONCURRENT_STREAMS`
+//! (h2's `current_max_send_streams`; one until the peer's SETTINGS arrive),
+//! capped by the setting `http2_max_streams` ([`HTTP2_MAX_STREAMS_SETTING`],
+//! 1 to 1,000, default 100) — else a connection from the idle stash or a
+//! dial. The request is made absolute-form (`:scheme`, `:authority` from the
+//! approved origin) and loses the headers HTTP/2 forbids (`Connection`,
+//! `Host`, `TE`, `Transfer-Encoding`, `Upgrade`). The response body
+//! (`H2Body`) gives flow-control capacity back as it is read and fails at
+//! the request's deadline; dropping it resets the stream.
+//!
+//! # Pooled, charged, destroyed
+//!
+//! - **Pooled:** `H2Connection`: h2's `SendRequest` plus the `JobHandle` of
+//!   its driver (h2's `Connection`, a future the job polls; no executor),
+//!   the closure notice, and a going-away flag.
+//! - **Charged:** as an HTTP/1.1 connection (node, client, tenant, driver
+//!   slot), once, to its tenant, however many streams it carries; each
+//!   stream is its own request's running slot.
+//! - **Destroyed:** with its last stream when going away (GOAWAY seen by a
+//!   new stream, or broken); parked with its last stream otherwise, and
+//!   reused from the idle stash like any connection; dropping the sender
+//!   with no stream left lets the driver close it.
 
 mod body;
 mod connection;
