@@ -5,7 +5,9 @@
 //! builds on `std`).
 //!
 //! Only structures with a model check import from here; everything else
-//! uses `std` directly.
+//! uses `std` directly. The mailbox's slot pools and batched route live in
+//! `provider-pools-mailbox`, whose own shim switches to loom in every
+//! `--cfg loom` build, so the engine's models run on them too.
 
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::atomic::{
@@ -13,8 +15,6 @@ pub(crate) use std::sync::atomic::{
 };
 #[cfg(not(all(test, loom)))]
 pub(crate) use std::sync::{Mutex, MutexGuard};
-#[cfg(not(all(test, loom)))]
-pub(crate) use tokio::sync::Notify;
 
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::atomic::{
@@ -22,10 +22,6 @@ pub(crate) use loom::sync::atomic::{
 };
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
-#[cfg(all(test, loom))]
-mod loom_notify;
-#[cfg(all(test, loom))]
-pub(crate) use loom_notify::Notify;
 
 /// Runs `body` under loom for every interleaving (within `preemptions`
 /// preemptions when given, unless `LOOM_MODEL_UNBOUNDED` is set), and

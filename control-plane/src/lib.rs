@@ -23,6 +23,7 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod board;
+mod call;
 pub mod client;
 pub mod clock;
 pub mod coordinator;
@@ -32,7 +33,6 @@ pub mod file;
 pub mod heartbeat;
 pub mod http;
 pub mod lease;
-mod mailbox;
 pub mod memory;
 mod metadata;
 mod millis;
@@ -44,6 +44,7 @@ pub mod store;
 pub mod transport;
 
 pub use board::{Board, FencedRecord, Post, MAX_BOARD_VALUE_BYTES};
+pub use call::ActorCallError;
 pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
 pub use etcd::{EtcdClient, EtcdConfig};
@@ -53,7 +54,6 @@ pub use lease::{
     FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
     LeaseState, SkewMargin, StaleToken,
 };
-pub use mailbox::ActorCallError;
 pub use memory::MemoryClient;
 pub use name::{LeaseName, NodeId, ServiceName, TopicName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;

@@ -41,6 +41,9 @@ mod state;
 #[cfg(test)]
 mod tests;
 
+#[cfg(all(test, loom))]
+mod loom_model;
+
 use ractor::RpcReplyPort;
 use tokio::sync::oneshot;
 

@@ -110,9 +110,7 @@ impl EpochProber {
     /// Cancel safe: a dropped future loses only the answer.
     pub(crate) async fn probe(&self, deadline: tokio::time::Instant) -> Probed<()> {
         let (reply, answer) = oneshot::channel();
-        self.mailbox
-            .probe(Msg::Probe { reply }, answer, deadline)
-            .await
+        crate::mailbox::probe(&self.mailbox, Msg::Probe { reply }, answer, deadline).await
     }
 }
 

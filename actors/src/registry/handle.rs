@@ -232,9 +232,7 @@ impl RegistryHandle {
         deadline: Instant,
     ) -> crate::mailbox::Probed<Vec<crate::epoch::EpochProber>> {
         let (reply, answer) = oneshot::channel();
-        self.mailbox
-            .probe(Msg::Probe { reply }, answer, deadline)
-            .await
+        crate::mailbox::probe(&self.mailbox, Msg::Probe { reply }, answer, deadline).await
     }
 
     /// The control owner's periodic reclaim tick; false once the registry

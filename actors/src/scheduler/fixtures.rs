@@ -22,7 +22,7 @@ pub(super) struct StandIn {
     pub(super) stopped: AtomicBool,
 }
 
-impl WakeTarget for Arc<StandIn> {
+impl WakeTarget for StandIn {
     fn stopping(&self) -> bool {
         self.stopped.load(Ordering::SeqCst)
     }

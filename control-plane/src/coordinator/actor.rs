@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use provider_pools_mailbox::Envelope;
 use ractor::{Actor, ActorProcessingErr, ActorRef, MessagingErr};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -13,7 +14,6 @@ use crate::coordinator::campaign::Campaign;
 use crate::coordinator::config::{CoordinatorConfig, Leadership};
 use crate::error::ControlPlaneError;
 use crate::lease::LeaseKey;
-use crate::mailbox::Envelope;
 
 pub(crate) struct CoordinatorActor;
 

@@ -29,16 +29,17 @@ mod config;
 
 use std::sync::Arc;
 
+use provider_pools_mailbox::{Mailbox, MailboxBound, MailboxSlots};
 use ractor::{Actor, ActorCell};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use config::{CoordinatorConfig, Leadership};
 
+use crate::call::{call, ActorCallError};
 use crate::client::ControlPlane;
 use crate::error::ControlPlaneError;
 use crate::lease::LeaseKey;
-use crate::mailbox::{ActorCallError, Mailbox};
 use actor::{Args, CoordinatorActor, Msg};
 
 /// The handle of a coordinator actor.
@@ -106,7 +107,11 @@ impl Coordinator {
         })?;
         Ok((
             Self {
-                mailbox: Mailbox::new(actor, slots),
+                mailbox: MailboxSlots::new(MailboxBound {
+                    messages: slots,
+                    releases: 0,
+                })
+                .attach(actor),
             },
             join,
         ))
@@ -125,9 +130,7 @@ impl Coordinator {
     /// [`ActorCallError`] when the actor is busy or gone;
     /// `LimitExceeded` when `max_campaigns` run already.
     pub async fn campaign(&self, key: LeaseKey) -> CoordinatorResult<watch::Receiver<Leadership>> {
-        self.mailbox
-            .call(|reply| Msg::Campaign { key, reply })
-            .await
+        call(&self.mailbox, |reply| Msg::Campaign { key, reply }).await
     }
 
     /// Ends the campaign for `key`, releasing the lease if held.
@@ -141,7 +144,7 @@ impl Coordinator {
     /// [`ActorCallError`] when the actor is busy or gone; the release's own
     /// error otherwise (the lease then expires by itself).
     pub async fn resign(&self, key: LeaseKey) -> CoordinatorResult<()> {
-        self.mailbox.call(|reply| Msg::Resign { key, reply }).await
+        call(&self.mailbox, |reply| Msg::Resign { key, reply }).await
     }
 
     /// Every campaign's leadership, ordered by lease.
@@ -154,7 +157,7 @@ impl Coordinator {
     ///
     /// [`ActorCallError`] when the actor is busy or gone.
     pub async fn status(&self) -> Result<Vec<(LeaseKey, Leadership)>, ActorCallError> {
-        self.mailbox.call(|reply| Msg::Status { reply }).await
+        call(&self.mailbox, |reply| Msg::Status { reply }).await
     }
 
     /// Resigns every campaign, then stops the actor.
@@ -170,7 +173,7 @@ impl Coordinator {
     pub async fn stop(
         &self,
     ) -> Result<Vec<(LeaseKey, Result<(), ControlPlaneError>)>, ActorCallError> {
-        self.mailbox.call(|reply| Msg::Stop { reply }).await
+        call(&self.mailbox, |reply| Msg::Stop { reply }).await
     }
 
     /// The actor, for hosts that supervise or monitor it.

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use provider_pools_mailbox::Envelope;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -9,7 +10,6 @@ use tokio::task::JoinHandle;
 use crate::client::ControlPlane;
 use crate::error::ControlPlaneError;
 use crate::heartbeat::policy::{HeartbeatPolicy, HeartbeatStatus};
-use crate::mailbox::Envelope;
 use crate::presence::Registration;
 
 pub(crate) struct HeartbeatActor;

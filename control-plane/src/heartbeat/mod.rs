@@ -21,14 +21,15 @@ mod policy;
 
 use std::sync::Arc;
 
+use provider_pools_mailbox::{Mailbox, MailboxBound, MailboxSlots};
 use ractor::{Actor, ActorCell};
 use tokio::task::JoinHandle;
 
 pub use policy::{HeartbeatPolicy, HeartbeatStatus};
 
+use crate::call::{call, ActorCallError};
 use crate::client::ControlPlane;
 use crate::error::ControlPlaneError;
-use crate::mailbox::{ActorCallError, Mailbox};
 use crate::presence::Registration;
 use actor::{Args, HeartbeatActor, Msg};
 
@@ -105,7 +106,11 @@ impl Heartbeat {
         })?;
         Ok((
             Self {
-                mailbox: Mailbox::new(actor, policy.mailbox),
+                mailbox: MailboxSlots::new(MailboxBound {
+                    messages: policy.mailbox,
+                    releases: 0,
+                })
+                .attach(actor),
             },
             join,
         ))
@@ -122,7 +127,7 @@ impl Heartbeat {
     /// [`ActorCallError::Busy`] when the mailbox is full,
     /// [`ActorCallError::Stopped`] when the actor is gone.
     pub async fn status(&self) -> Result<HeartbeatStatus, ActorCallError> {
-        self.mailbox.call(|reply| Msg::Status { reply }).await
+        call(&self.mailbox, |reply| Msg::Status { reply }).await
     }
 
     /// Deregisters, then stops the actor; answers the deregistration's
@@ -137,7 +142,7 @@ impl Heartbeat {
     /// [`ActorCallError`] when the stop could not be delivered; the inner
     /// result is the deregistration's.
     pub async fn stop(&self) -> Result<Result<(), ControlPlaneError>, ActorCallError> {
-        self.mailbox.call(|reply| Msg::Stop { reply }).await
+        call(&self.mailbox, |reply| Msg::Stop { reply }).await
     }
 
     /// The actor, for hosts that supervise or monitor it.

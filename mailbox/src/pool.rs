@@ -19,9 +19,13 @@
 //!   waiting senders and new ones.
 //! - `returned` counts every return since the pool was made; it only
 //!   grows. It is a statistic, not part of the pool's synchronisation (a
-//!   plain std atomic, which the loom models leave alone): the engine's
-//!   quiescence check (`ProviderPools::settled`) reads it to see whether an
-//!   actor opened anything besides its probe.
+//!   plain std atomic, which the loom models leave alone): a quiescence
+//!   check reads it (through `opened`) to see whether an actor opened
+//!   anything besides its probe.
+//!
+//! [`SlotPool`] is public for model checks that combine it with a caller's
+//! own accounting (the engine's cleanup slots); a mailbox keeps its pools
+//! to itself.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize as StatCounter, Ordering::Relaxed};
@@ -31,7 +35,8 @@ use tokio::time::Instant;
 
 use crate::sync::{fence, AtomicUsize, Notify, Ordering::SeqCst};
 
-pub(super) struct SlotPool {
+/// A bounded, lock-free count of slots.
+pub struct SlotPool {
     free: AtomicUsize,
     waiting: AtomicUsize,
     room: Notify,
@@ -40,7 +45,8 @@ pub(super) struct SlotPool {
 }
 
 impl SlotPool {
-    pub(super) fn new(capacity: usize) -> Arc<Self> {
+    /// A pool of `capacity` free slots.
+    pub fn new(capacity: usize) -> Arc<Self> {
         Arc::new(Self {
             free: AtomicUsize::new(capacity),
             waiting: AtomicUsize::new(0),
@@ -50,12 +56,12 @@ impl SlotPool {
     }
 
     /// Free slots now.
-    pub(super) fn free(&self) -> usize {
+    pub fn free(&self) -> usize {
         self.free.load(SeqCst)
     }
 
     /// A slot if one is free.
-    pub(super) fn try_take(self: &Arc<Self>) -> Option<Slot> {
+    pub fn try_take(self: &Arc<Self>) -> Option<Slot> {
         self.free
             .fetch_update(SeqCst, SeqCst, |free| free.checked_sub(1))
             .ok()
@@ -70,7 +76,7 @@ impl SlotPool {
     ///
     /// Cancel safe: a dropped future holds no slot, and a room notice it had
     /// received passes to the next waiter.
-    pub(super) async fn take_within(self: &Arc<Self>, deadline: Instant) -> Option<Slot> {
+    pub async fn take_within(self: &Arc<Self>, deadline: Instant) -> Option<Slot> {
         tokio::time::timeout_at(deadline, self.take()).await.ok()
     }
 
@@ -79,7 +85,7 @@ impl SlotPool {
     /// # Cancel safety
     ///
     /// As [`SlotPool::take_within`].
-    async fn take(self: &Arc<Self>) -> Slot {
+    pub(crate) async fn take(self: &Arc<Self>) -> Slot {
         loop {
             if let Some(slot) = self.try_take() {
                 return slot;
@@ -100,8 +106,7 @@ impl SlotPool {
     }
 
     /// Slots returned since the pool was made, wrapping at `usize::MAX`.
-    #[cfg(feature = "testing")]
-    pub(super) fn returned(&self) -> usize {
+    pub(crate) fn returned(&self) -> usize {
         self.returned.load(Relaxed)
     }
 
@@ -132,13 +137,22 @@ impl Drop for Waiting<'_> {
 }
 
 /// Room for one message in its pool, returned when dropped.
-pub(crate) struct Slot {
+#[must_use = "a slot returns its room as soon as it is dropped"]
+pub struct Slot {
     pool: Arc<SlotPool>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         self.pool.put();
+    }
+}
+
+impl fmt::Debug for SlotPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SlotPool")
+            .field("free", &self.free())
+            .finish_non_exhaustive()
     }
 }
 

@@ -191,3 +191,42 @@ async fn sending_to_a_stopped_actor_is_closed() {
     ));
     assert_eq!(slot.send(GateMsg::Release), Err(ActorGone));
 }
+
+#[tokio::test]
+async fn a_tick_is_delivered_past_a_full_mailbox_and_holds_no_slot() {
+    let mailbox = start_gate(MailboxBound {
+        messages: 1,
+        releases: 0,
+    })
+    .await;
+    let open = hold(&mailbox).await;
+    assert!(mailbox.try_send(GateMsg::Noop).is_ok(), "the only slot");
+    assert!(matches!(
+        mailbox.try_send(GateMsg::Noop),
+        Err(MailboxError::Busy(GateMsg::Noop))
+    ));
+    mailbox
+        .actor()
+        .send_message(Envelope::tick(GateMsg::Release))
+        .map_err(|_| "tick refused")
+        .expect("a tick needs no slot");
+    let opened = mailbox.opened();
+    open.send(()).expect("gate still holding");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (tx, rx) = oneshot::channel();
+    mailbox
+        .send_within(GateMsg::Count(tx.into()), deadline)
+        .await
+        .map_err(|_| "count refused")
+        .expect("count queued once the queued message returns its slot");
+    let releases = tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .expect("count answered within 5 s")
+        .expect("gate replied");
+    assert_eq!(releases, 1, "the tick was opened");
+    assert_eq!(
+        mailbox.opened(),
+        opened.wrapping_add(2),
+        "only the queued message and the count returned slots, not the tick"
+    );
+}

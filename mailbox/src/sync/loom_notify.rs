@@ -1,5 +1,5 @@
 //! A stand-in for tokio's `Notify` under loom, with the part of its
-//! contract the engine relies on: a `notify_one` is never lost — it wakes a
+//! contract the slot pool relies on: a `notify_one` is never lost — it wakes a
 //! waiting `Notified`, or is kept for the next one to come. tokio's own
 //! `Notify` takes a `std` mutex that loom cannot schedule around (tokio
 //! checks it with its own loom models), so the models of the structures
@@ -8,7 +8,7 @@
 //!
 //! It wakes every registered waiter per notification (each re-checks and
 //! only one consumes it) and keeps any number of notifications where tokio
-//! keeps one: both only ever add a spurious wake-up, which the engine's
+//! keeps one: both only ever add a spurious wake-up, which the pool's
 //! waiters absorb by looking again.
 
 use std::future::Future;

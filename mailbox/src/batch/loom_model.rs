@@ -23,7 +23,7 @@ struct StandIn {
     stopping: AtomicBool,
 }
 
-impl WakeTarget for Arc<StandIn> {
+impl WakeTarget for StandIn {
     fn stopping(&self) -> bool {
         self.stopping.load(SeqCst)
     }
@@ -69,7 +69,10 @@ fn mailbox(
 /// then the push.
 fn send(slots: &MailboxSlots, route: &Route, msg: u32) -> Result<(), Stopped> {
     let (slot, msg) = slots.try_message(msg).expect("a free message slot");
-    route.push(Envelope { _slot: slot, msg })
+    route.push(Envelope {
+        slot: Some(slot),
+        msg,
+    })
 }
 
 /// The actor serving one waiting Wake, if there is one.
@@ -164,7 +167,7 @@ fn a_release_racing_the_actors_stop_returns_its_slot_once() {
                 // What `ReleaseSlot::send` does on the batched route.
                 thread::spawn(move || {
                     route.push(Envelope {
-                        _slot: release,
+                        slot: Some(release),
                         msg: 7,
                     })
                 })

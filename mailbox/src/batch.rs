@@ -16,7 +16,7 @@
 //! - At most one `Wake` waits in ractor's mailbox: the flag goes up once
 //!   between two drains.
 //! - Envelopes in the FIFO ≤ message slots + release slots, as for
-//!   [`Mailbox`](super::Mailbox): each carries its slot until opened.
+//!   [`Mailbox`](crate::Mailbox): each carries its slot until opened.
 //! - Order is FIFO for envelopes ordered by happens-before (one sender's
 //!   envelopes, a release after the grant's enqueue).
 //! - A drain takes at most [`DRAIN_LIMIT`] envelopes and wakes the actor
@@ -31,32 +31,42 @@ use ractor::{ActorId, ActorRef, ActorStatus, Message};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{Envelope, MailboxBound, MailboxError, MailboxSlots, ReleaseSlot, Target};
+use crate::mailbox::{Envelope, MailboxBound, MailboxError, MailboxSlots, ReleaseSlot, Target};
 use crate::sync::{AtomicBool, Ordering};
 
 /// Most envelopes one drain takes before handing the worker back.
 #[cfg(not(all(test, loom)))]
-pub(crate) const DRAIN_LIMIT: usize = 256;
+pub const DRAIN_LIMIT: usize = 256;
 /// Two under the model checks, so that their three envelopes can cut a
 /// drain short (and two need not).
 #[cfg(all(test, loom))]
-pub(crate) const DRAIN_LIMIT: usize = 2;
+pub const DRAIN_LIMIT: usize = 2;
 
 /// The one ractor message of a batched actor: "your FIFO has envelopes".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Wake;
+pub struct Wake;
 
 /// The actor stopped; its FIFO is gone or will be dropped unread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Stopped;
+pub struct Stopped;
 
-/// Where a batched actor's [`Wake`] goes: the actor itself (a stand-in in
-/// the model checks).
-pub(crate) trait WakeTarget {
+/// Where a batched actor's [`Wake`] goes: the actor itself (a stand-in,
+/// shared through an `Arc`, in model checks and unit tests).
+pub trait WakeTarget {
     /// True once the actor takes no more messages.
     fn stopping(&self) -> bool;
     /// Sends one [`Wake`]; fails once the actor is gone.
     fn wake(&self) -> Result<(), Stopped>;
+}
+
+impl<T: WakeTarget + ?Sized> WakeTarget for Arc<T> {
+    fn stopping(&self) -> bool {
+        (**self).stopping()
+    }
+
+    fn wake(&self) -> Result<(), Stopped> {
+        (**self).wake()
+    }
 }
 
 impl WakeTarget for ActorRef<Wake> {
@@ -70,7 +80,7 @@ impl WakeTarget for ActorRef<Wake> {
 }
 
 /// The sending half the mailbox and every release slot share.
-pub(super) struct Shared<M, A = ActorRef<Wake>> {
+pub(crate) struct Shared<M, A = ActorRef<Wake>> {
     queue: mpsc::UnboundedSender<Envelope<M>>,
     scheduled: Arc<AtomicBool>,
     actor: A,
@@ -78,7 +88,7 @@ pub(super) struct Shared<M, A = ActorRef<Wake>> {
 
 impl<M, A: WakeTarget> Shared<M, A> {
     /// Queues `envelope` and wakes the actor if no wake-up is pending.
-    pub(super) fn push(&self, envelope: Envelope<M>) -> Result<(), Stopped> {
+    pub(crate) fn push(&self, envelope: Envelope<M>) -> Result<(), Stopped> {
         if self.actor.stopping() {
             return Err(Stopped);
         }
@@ -92,7 +102,7 @@ impl<M, A: WakeTarget> Shared<M, A> {
 }
 
 impl<M> Shared<M> {
-    pub(super) fn actor_id(&self) -> ActorId {
+    pub(crate) fn actor_id(&self) -> ActorId {
         self.actor.get_id()
     }
 }
@@ -100,7 +110,7 @@ impl<M> Shared<M> {
 /// Creates the two halves of a batched mailbox before its actor exists:
 /// the slots, to attach once the actor is spawned, and the inbox the actor
 /// keeps in its state.
-pub(crate) fn batch<M>(bound: MailboxBound) -> (BatchSlots<M>, BatchInbox<M>) {
+pub fn batch<M>(bound: MailboxBound) -> (BatchSlots<M>, BatchInbox<M>) {
     let (queue, rx) = mpsc::unbounded_channel();
     let scheduled = Arc::new(AtomicBool::new(false));
     let slots = BatchSlots {
@@ -117,7 +127,7 @@ pub(crate) fn batch<M>(bound: MailboxBound) -> (BatchSlots<M>, BatchInbox<M>) {
 }
 
 /// The slot pools and FIFO of a batched actor, not yet bound to it.
-pub(crate) struct BatchSlots<M> {
+pub struct BatchSlots<M> {
     slots: MailboxSlots,
     queue: mpsc::UnboundedSender<Envelope<M>>,
     scheduled: Arc<AtomicBool>,
@@ -135,7 +145,7 @@ impl<M> Clone for BatchSlots<M> {
 
 impl<M> BatchSlots<M> {
     /// Binds the slots to the actor that drains the FIFO.
-    pub(crate) fn attach(self, actor: ActorRef<Wake>) -> BatchMailbox<M> {
+    pub fn attach(self, actor: ActorRef<Wake>) -> BatchMailbox<M> {
         BatchMailbox {
             shared: Arc::new(Shared {
                 queue: self.queue,
@@ -155,9 +165,9 @@ impl<M> fmt::Debug for BatchSlots<M> {
     }
 }
 
-/// The typed, bounded face of a batched actor: [`Mailbox`](super::Mailbox)'s
+/// The typed, bounded face of a batched actor: [`Mailbox`](crate::Mailbox)'s
 /// operations, delivered through the FIFO.
-pub(crate) struct BatchMailbox<M> {
+pub struct BatchMailbox<M> {
     shared: Arc<Shared<M>>,
     slots: MailboxSlots,
 }
@@ -182,18 +192,22 @@ impl<M> fmt::Debug for BatchMailbox<M> {
 
 impl<M: Message> BatchMailbox<M> {
     /// The actor behind this mailbox.
-    pub(crate) fn actor(&self) -> &ActorRef<Wake> {
+    pub fn actor(&self) -> &ActorRef<Wake> {
         &self.shared.actor
     }
 
     /// Queues `msg` if a message slot is free, answering `Busy` at once if not.
-    #[cfg_attr(
-        not(test),
-        allow(dead_code, reason = "the scheduler's control messages wait for a slot")
-    )]
-    pub(crate) fn try_send(&self, msg: M) -> Result<(), MailboxError<M>> {
+    ///
+    /// # Errors
+    ///
+    /// [`MailboxError::Busy`] with `msg` when every message slot is taken;
+    /// [`MailboxError::Closed`] when the actor has stopped.
+    pub fn try_send(&self, msg: M) -> Result<(), MailboxError<M>> {
         let (slot, msg) = self.slots.try_message(msg)?;
-        self.deliver(Envelope { _slot: slot, msg })
+        self.deliver(Envelope {
+            slot: Some(slot),
+            msg,
+        })
     }
 
     /// Queues `msg`, waiting for a message slot until `deadline`.
@@ -201,18 +215,22 @@ impl<M: Message> BatchMailbox<M> {
     /// # Cancel safety
     ///
     /// Cancel safe: a dropped future has queued nothing and holds no slot.
-    pub(crate) async fn send_within(
-        &self,
-        msg: M,
-        deadline: Instant,
-    ) -> Result<(), MailboxError<M>> {
+    ///
+    /// # Errors
+    ///
+    /// [`MailboxError::Timeout`] with `msg` when no slot freed up in time;
+    /// [`MailboxError::Closed`] when the actor has stopped.
+    pub async fn send_within(&self, msg: M, deadline: Instant) -> Result<(), MailboxError<M>> {
         let (slot, msg) = self.slots.message_within(msg, deadline).await?;
-        self.deliver(Envelope { _slot: slot, msg })
+        self.deliver(Envelope {
+            slot: Some(slot),
+            msg,
+        })
     }
 
     /// Reserves the room for one future release message; `None` when every
     /// release slot is held.
-    pub(crate) fn reserve_release(&self) -> Option<ReleaseSlot<M>> {
+    pub fn reserve_release(&self) -> Option<ReleaseSlot<M>> {
         let slot = self.slots.try_release()?;
         Some(ReleaseSlot {
             target: Target::Batch(Arc::clone(&self.shared)),
@@ -221,9 +239,8 @@ impl<M: Message> BatchMailbox<M> {
     }
 
     /// Envelopes this actor has opened (or dropped undelivered) so far,
-    /// wrapping.
-    #[cfg(feature = "testing")]
-    pub(crate) fn opened(&self) -> usize {
+    /// wrapping: a statistic for quiescence checks.
+    pub fn opened(&self) -> usize {
         self.slots.opened()
     }
 
@@ -235,7 +252,7 @@ impl<M: Message> BatchMailbox<M> {
 }
 
 /// The actor's half: the FIFO it drains on each [`Wake`].
-pub(crate) struct BatchInbox<M> {
+pub struct BatchInbox<M> {
     rx: mpsc::UnboundedReceiver<Envelope<M>>,
     scheduled: Arc<AtomicBool>,
     /// Reused between drains, so a drain allocates nothing once warm.
@@ -254,7 +271,7 @@ impl<M> BatchInbox<M> {
     /// Opens every envelope queued now (at most [`DRAIN_LIMIT`]), oldest
     /// first, and hands each message to `apply`. Call it on every [`Wake`];
     /// `myself` is woken again when the limit cut the drain short.
-    pub(crate) async fn drain(&mut self, myself: &impl WakeTarget, mut apply: impl FnMut(M)) {
+    pub async fn drain(&mut self, myself: &impl WakeTarget, mut apply: impl FnMut(M)) {
         // Lowered before reading: a later push raises it and wakes us again.
         self.scheduled.swap(false, Ordering::AcqRel);
         let (rx, buffer) = (&mut self.rx, &mut self.buffer);
