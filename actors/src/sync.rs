@@ -23,26 +23,6 @@ pub(crate) use loom::sync::atomic::{
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::{Mutex, MutexGuard};
 
-/// Runs `body` under loom for every interleaving (within `preemptions`
-/// preemptions when given, unless `LOOM_MODEL_UNBOUNDED` is set), and
-/// prints how many it explored (RELIABILITY.md quotes these counts).
+/// The loom model runner, shared with the mailbox crate's models.
 #[cfg(all(test, loom))]
-pub(crate) fn model(
-    name: &str,
-    preemptions: Option<usize>,
-    body: impl Fn() + Sync + Send + 'static,
-) {
-    let preemptions = preemptions.filter(|_| std::env::var_os("LOOM_MODEL_UNBOUNDED").is_none());
-    let explored = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = std::sync::Arc::clone(&explored);
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = preemptions;
-    builder.check(move || {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        body();
-    });
-    eprintln!(
-        "loom model {name}: {} interleavings (preemption bound {preemptions:?})",
-        explored.load(std::sync::atomic::Ordering::Relaxed)
-    );
-}
+pub(crate) use provider_pools_mailbox::loom_model as model;

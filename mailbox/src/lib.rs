@@ -44,6 +44,11 @@ mod mailbox;
 mod pool;
 mod sync;
 
+/// The loom model runner of every model check built on this crate.
+#[cfg(loom)]
+#[doc(hidden)]
+pub use sync::model as loom_model;
+
 pub use batch::{
     batch, BatchInbox, BatchMailbox, BatchSlots, Stopped, Wake, WakeTarget, DRAIN_LIMIT,
 };

@@ -21,13 +21,10 @@ pub(crate) use loom_notify::Notify;
 
 /// Runs `body` under loom for every interleaving (within `preemptions`
 /// preemptions when given, unless `LOOM_MODEL_UNBOUNDED` is set), and
-/// prints how many it explored (RELIABILITY.md quotes these counts).
-#[cfg(all(test, loom))]
-pub(crate) fn model(
-    name: &str,
-    preemptions: Option<usize>,
-    body: impl Fn() + Sync + Send + 'static,
-) {
+/// prints how many it explored (RELIABILITY.md quotes these counts). The
+/// engine's model checks run through it too.
+#[cfg(loom)]
+pub fn model(name: &str, preemptions: Option<usize>, body: impl Fn() + Sync + Send + 'static) {
     let preemptions = preemptions.filter(|_| std::env::var_os("LOOM_MODEL_UNBOUNDED").is_none());
     let explored = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = std::sync::Arc::clone(&explored);
