@@ -17,6 +17,7 @@ mod own_running;
 mod prepay;
 #[cfg(feature = "testing")]
 mod settled;
+mod shutdown;
 mod streams;
 
 use std::sync::Arc;
