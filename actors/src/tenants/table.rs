@@ -2,9 +2,12 @@
 //! all with the same limit (the share).
 //!
 //! Invariants:
-//! - A tenant's budget lives exactly as long as a charge on it: the table
-//!   keeps only weak references, so a budget found dead has no charge left
-//!   and its replacement starting at zero is exact.
+//! - A tenant's budget lives as long as a charge on it, or while it is
+//!   among the last [`RECENT`] budgets the table created: the table keeps
+//!   weak references besides those few, so a budget found dead has no
+//!   charge left and its replacement starting at zero is exact, and a
+//!   tenant that charges and releases in turn does not rebuild its budget
+//!   each time.
 //! - Dead entries are pruned as the table grows, so its size follows the
 //!   tenants holding something, not every tenant ever seen.
 //! - The lock is held for a lookup or a lowering only, never across a drop
@@ -20,6 +23,10 @@ use crate::identity::TenantId;
 
 const PRUNE_FLOOR: usize = 64;
 
+/// How many of the budgets it created last a table keeps alive without a
+/// charge.
+const RECENT: usize = 4;
+
 /// Per-tenant budgets named `name`, each limited to the share in force.
 pub(crate) struct ShareTable {
     name: &'static str,
@@ -31,6 +38,9 @@ struct Table {
     tenants: HashMap<TenantId, Weak<Budget>>,
     /// Dead entries are pruned when the table reaches this size.
     prune_at: usize,
+    /// The budgets created last, kept alive; `next` is the oldest's place.
+    recent: [Option<Arc<Budget>>; RECENT],
+    next: usize,
 }
 
 impl ShareTable {
@@ -41,6 +51,8 @@ impl ShareTable {
             table: Mutex::new(Table {
                 tenants: HashMap::new(),
                 prune_at: PRUNE_FLOOR,
+                recent: Default::default(),
+                next: 0,
             }),
         }
     }
@@ -110,6 +122,9 @@ impl ShareTable {
         table
             .tenants
             .insert(tenant.clone(), Arc::downgrade(&budget));
+        let next = table.next;
+        table.recent[next] = Some(Arc::clone(&budget));
+        table.next = (next + 1) % RECENT;
         budget
     }
 
@@ -130,5 +145,43 @@ impl fmt::Debug for ShareTable {
             .field("name", &self.name)
             .field("share", &self.share.load(Ordering::Relaxed))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{ShareTable, RECENT};
+    use crate::identity::TenantId;
+
+    fn tenant(name: &str) -> TenantId {
+        TenantId::new(name).expect("valid tenant")
+    }
+
+    #[test]
+    fn a_tenant_that_charges_and_releases_in_turn_keeps_one_budget() {
+        let table = ShareTable::new("connections_per_tenant", 2);
+        let first = Arc::downgrade(&table.budget(&tenant("a")));
+        for _ in 0..3 {
+            let charge = table.charge(&tenant("a"), 2).expect("within the share");
+            drop(charge);
+        }
+        let again = table.budget(&tenant("a"));
+        let first = first.upgrade().expect("the budget outlived its charges");
+        assert!(Arc::ptr_eq(&first, &again), "the budget was rebuilt");
+        assert_eq!(again.used(), 0, "nothing is charged");
+    }
+
+    #[test]
+    fn past_the_recent_few_an_uncharged_budget_dies_and_restarts_at_zero() {
+        let table = ShareTable::new("connections_per_tenant", 2);
+        let a = Arc::downgrade(&table.budget(&tenant("a")));
+        for n in 0..RECENT {
+            let _ = table.budget(&tenant(&format!("t{n}")));
+        }
+        assert!(a.upgrade().is_none(), "a's budget outlived newer ones");
+        let charge = table.charge(&tenant("a"), 2);
+        assert!(charge.is_ok(), "a new budget starts at zero: {charge:?}");
     }
 }

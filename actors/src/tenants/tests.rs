@@ -74,14 +74,14 @@ fn admissions_are_counted_per_tenant_up_to_the_share() {
 }
 
 #[test]
-fn a_tenant_budget_lives_only_while_charged() {
+fn a_tenant_budget_starts_again_at_zero_once_its_charges_are_gone() {
     let shares = shares(100, 2);
     let shared = Budget::new("metadata_bytes", 1_000);
     let charge = shares
         .charge_metadata(&tenant("a"), &shared, 100)
         .expect("share");
     drop(charge);
-    // The budget died with its last charge; the next one starts at zero.
+    // Nothing of it is charged any more; the next charge starts at zero.
     let again = shares.charge_metadata(&tenant("a"), &shared, 100);
     assert!(again.is_ok(), "{again:?}");
 }
