@@ -23,7 +23,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The library source roots of the workspace, relative to this crate.
-const ROOTS: [&str; 4] = ["src", "actors/src", "adapters/src", "control-plane/src"];
+const ROOTS: [&str; 6] = [
+    "src",
+    "actors/src",
+    "adapters/src",
+    "control-plane/src",
+    "mailbox/src",
+    "tls-roots/src",
+];
 
 /// One function missing a heading.
 #[derive(Debug, PartialEq, Eq)]
@@ -371,6 +378,16 @@ fn test_module_paths(file: &Path, modules: &[TestModule]) -> Vec<PathBuf> {
     paths
 }
 
+/// Every `.rs` file under the library roots, sorted.
+fn library_files(workspace: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for root in ROOTS {
+        rust_files(&workspace.join(root), &mut files);
+    }
+    files.sort();
+    files
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
     for entry in entries {
@@ -386,11 +403,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 #[test]
 fn every_public_future_documents_cancel_safety_and_errors() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for root in ROOTS {
-        rust_files(&workspace.join(root), &mut files);
-    }
-    files.sort();
+    let files = library_files(workspace);
     assert!(files.len() > 50, "found only {} source files", files.len());
     let mut missing = Vec::new();
     let mut checked = 0;
@@ -467,11 +480,7 @@ pub fn plain() -> Result<(), E> {}
 #[test]
 fn every_public_function_that_panics_documents_when() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    for root in ROOTS {
-        rust_files(&workspace.join(root), &mut files);
-    }
-    files.sort();
+    let files = library_files(workspace);
     let mut results = Vec::new();
     let mut test_paths = Vec::new();
     for file in &files {

@@ -271,6 +271,12 @@ impl<M> BatchInbox<M> {
     /// Opens every envelope queued now (at most [`DRAIN_LIMIT`]), oldest
     /// first, and hands each message to `apply`. Call it on every [`Wake`];
     /// `myself` is woken again when the limit cut the drain short.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it completes on its first poll (the read never waits),
+    /// so it is never dropped half-way; dropped before that poll it has
+    /// done nothing.
     pub async fn drain(&mut self, myself: &impl WakeTarget, mut apply: impl FnMut(M)) {
         // Lowered before reading: a later push raises it and wakes us again.
         self.scheduled.swap(false, Ordering::AcqRel);
