@@ -39,11 +39,12 @@ use tokio::time::Instant;
 use traffic::{rotate, start_origin, BoxError, Traffic};
 
 /// The metric families the final scrape must contain, with their types.
-const FAMILIES: [(&str, &str); 13] = [
+const FAMILIES: [(&str, &str); 14] = [
     ("provider_pools_running_requests", "gauge"),
     ("provider_pools_pending_requests", "gauge"),
     ("provider_pools_connections", "gauge"),
     ("provider_pools_workers", "gauge"),
+    ("provider_pools_drivers", "gauge"),
     ("provider_pools_metadata_bytes", "gauge"),
     ("provider_pools_admissions", "counter"),
     ("provider_pools_admission_wait_seconds", "histogram"),
@@ -162,9 +163,9 @@ async fn run() -> Result<bool, BoxError> {
             .map(|t| t.grants)
             .sum();
         println!(
-            "[{second:>3}s] grants {grants:>6} | running {:>2} pending {:>3} | conns active {} idle {} | epochs {} | workers {}",
+            "[{second:>3}s] grants {grants:>6} | running {:>2} pending {:>3} | conns active {} idle {} | epochs {} | workers {} drivers {}",
             s.running_requests, s.pending_requests, s.connections.active, s.connections.idle,
-            s.retained_epochs, s.workers,
+            s.retained_epochs, s.workers, s.drivers,
         );
         if !rotated && second * 2 >= seconds {
             rotated = true;

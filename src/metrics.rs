@@ -8,7 +8,7 @@
 //!
 //! | family | type | labels |
 //! | --- | --- | --- |
-//! | `provider_pools_configured_epochs`, `_retained_epochs`, `_clients`, `_pending_requests`, `_running_requests`, `_workers`, `_cleanup_jobs`, `_failed_cleanup`, `_connection_waiters`, `_metadata_bytes` | gauge | — |
+//! | `provider_pools_configured_epochs`, `_retained_epochs`, `_clients`, `_pending_requests`, `_running_requests`, `_workers`, `_drivers`, `_cleanup_jobs`, `_failed_cleanup`, `_connection_waiters`, `_metadata_bytes` | gauge | — |
 //! | `provider_pools_connections` | gauge | `state` = `active`, `idle`, `connecting`, `retired` |
 //! | `provider_pools_control` | gauge (1 for the current state, else 0) | `state` = `running`, `retiring`, `completed`, `failed` |
 //! | `provider_pools_admissions_total` | counter | `outcome` = `admitted`, `cancelled` or an `AdmitError::code()` |
@@ -218,6 +218,11 @@ impl Collector for PoolsMetrics {
                 s.running_requests,
             ),
             ("workers", "Provider jobs not yet joined.", s.workers),
+            (
+                "drivers",
+                "Connection drivers not yet joined (no worker slot each).",
+                s.drivers,
+            ),
             (
                 "cleanup_jobs",
                 "Cleanup jobs not yet joined.",

@@ -204,6 +204,7 @@ fn within_limits(s: &Snapshot, when: &str) -> Outcome {
         ),
         ("idle", c.idle, LIMITS.idle_connections),
         ("workers", s.workers, LIMITS.provider_workers),
+        ("drivers", s.drivers, LIMITS.connections),
         ("cleanup", s.cleanup_jobs, LIMITS.cleanup_jobs),
         ("metadata", s.metadata_bytes, LIMITS.metadata_bytes),
     ];

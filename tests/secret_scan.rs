@@ -133,11 +133,11 @@ fn no_engine_config_shows_a_planted_secret() {
             config,
         };
         debug("Installation", &installation);
-        let dial = DialTarget {
-            target: &url,
-            settings: &installation.config.settings,
-            credential: &installation.credential,
-        };
+        let dial = DialTarget::new(
+            &url,
+            &installation.config.settings,
+            &installation.credential,
+        );
         debug("DialTarget", &dial);
     }
     let too_long = SECRET.repeat(provider_pools::Credential::MAX_LEN / SECRET.len() + 1);

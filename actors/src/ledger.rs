@@ -30,6 +30,8 @@ pub(crate) struct Gauges {
     pub(crate) pending_requests: AtomicU32,
     pub(crate) running_requests: AtomicU32,
     pub(crate) workers: AtomicU32,
+    /// Connection drivers not yet joined.
+    pub(crate) drivers: AtomicU32,
     pub(crate) cleanup_jobs: AtomicU32,
     pub(crate) failed_cleanup: AtomicU32,
 }
@@ -160,6 +162,7 @@ impl Ledger {
             pending_requests: read(&g.pending_requests),
             running_requests: read(&g.running_requests),
             workers: read(&g.workers),
+            drivers: read(&g.drivers),
             cleanup_jobs: read(&g.cleanup_jobs),
             failed_cleanup: read(&g.failed_cleanup),
             metadata_bytes: self.metadata.used(),

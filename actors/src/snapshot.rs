@@ -54,8 +54,12 @@ pub struct Snapshot {
     pub pending_requests: u32,
     /// Running or retained request owners.
     pub running_requests: u32,
-    /// Provider jobs not yet joined.
+    /// Provider jobs (`spawn`, `spawn_blocking`, `control_blocking`) not
+    /// yet joined: what holds the `provider_workers` slots.
     pub workers: u32,
+    /// Connection drivers not yet joined: at most one per connection,
+    /// dialing, active or idle, and none holds a worker slot.
+    pub drivers: u32,
     /// Cleanup jobs not yet joined.
     pub cleanup_jobs: u32,
     /// Resources whose cleanup failed and which are still owned.
@@ -85,6 +89,7 @@ impl Snapshot {
             pending_requests,
             running_requests,
             workers,
+            drivers,
             cleanup_jobs,
             failed_cleanup,
             metadata_bytes,
@@ -109,6 +114,7 @@ impl Snapshot {
             pending_requests,
             running_requests,
             workers,
+            drivers,
             cleanup_jobs,
             failed_cleanup,
             metadata_bytes,

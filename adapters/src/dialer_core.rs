@@ -1,23 +1,25 @@
 //! [`DialerCore`]: what every dialer of the adapters shares — the pools
-//! whose provider jobs own a connection's driver (or a client's tasks), the
-//! count of dials started, and the reservation of that job before anything
-//! is dialed. Each dialer keeps only its protocol's part: what it connects
-//! to and how it handshakes.
+//! that run a connection's driver (or a client's tasks), the count of dials
+//! started, and the start of that driver before anything is dialed. Each
+//! dialer keeps only its protocol's part: what it connects to and how it
+//! handshakes.
 //!
 //! Invariants:
 //! - A dial counts itself before anything else, so a dial that fails at
 //!   once is counted too; clones of a core (a dial runs on a clone, in its
 //!   own task) share one count.
-//! - The job is reserved before any socket is opened; no free worker slot
-//!   is our own limit ([`DialErrorKind::Saturated`]), so the client is not
-//!   put into backoff as after a failed dial.
+//! - The driver is started before any socket is opened. It takes no
+//!   provider worker slot: it holds its connection's charges (decision
+//!   record 0063). No room for it now is our own limit
+//!   ([`DialErrorKind::Saturated`]), so the client is not put into backoff
+//!   as after a failed dial.
 
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use provider_pools_actors::{DialError, DialErrorKind, JobError, JobHandle, ProviderPools};
+use provider_pools_actors::{DialError, DialErrorKind, DialTarget, JobHandle, ProviderPools};
 
 /// The pools and dial count one dialer (and every dialer sharing its
 /// count) works with.
@@ -29,7 +31,7 @@ pub(crate) struct DialerCore {
 }
 
 impl DialerCore {
-    /// A core whose jobs run on `pools`, with no dial counted yet.
+    /// A core whose drivers run on `pools`, with no dial counted yet.
     pub(crate) fn new(pools: ProviderPools) -> Self {
         Self {
             pools,
@@ -47,36 +49,37 @@ impl DialerCore {
         self.dials.load(Ordering::Relaxed)
     }
 
-    /// Reserves a provider job running `run` for `what` (a connection's
-    /// driver, a client's tasks).
+    /// Starts the driver of the connection `target`'s dial is opening
+    /// (for `what`: a connection's driver, a client's tasks): a job of the
+    /// pools' driver class, which holds the connection's charges and no
+    /// provider worker slot.
     ///
     /// # Cancel safety
     ///
-    /// As [`ProviderPools::spawn`]: a job once accepted runs to completion.
-    /// Each dialer's job waits on something its dial holds (the driver's
-    /// hand-over, the client's callbacks), so a dropped dial ends it at once.
+    /// As [`ProviderPools::spawn_driver`]: a driver once accepted runs to
+    /// completion. Each dialer's driver waits on something its dial holds
+    /// (the driver's hand-over, the client's callbacks), so a dropped dial
+    /// ends it at once.
     ///
     /// # Errors
     ///
-    /// [`DialErrorKind::Saturated`] when no worker slot (or no room in the
-    /// worker pool's mailbox) is free, [`DialErrorKind::Other`] when the
-    /// pools take no job; the message names `what`.
-    pub(crate) async fn reserve_job<F, Fut>(
+    /// As [`ProviderPools::spawn_driver`]: [`DialErrorKind::Saturated`]
+    /// when the pools have no room for it now (nothing was dialed, so no
+    /// backoff), [`DialErrorKind::Other`] otherwise; the message names
+    /// `what`.
+    pub(crate) async fn start_driver<Fut>(
         &self,
+        target: &DialTarget<'_>,
         what: &str,
-        run: F,
+        driver: Fut,
     ) -> Result<JobHandle<()>, DialError>
     where
-        F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.pools.spawn(run).await.map_err(|e| {
-            let kind = match e {
-                JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
-                _ => DialErrorKind::Other,
-            };
-            DialError::new(kind, format!("no provider job for {what}: {e}"))
-        })
+        self.pools
+            .spawn_driver(target, driver)
+            .await
+            .map_err(|e| DialError::new(e.kind, format!("{what}: {}", e.message)))
     }
 }
 

@@ -7,8 +7,8 @@
 
 mod support;
 
-use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
-use provider_pools_adapters::http::{call, call_streaming, BodyLimits, HttpDialer, HttpError};
+use provider_pools_actors::{ConnectionCounts, Limits};
+use provider_pools_adapters::http::{call_streaming, BodyLimits, HttpDialer, HttpError};
 use support::origin::Origin;
 use support::{bounded, eventually, get, install, running, start};
 
@@ -179,51 +179,58 @@ async fn the_response_limit_holds_across_chunks() {
 }
 
 #[tokio::test]
-async fn a_connection_reserves_its_driver_worker_before_it_connects() {
+async fn a_connections_driver_takes_no_provider_worker_slot() {
     let origin = Origin::start().await;
     let limits = Limits {
         provider_workers: 1,
+        workers_per_tenant: 1,
         ..Limits::DEFAULT
     };
     let pools = start(limits).await;
     let receipt = install(&pools, &origin.target, &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
+    let (release, blocker) = tokio::sync::oneshot::channel::<()>();
+    let busy = pools
+        .spawn(move || async move {
+            let _ = blocker.await;
+        })
+        .await
+        .expect("the only worker slot");
 
-    // The held stream's connection driver takes the only worker slot.
+    // Two held streams, two connections, two drivers: none needs the
+    // worker slot the job holds.
     let first = running(&pools, &receipt, 1).await;
-    let stream = call_streaming(&pools, &first, &dialer, get("/hang"), BodyLimits::default())
+    let one = call_streaming(&pools, &first, &dialer, get("/hang"), BodyLimits::default())
         .await
         .expect("200");
-    assert_eq!(pools.snapshot().workers, 1);
-
     let second = running(&pools, &receipt, 2).await;
-    let err = call_streaming(&pools, &second, &dialer, get("/ok"), BodyLimits::default())
-        .await
-        .expect_err("no worker for a second driver");
-    assert!(
-        matches!(&err, HttpError::Connect(ConnectError::Dial(e)) if e.kind == DialErrorKind::Saturated),
-        "{err:?}"
-    );
+    let two = call_streaming(
+        &pools,
+        &second,
+        &dialer,
+        get("/hang"),
+        BodyLimits::default(),
+    )
+    .await
+    .expect("200");
+    let snapshot = pools.snapshot();
     assert_eq!(
-        err.code(),
-        "busy",
-        "our own limit, not the origin's failure"
+        (
+            snapshot.workers,
+            snapshot.drivers,
+            snapshot.connections.active
+        ),
+        (1, 2, 2),
+        "{snapshot:?}"
     );
-    assert_eq!(origin.accepted(), 1, "no TCP connect without a driver slot");
+    assert_eq!(origin.accepted(), 2);
 
-    drop((stream, first));
-    eventually("the driver joined", || pools.snapshot().workers == 0).await;
-    // No backoff was recorded: the same request dials again at once.
-    let response = call(&pools, &second, &dialer, get("/ok"), BodyLimits::default())
-        .await
-        .expect("the origin was never in backoff");
-    assert_eq!(response.status, 200);
-    drop((response, second));
-    eventually("nothing owned", || {
-        let snapshot = pools.snapshot();
-        snapshot.running_requests == 0
-    })
-    .await;
+    drop((one, first, two, second));
+    eventually("the drivers joined", || pools.snapshot().drivers == 0).await;
+    release.send(()).expect("the job waits");
+    bounded("the job", busy.join()).await.expect("joined");
+    let report = bounded("shutdown", pools.shutdown(support::deadline())).await;
+    assert!(report.is_clean(), "{report:?}");
 }
 
 #[tokio::test]
@@ -359,7 +366,7 @@ async fn a_streamed_chunk_over_the_tenant_share_ends_the_stream_and_destroys_its
         "every chunk's charge returned, and the connection's",
         || {
             let snapshot = pools.snapshot();
-            snapshot.workers == 0 && snapshot.metadata_bytes == baseline
+            snapshot.drivers == 0 && snapshot.metadata_bytes == baseline
         },
     )
     .await;

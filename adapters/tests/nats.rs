@@ -63,11 +63,7 @@ async fn publish_is_acknowledged_by_the_stream_and_one_client_is_reused() {
         .await;
     }
     assert_eq!(dialer.dials(), 1, "one client served every publish");
-    assert_eq!(
-        pools.snapshot().workers,
-        1,
-        "its driver job runs while idle"
-    );
+    assert_eq!(pools.snapshot().drivers, 1, "its driver runs while idle");
 
     let stream = js.get_stream("EV").await.expect("stream");
     let stored = stream.get_raw_message(2).await.expect("message 2");
@@ -353,7 +349,7 @@ async fn oversized_payloads_and_values_are_refused_before_any_dial() {
     assert_eq!(dialer.dials(), 0, "nothing was dialed");
     let snapshot = pools.snapshot();
     assert_eq!(snapshot.connections, Default::default());
-    assert_eq!(snapshot.workers, 0, "no driver job was reserved");
+    assert_eq!(snapshot.drivers, 0, "no driver was started");
     drop(running);
 
     let report = bounded("shutdown", pools.shutdown(support::deadline())).await;

@@ -61,7 +61,7 @@ async fn a_refused_token_is_denied_backs_off_and_is_never_shown() {
     }
     eventually("the refused client's job ends", || {
         let snapshot = pools.snapshot();
-        snapshot.workers == 0 && snapshot.connections == Default::default()
+        snapshot.drivers == 0 && snapshot.connections == Default::default()
     })
     .await;
 

@@ -63,7 +63,7 @@ async fn cancel_a_publish_midway(
     let snapshot = pools.snapshot();
     assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
     assert_eq!(snapshot.running_requests, 1, "{snapshot:?}");
-    assert_eq!(snapshot.workers, 1, "{snapshot:?}");
+    assert_eq!(snapshot.drivers, 1, "{snapshot:?}");
 }
 
 async fn everything_returns(pools: &ProviderPools) {
@@ -71,7 +71,7 @@ async fn everything_returns(pools: &ProviderPools) {
         let snapshot = pools.snapshot();
         snapshot.connections == Default::default()
             && snapshot.running_requests == 0
-            && snapshot.workers == 0
+            && snapshot.drivers == 0
             && snapshot.cleanup_jobs == 0
             && snapshot.failed_cleanup == 0
     })
@@ -124,13 +124,14 @@ async fn a_close_the_server_never_answers_still_stops_the_client() {
 }
 
 #[tokio::test]
-async fn a_client_reserves_its_driver_job_before_it_connects() {
+async fn a_client_starts_its_driver_without_a_provider_worker_slot() {
     let peer = Nats::start();
     let js = admin(&format!("nats://{}", peer.addr())).await;
     prepare(&js).await;
     let relay = Relay::start(peer.addr()).await;
     let limits = Limits {
         provider_workers: 1,
+        workers_per_tenant: 1,
         ..Limits::DEFAULT
     };
     let pools = start(limits).await;
@@ -145,30 +146,6 @@ async fn a_client_reserves_its_driver_job_before_it_connects() {
         .expect("the only worker slot");
 
     let running1 = running(&pools, &receipt, 1).await;
-    let refused = publish(
-        &pools,
-        &running1,
-        &dialer,
-        &subject("x"),
-        Bytes::from("p"),
-        NatsLimits::default(),
-    )
-    .await;
-    let Err(NatsError::Connect(ConnectError::Dial(dial))) = &refused else {
-        panic!("published without a driver slot: {refused:?}");
-    };
-    assert_eq!(dial.kind, DialErrorKind::Saturated);
-    assert_eq!(
-        refused.as_ref().map(drop).expect_err("refused").code(),
-        "busy"
-    );
-    assert_eq!(relay.accepted(), 0, "no TCP connect without a driver slot");
-
-    release.send(()).expect("job waiting");
-    bounded("the blocking job", busy.join())
-        .await
-        .expect("joined");
-    eventually("its slot returns", || pools.snapshot().workers == 0).await;
     publish(
         &pools,
         &running1,
@@ -178,10 +155,20 @@ async fn a_client_reserves_its_driver_job_before_it_connects() {
         NatsLimits::default(),
     )
     .await
-    .expect("a saturated dial left no backoff");
-    assert_eq!(pools.snapshot().workers, 1, "the client's job");
-    drop(running1);
+    .expect("the client's driver needs no worker slot");
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.workers, snapshot.drivers),
+        (1, 1),
+        "the blocking job on the only slot, the client's driver beside it: {snapshot:?}"
+    );
+    assert_eq!(relay.accepted(), 1);
 
+    release.send(()).expect("job waiting");
+    bounded("the blocking job", busy.join())
+        .await
+        .expect("joined");
+    drop(running1);
     let report = bounded("shutdown", pools.shutdown(support::deadline())).await;
     assert_clean(&report);
 }
@@ -217,7 +204,7 @@ async fn a_client_that_lost_its_server_stops_and_is_never_reused() {
     // One reconnect attempt is refused by the client's own auth callback or
     // by the closed port; then its tasks end without anyone asking.
     eventually("the lost client's tasks end", || {
-        pools.snapshot().workers == 0
+        pools.snapshot().drivers == 0
     })
     .await;
     assert_eq!(
@@ -246,7 +233,7 @@ async fn a_client_that_lost_its_server_stops_and_is_never_reused() {
     drop(running1);
     eventually("the dead client is destroyed", || {
         let snapshot = pools.snapshot();
-        snapshot.connections == Default::default() && snapshot.workers == 0
+        snapshot.connections == Default::default() && snapshot.drivers == 0
     })
     .await;
 

@@ -83,7 +83,7 @@ async fn an_s3_object_over_the_metadata_budget_fails_at_the_first_chunk_and_dest
     eventually("the put's connection, driver and request released", || {
         let snapshot = pools.snapshot();
         snapshot.connections == ConnectionCounts::default()
-            && snapshot.workers == 0
+            && snapshot.drivers == 0
             && snapshot.running_requests == 0
     })
     .await;

@@ -26,11 +26,14 @@ async fn assert_clean_shutdown(pools: &ProviderPools) {
     let report = pools.shutdown(deadline()).await;
     assert!(report.is_clean(), "shutdown leaves {report:?}");
     assert_eq!(report.connections, ConnectionCounts::default());
-    assert_eq!((report.workers, report.metadata_bytes), (0, 0));
+    assert_eq!(
+        (report.workers, report.drivers, report.metadata_bytes),
+        (0, 0, 0)
+    );
 }
 
 /// The relay's only client socket, seen open in this process, with its
-/// connection and the driver job that owns it charged.
+/// connection and the driver that owns it charged.
 fn the_open_socket(pools: &ProviderPools, relay: &Relay) -> u64 {
     let clients = relay.clients();
     assert_eq!(clients.len(), 1, "one socket: {clients:?}");
@@ -39,27 +42,28 @@ fn the_open_socket(pools: &ProviderPools, relay: &Relay) -> u64 {
     let snapshot = pools.snapshot();
     assert_eq!(snapshot.connections.active, 1, "{snapshot:?}");
     assert_eq!(
-        snapshot.workers, 1,
-        "the driver is a provider job: {snapshot:?}"
+        (snapshot.drivers, snapshot.workers),
+        (1, 0),
+        "the driver runs, on no worker slot: {snapshot:?}"
     );
     socket
 }
 
 /// Waits until every charge is back, checking on each snapshot that the
-/// driver's worker slot was returned only after `socket` was closed (no
-/// descriptor of this process refers to it any more). The snapshot is
-/// taken before the socket is looked up, so a free slot seen with the
-/// socket still held would be a refund before destruction.
+/// driver was joined only after `socket` was closed (no descriptor of this
+/// process refers to it any more). The snapshot is taken before the socket
+/// is looked up, so a joined driver seen with the socket still held would
+/// be a refund before destruction.
 async fn every_charge_returns_after_the_socket_closes(pools: &ProviderPools, socket: u64) {
     eventually("every charge to return", || {
         let snapshot = pools.snapshot();
-        if snapshot.workers == 0 {
+        if snapshot.drivers == 0 {
             assert!(
                 !sockets::process_holds(socket),
-                "the driver's worker slot returned while its socket was open: {snapshot:?}"
+                "the driver was joined while its socket was open: {snapshot:?}"
             );
         }
-        snapshot.workers == 0
+        snapshot.drivers == 0
             && snapshot.connections == ConnectionCounts::default()
             && snapshot.running_requests == 0
     })

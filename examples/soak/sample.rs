@@ -276,6 +276,7 @@ mod tests {
                 pending_requests: 0,
                 running_requests: 0,
                 workers: 0,
+                drivers: 0,
                 cleanup_jobs: 0,
                 failed_cleanup: 0,
                 metadata_bytes: 0,

@@ -161,7 +161,7 @@ pub(crate) async fn streaming(behaviour: Behaviour) -> Outcome {
         }
     });
     drive(&pools, &mut call, "streaming", |s| {
-        first.load(Ordering::SeqCst) && s.connections.active == 1 && s.workers == 1
+        first.load(Ordering::SeqCst) && s.connections.active == 1 && s.drivers == 1
     })
     .await?;
     match behaviour {

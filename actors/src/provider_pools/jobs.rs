@@ -1,16 +1,18 @@
-//! Provider jobs, trusted operator work, and graceful connection cleanup.
+//! Provider jobs, connection drivers, trusted operator work, and graceful
+//! connection cleanup.
 
 use std::future::Future;
 
 use crate::admission::RunningRequest;
 use crate::cleanup::{Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket};
-use crate::epoch::connection::PooledConnection;
+use crate::epoch::connection::{DialError, DialErrorKind, DialTarget, PooledConnection};
 use crate::provider_pools::ProviderPools;
 use crate::workers::{JobError, JobHandle};
 
 impl ProviderPools {
-    /// Runs a provider job (for example a connection's driver) on one of the
-    /// `provider_workers` slots.
+    /// Runs a provider job on one of the `provider_workers` slots (a
+    /// connection's driver is no provider job: see
+    /// [`spawn_driver`](Self::spawn_driver)).
     ///
     /// The worker slot and the job's metadata are reserved before `make` is
     /// called; the job's charges return only after it has been joined. A
@@ -66,6 +68,70 @@ impl ProviderPools {
             return Err(JobError::Closed);
         }
         self.inner.workers.spawn(make).await
+    }
+
+    /// Runs `driver`, the task that runs the connection `target`'s dial is
+    /// opening (hyper's connection future, a client's tasks), for as long
+    /// as that connection lives.
+    ///
+    /// A driver is a job of its own class: it takes no `provider_workers`
+    /// slot (those bound [`spawn`](Self::spawn) and
+    /// [`spawn_blocking`](Self::spawn_blocking) work only). It holds its
+    /// connection's charges instead, shared with the connection: drivers
+    /// are bounded by the connection limits, one per dial, and the
+    /// connection's charges return only once the connection is destroyed
+    /// *and* its driver has been joined. Shutdown waits for every driver,
+    /// and [`Snapshot::drivers`](crate::Snapshot::drivers) counts them.
+    ///
+    /// The driver must end once its connection is dropped (when its
+    /// sender, or whatever it waits on, goes), and at once when the dial
+    /// gives up before handing the connection over.
+    ///
+    /// # Cancel safety
+    ///
+    /// Once accepted the driver runs to completion; dropping the returned
+    /// handle neither aborts it nor releases its charges. Dropped before it
+    /// is accepted, the driver never runs.
+    ///
+    /// # Errors
+    ///
+    /// A [`DialError`] for the dial to return: [`DialErrorKind::Saturated`]
+    /// when no metadata is free or the worker pool's mailbox stays full
+    /// until the dial's deadline; [`DialErrorKind::Other`] after
+    /// retirement, for a target with no seat (a dial the pools did not
+    /// start, see [`DialTarget::new`]), or when this dial already started
+    /// its driver.
+    pub async fn spawn_driver<Fut>(
+        &self,
+        target: &DialTarget<'_>,
+        driver: Fut,
+    ) -> Result<JobHandle<()>, DialError>
+    where
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        if !self.is_open() {
+            return Err(DialError::new(
+                DialErrorKind::Other,
+                "no connection driver: the pools are retired",
+            ));
+        }
+        let Some((charges, deadline)) = target.take_driver_seat() else {
+            return Err(DialError::new(
+                DialErrorKind::Other,
+                "no connection driver: the dial has no seat for one, or used it",
+            ));
+        };
+        self.inner
+            .workers
+            .spawn_driver(driver, charges, deadline)
+            .await
+            .map_err(|e| {
+                let kind = match e {
+                    JobError::Capacity { .. } | JobError::Busy => DialErrorKind::Saturated,
+                    JobError::Closed | JobError::Panicked => DialErrorKind::Other,
+                };
+                DialError::new(kind, format!("no connection driver: {e}"))
+            })
     }
 
     /// Runs blocking provider work on one of the same worker slots.

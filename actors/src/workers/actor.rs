@@ -54,9 +54,9 @@ impl Actor for WorkerPoolActor {
             Msg::Spawn {
                 kind,
                 work,
-                share,
+                holds,
                 reply,
-            } => state.spawn(kind, work, share, reply),
+            } => state.spawn(kind, work, holds, reply),
             Msg::Finished { id } => state.finished(id).await,
             Msg::WhenIdle { reply } => state.when_idle(reply),
             Msg::Counts { reply } => {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ractor::{Actor, ActorCell, SpawnErr};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::budget::Budget;
 use crate::ledger::Ledger;
@@ -15,7 +16,7 @@ use crate::mailbox::{MailboxError, MailboxSlots};
 use crate::workers::actor::{WorkerPoolActor, WorkerPoolArgs};
 use crate::workers::job::ResultSlot;
 use crate::workers::slots::SlotPool;
-use crate::workers::{mailbox_bound, JobError, JobHandle, JobKind, Msg, Work};
+use crate::workers::{mailbox_bound, JobError, JobHandle, JobHolds, JobKind, Msg, Work};
 
 /// The handle of the worker-pool actor. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -105,7 +106,45 @@ impl WorkerPool {
             let output = make().await;
             result.send(output);
         }));
-        self.submit(JobKind::Async, work, None, answer).await
+        self.submit(JobKind::Async, work, JobHolds::Nothing, answer)
+            .await
+    }
+
+    /// Runs `driver`, a connection's driver, holding `connection` (its
+    /// connection's charges, shared with the connection) until it is
+    /// joined; it takes no worker slot. Waits for mailbox room until
+    /// `deadline` (its dial's).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`WorkerPool::spawn`]: once queued, the driver may be accepted
+    /// and then runs to completion; dropped before, `connection` is
+    /// dropped unrun.
+    ///
+    /// # Errors
+    ///
+    /// [`JobError::Capacity`] when the metadata budget is taken,
+    /// [`JobError::Busy`] when the mailbox stays full until `deadline`,
+    /// [`JobError::Closed`] after close.
+    pub(crate) async fn spawn_driver<Fut>(
+        &self,
+        driver: Fut,
+        connection: Box<dyn Send>,
+        deadline: Instant,
+    ) -> Result<JobHandle<()>, JobError>
+    where
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let (result, answer) = ResultSlot::new();
+        let work = Work::Async(Box::pin(async move {
+            driver.await;
+            result.send(());
+        }));
+        let holds = JobHolds::Connection {
+            _charges: connection,
+        };
+        self.submit_within(JobKind::Driver, work, holds, answer, Some(deadline))
+            .await
     }
 
     /// Runs the blocking closure `job` on the runtime's blocking threads.
@@ -123,7 +162,8 @@ impl WorkerPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.blocking(JobKind::Blocking, job, None).await
+        self.blocking(JobKind::Blocking, job, JobHolds::Nothing)
+            .await
     }
 
     /// As [`WorkerPool::spawn_blocking`], holding `share` (a tenant's worker
@@ -145,7 +185,12 @@ impl WorkerPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.blocking(JobKind::Blocking, job, Some(share)).await
+        self.blocking(
+            JobKind::Blocking,
+            job,
+            JobHolds::TenantShare { _share: share },
+        )
+        .await
     }
 
     /// Runs trusted operator work (a secret reload, say) on the same worker
@@ -165,14 +210,15 @@ impl WorkerPool {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.blocking(JobKind::Control, job, None).await
+        self.blocking(JobKind::Control, job, JobHolds::Nothing)
+            .await
     }
 
     async fn blocking<F, T>(
         &self,
         kind: JobKind,
         job: F,
-        share: Option<crate::budget::Charge>,
+        holds: JobHolds,
     ) -> Result<JobHandle<T>, JobError>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -180,31 +226,47 @@ impl WorkerPool {
     {
         let (result, answer) = ResultSlot::new();
         let work = Work::Blocking(Box::new(move || result.send(job())));
-        self.submit(kind, work, share, answer).await
+        self.submit(kind, work, holds, answer).await
     }
 
     async fn submit<T>(
         &self,
         kind: JobKind,
         work: Work,
-        share: Option<crate::budget::Charge>,
+        holds: JobHolds,
         answer: oneshot::Receiver<Result<T, JobError>>,
+    ) -> Result<JobHandle<T>, JobError> {
+        self.submit_within(kind, work, holds, answer, None).await
+    }
+
+    /// Queues the job: at once or busy without `deadline`, else waiting
+    /// for mailbox room until it.
+    async fn submit_within<T>(
+        &self,
+        kind: JobKind,
+        work: Work,
+        holds: JobHolds,
+        answer: oneshot::Receiver<Result<T, JobError>>,
+        deadline: Option<Instant>,
     ) -> Result<JobHandle<T>, JobError> {
         if self.is_closed() {
             return Err(JobError::Closed);
         }
         let (reply, accepted) = oneshot::channel();
-        self.mailbox
-            .try_send(Msg::Spawn {
-                kind,
-                work,
-                share,
-                reply,
-            })
-            .map_err(|e| match e {
-                MailboxError::Busy(_) | MailboxError::Timeout(_) => JobError::Busy,
-                MailboxError::Closed => JobError::Closed,
-            })?;
+        let msg = Msg::Spawn {
+            kind,
+            work,
+            holds,
+            reply,
+        };
+        let sent = match deadline {
+            None => self.mailbox.try_send(msg),
+            Some(deadline) => self.mailbox.send_within(msg, deadline).await,
+        };
+        sent.map_err(|e| match e {
+            MailboxError::Busy(_) | MailboxError::Timeout(_) => JobError::Busy,
+            MailboxError::Closed => JobError::Closed,
+        })?;
         let id = accepted.await.map_err(|_gone| JobError::Closed)??;
         Ok(JobHandle::new(id, answer))
     }

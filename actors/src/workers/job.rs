@@ -73,6 +73,29 @@ pub(crate) enum JobKind {
     Blocking,
     /// Trusted operator work run by `control_blocking`.
     Control,
+    /// A connection's driver: no worker slot, its connection's charges.
+    Driver,
+}
+
+/// What a job holds, besides its worker slot and its metadata, until it is
+/// joined.
+pub(crate) enum JobHolds {
+    /// Nothing more.
+    Nothing,
+    /// The tenant's worker share: the job runs for one of its requests.
+    TenantShare { _share: crate::budget::Charge },
+    /// A connection's charges, shared with the connection (a driver).
+    Connection { _charges: Box<dyn Send> },
+}
+
+impl fmt::Debug for JobHolds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Nothing => "JobHolds::Nothing",
+            Self::TenantShare { .. } => "JobHolds::TenantShare",
+            Self::Connection { .. } => "JobHolds::Connection",
+        })
+    }
 }
 
 /// A job on its way to the actor: nothing of the caller's has run yet. The

@@ -1,6 +1,13 @@
 //! The worker-pool actor: the single owner of the provider worker slots
 //! (`provider_workers`) and of every job's join handle until the job has
-//! really completed.
+//! really completed — provider jobs, and the drivers of connections.
+//!
+//! Two classes of job run here. A provider job (`spawn`, `spawn_blocking`,
+//! `control_blocking`) takes one of the `provider_workers` slots. A
+//! connection's driver takes none: it holds its connection's charges
+//! instead (shared with the connection), so drivers are bounded by the
+//! connection limits, one per charged connection, and the connection's
+//! charges return only once both the connection and its driver are gone.
 //!
 //! A job is accepted in one hop: the handle queues the not-yet-started work
 //! ([`Work`]); the actor reserves a worker slot, the job's metadata
@@ -12,7 +19,8 @@
 //! panic, and only then releases the slot and the metadata.
 //!
 //! Invariants:
-//! - Reserve before acting: a worker slot and the metadata are reserved before the caller's code runs.
+//! - Reserve before acting: a worker slot (a driver: its connection's charges) and the metadata are reserved before the caller's code runs.
+//! - A driver never takes a worker slot: `provider_workers` bounds provider jobs only.
 //! - Refusals are immediate: no slot or metadata is `Capacity`, a full mailbox `Busy`, after close `Closed`.
 //! - No refund without the join: a job's charges return only after its join handle has completed.
 //! - A dropped `JobHandle` neither aborts the job nor releases its charges.
@@ -21,9 +29,11 @@
 //! - Jobs run on the supplied runtime only; the actor keeps every join handle.
 //!
 //! Mailbox: `64 + provider_workers` message slots (startup limit), so a
-//! burst of spawns that fits the worker slots is never refused busy;
-//! `provider_workers` release slots, one per running job for its `Finished`
-//! (the slot budget can be lowered but never raised, so this always fits).
+//! burst of spawns that fits the worker slots is never refused busy (a
+//! driver's spawn waits for room within its dial's deadline);
+//! `provider_workers + connections` release slots, one per running job or
+//! driver for its `Finished` (neither budget can be raised past its startup
+//! limit, so this always fits).
 //! Closing needs no message: it is a flag the handle and the actor share.
 //!
 //! Shutdown order: [`WorkerPool::close`] refuses new jobs (accepted jobs run
@@ -48,7 +58,7 @@ use ractor::RpcReplyPort;
 use tokio::sync::oneshot;
 
 pub(crate) use handle::WorkerPool;
-pub(crate) use job::{BoxFuture, JobKind, Work};
+pub(crate) use job::{BoxFuture, JobHolds, JobKind, Work};
 pub use job::{JobError, JobHandle};
 pub(crate) use tasks::WaitError;
 
@@ -62,7 +72,7 @@ pub(crate) const JOB_OVERHEAD: u32 = 128;
 pub(crate) fn mailbox_bound(limits: &Limits) -> MailboxBound {
     MailboxBound {
         messages: 64 + limits.provider_workers as usize,
-        releases: limits.provider_workers as usize,
+        releases: limits.provider_workers as usize + limits.connections as usize,
     }
 }
 
@@ -75,12 +85,14 @@ pub(crate) struct JobCounts {
     pub(crate) blocking: u32,
     /// Closures from `control_blocking`.
     pub(crate) control: u32,
+    /// Connection drivers (no worker slot).
+    pub(crate) drivers: u32,
 }
 
 impl JobCounts {
-    /// Every job holding a worker slot.
+    /// Every job not yet joined, drivers included.
     pub(crate) fn running(&self) -> u32 {
-        self.spawned + self.blocking + self.control
+        self.spawned + self.blocking + self.control + self.drivers
     }
 }
 
@@ -91,9 +103,8 @@ pub(crate) enum Msg {
     Spawn {
         kind: JobKind,
         work: Work,
-        /// The tenant's worker share, when the job runs for a request; held
-        /// with the job's other charges until it is joined.
-        share: Option<crate::budget::Charge>,
+        /// What the job holds besides its slot and metadata, until joined.
+        holds: JobHolds,
         reply: oneshot::Sender<Result<u64, JobError>>,
     },
     /// Job `id`'s task ended (sent by its drop guard on its reserved slot):

@@ -9,18 +9,21 @@ use crate::budget::{Budget, Charge};
 use crate::ledger::Ledger;
 use crate::mailbox::Mailbox;
 use crate::workers::tasks::{FinishGuard, TaskTable, WaitError};
-use crate::workers::{JobCounts, JobError, JobKind, Msg, Work, JOB_OVERHEAD};
+use crate::workers::{JobCounts, JobError, JobHolds, JobKind, Msg, Work, JOB_OVERHEAD};
 
 /// What a running job holds until it is joined.
 pub(crate) struct Held {
     kind: JobKind,
-    _worker: Charge,
+    /// None for a driver.
+    _worker: Option<Charge>,
     _metadata: Charge,
-    _share: Option<Charge>,
+    _holds: JobHolds,
 }
 
 pub(crate) struct State {
     tasks: TaskTable<Held, ()>,
+    /// How many of the tasks are drivers.
+    drivers: u32,
     workers: Arc<Budget>,
     ledger: Arc<Ledger>,
     mailbox: Mailbox<Msg>,
@@ -37,6 +40,7 @@ impl State {
     ) -> Self {
         Self {
             tasks,
+            drivers: 0,
             workers,
             ledger,
             mailbox,
@@ -44,16 +48,17 @@ impl State {
         }
     }
 
-    /// Reserves a worker slot, the job's metadata and its finish slot, then
-    /// submits `work` to the runtime; refuses at once when any is missing.
+    /// Reserves a worker slot (none for a driver), the job's metadata and
+    /// its finish slot, then submits `work` to the runtime; refuses at once
+    /// when any is missing.
     pub(crate) fn spawn(
         &mut self,
         kind: JobKind,
         work: Work,
-        share: Option<Charge>,
+        holds: JobHolds,
         reply: oneshot::Sender<Result<u64, JobError>>,
     ) {
-        let accepted = self.accept(kind, work, share);
+        let accepted = self.accept(kind, work, holds);
         // The gauge counts the job before its caller hears it was accepted.
         self.report();
         let _ = reply.send(accepted);
@@ -61,14 +66,9 @@ impl State {
 
     /// Accepts `work`, or refuses it; refused work is dropped unrun here,
     /// with any destructor panic of what it captured contained.
-    fn accept(
-        &mut self,
-        kind: JobKind,
-        work: Work,
-        share: Option<Charge>,
-    ) -> Result<u64, JobError> {
+    fn accept(&mut self, kind: JobKind, work: Work, holds: JobHolds) -> Result<u64, JobError> {
         let mut work = Some(work);
-        let accepted = self.try_accept(kind, &mut work, share);
+        let accepted = self.try_accept(kind, &mut work, holds);
         if let Some(refused) = work {
             crate::contain::drop_contained(refused, "a refused job");
         }
@@ -79,12 +79,18 @@ impl State {
         &mut self,
         kind: JobKind,
         work: &mut Option<Work>,
-        share: Option<Charge>,
+        holds: JobHolds,
     ) -> Result<u64, JobError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(JobError::Closed);
         }
-        let worker = self.workers.try_reserve(1)?;
+        // A driver is paid for by its connection's charges, which it holds.
+        let worker = match kind {
+            JobKind::Driver => None,
+            JobKind::Async | JobKind::Blocking | JobKind::Control => {
+                Some(self.workers.try_reserve(1)?)
+            }
+        };
         let metadata = self.ledger.metadata.try_reserve(JOB_OVERHEAD)?;
         // One release slot per worker slot: running out is a sizing bug,
         // answered as busy rather than waiting.
@@ -106,9 +112,12 @@ impl State {
             kind,
             _worker: worker,
             _metadata: metadata,
-            _share: share,
+            _holds: holds,
         };
         self.tasks.insert(id, join, held);
+        if kind == JobKind::Driver {
+            self.drivers += 1;
+        }
         tracing::trace!(job = id, ?kind, "job accepted");
         Ok(id)
     }
@@ -131,7 +140,11 @@ impl State {
             Err(e) if e.is_panic() => tracing::warn!(job = id, kind = ?held.kind, "job panicked"),
             Err(_) => tracing::debug!(job = id, kind = ?held.kind, "job dropped by the runtime"),
         }
+        let kind = held.kind;
         drop(held);
+        if kind == JobKind::Driver {
+            self.drivers = self.drivers.saturating_sub(1);
+        }
         self.report();
         self.tasks.wake_if_idle();
     }
@@ -147,14 +160,20 @@ impl State {
                 JobKind::Async => counts.spawned += 1,
                 JobKind::Blocking => counts.blocking += 1,
                 JobKind::Control => counts.control += 1,
+                JobKind::Driver => counts.drivers += 1,
             }
         }
         counts
     }
 
-    /// Publishes the running jobs to the ledger's gauge.
+    /// Publishes the running jobs and drivers to the ledger's gauges.
     pub(crate) fn report(&self) {
         let running = u32::try_from(self.tasks.len()).unwrap_or(u32::MAX);
-        self.ledger.gauges.workers.store(running, Ordering::Release);
+        let drivers = self.drivers;
+        let gauges = &self.ledger.gauges;
+        gauges
+            .workers
+            .store(running.saturating_sub(drivers), Ordering::Release);
+        gauges.drivers.store(drivers, Ordering::Release);
     }
 }

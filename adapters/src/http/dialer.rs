@@ -1,15 +1,17 @@
 //! [`HttpDialer`] and [`HttpConnection`]: one HTTP/1.1 connection over
-//! tokio TCP, or TLS over it for `https`, whose driver is a bounded
-//! provider job (HTTP/2 connections: [`crate::http::http2`]).
+//! tokio TCP, or TLS over it for `https`, with its own driver (HTTP/2
+//! connections: [`crate::http::http2`]).
 //!
 //! Invariants:
-//! - The driver's worker slot is reserved before the TCP connect starts;
-//!   a dial that fails or is dropped ends that job at once.
+//! - The driver is started before the TCP connect starts, on no worker
+//!   slot: it holds the connection's charges (decision record 0063); a dial
+//!   that fails or is dropped ends it at once.
 //! - An `https` origin's connection carries HTTP only after a completed TLS
 //!   handshake; a failed one is a [`DialErrorKind::Handshake`] dial error,
 //!   so the client backs off like after any failed dial.
-//! - The driver never runs as a detached task: it is a `ProviderPools::spawn`
-//!   job, joined by the worker pool.
+//! - The driver never runs as a detached task: it is started with
+//!   `ProviderPools::spawn_driver` and joined by the worker pool before the
+//!   connection's charges return.
 //! - An [`HttpConnection`] owns the request sender and the driver's handle;
 //!   dropping it drops the sender, which ends the driver and closes the
 //!   socket (the origin reads EOF).
@@ -48,7 +50,7 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 
 type Driver = http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>;
 
-/// What a connection's driver job is, in the error when none is free.
+/// What a connection's driver is, in the error when it cannot start.
 pub(crate) const DRIVER_JOB: &str = "the connection driver";
 
 /// Dials HTTP/1.1 connections to a slot's approved origin; `https`
@@ -63,7 +65,7 @@ pub struct HttpDialer {
 }
 
 impl HttpDialer {
-    /// A dialer whose connection drivers run as jobs of `pools`.
+    /// A dialer whose connections' drivers run on `pools`.
     pub fn new(pools: ProviderPools) -> Self {
         let core = DialerCore::new(pools);
         Self {
@@ -91,7 +93,7 @@ impl fmt::Debug for HttpDialer {
     }
 }
 
-/// One owned HTTP/1.1 connection: the request sender and its driver job.
+/// One owned HTTP/1.1 connection: the request sender and its driver.
 ///
 /// Field order is drop order: the sender goes first, which lets the driver
 /// finish and close the socket.
@@ -158,13 +160,13 @@ impl fmt::Debug for HttpConnection {
 impl Dialer for HttpDialer {
     type Conn = HttpConnection;
 
-    /// Reserves the driver's job, connects (and runs the TLS handshake for
+    /// Starts the connection's driver, connects (and runs the TLS handshake for
     /// `https`), and hands the driver over.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future drops the socket and the driver's hand-over
-    /// channel; the reserved job then ends at once and is joined.
+    /// channel; the driver then ends at once and is joined.
     ///
     /// # Errors
     ///
@@ -179,17 +181,14 @@ impl Dialer for HttpDialer {
         let (watch, notifier) = close_watch();
         let job = self
             .core
-            .reserve_job(DRIVER_JOB, move || drive(driver, expiring, notifier))
+            .start_driver(&target, DRIVER_JOB, drive(driver, expiring, notifier))
             .await?;
         let stream = connect(&origin, tls_config, tls::Alpn::Http1).await?;
         let (sender, connection) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;
         hand_over.send(connection).map_err(|_| {
-            DialError::new(
-                DialErrorKind::Other,
-                "the connection driver job ended early",
-            )
+            DialError::new(DialErrorKind::Other, "the connection driver ended early")
         })?;
         Ok(HttpConnection {
             sender,
@@ -200,7 +199,7 @@ impl Dialer for HttpDialer {
     }
 }
 
-/// The driver job: runs the connection once it is handed over; ends at
+/// The driver: runs the connection once it is handed over; ends at
 /// once when the dial gave up, and closes the socket when the deadline of
 /// the request using it passes. When the connection ends, the closure
 /// notice fires: a parked connection leaves its idle stash at once.

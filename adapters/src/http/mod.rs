@@ -48,13 +48,15 @@
 //! # Pooled, charged, destroyed
 //!
 //! - **Pooled:** `HttpConnection`, one HTTP/1.1 connection — hyper's
-//!   `SendRequest` plus the `JobHandle` of its driver, which runs as a
-//!   bounded provider job (`ProviderPools::spawn`) owning the TCP socket, or
-//!   the rustls session over it for `https`.
+//!   `SendRequest` plus the `JobHandle` of its driver, the connection's own
+//!   task (`ProviderPools::spawn_driver`) owning the TCP socket, or the
+//!   rustls session over it for `https`.
 //! - **Charged:** the node's and the client's connection charges before the
-//!   dial (`reserve_connection`); one `provider_workers` slot for the driver,
-//!   reserved before the TCP connect (and any TLS handshake) and held while
-//!   the connection lives, idle or active; a buffered body charged chunk by
+//!   dial (`reserve_connection`), shared by the connection and its driver:
+//!   they return once both are gone (decision record 0063). The driver
+//!   takes no `provider_workers` slot; it is started before the TCP connect
+//!   (and any TLS handshake) and runs while the connection lives, idle or
+//!   active, holding the driver's metadata; a buffered body charged chunk by
 //!   chunk as it is read (`OutputBuffer`; the first chunk that does not fit
 //!   fails the call as `Staging` and destroys the connection), and each
 //!   streamed chunk, as the request's `StagedOutput` (metadata bytes,

@@ -1,13 +1,14 @@
 //! [`NatsConnection`]: one async-nats client, its JetStream context, and
-//! the provider job that accounts for the client's internal tasks.
+//! the driver that accounts for the client's internal tasks.
 //!
 //! async-nats runs each client on tasks it spawns itself (`tokio::spawn`):
 //! the connection handler that owns the socket, the event task that runs
 //! the event callback, and the JetStream context's acker. The pools cannot
-//! own those tasks' join handles, so the dial reserves one provider job per
-//! client before it connects and that job stands for them: it lives until
-//! the client's event callback is dropped — after the connection handler
-//! has ended and dropped its socket — and only then frees its worker slot.
+//! own those tasks' join handles, so the dial starts one driver per client
+//! before it connects (`ProviderPools::spawn_driver`, no worker slot) and
+//! that driver stands for them: it lives until the client's event callback
+//! is dropped — after the connection handler has ended and dropped its
+//! socket — and holds the connection's charges until then.
 //!
 //! Invariants:
 //! - The client connects once: no reconnect, no discovered servers.
@@ -52,7 +53,7 @@ struct Handles {
 /// One owned NATS client.
 ///
 /// Field order is drop order: every client handle goes first, which ends
-/// the client's connection handler; the driver job ends once it has.
+/// the client's connection handler; the driver ends once it has.
 pub struct NatsConnection {
     handles: Option<Handles>,
     health: watch::Receiver<Health>,

@@ -1,10 +1,11 @@
 //! [`NatsDialer`]: connects one async-nats client to a slot's approved
-//! server, after reserving the provider job that accounts for it.
+//! server, after starting the driver that accounts for its tasks.
 //!
 //! Invariants:
-//! - The job's worker slot is reserved before the TCP connect starts; a
-//!   dial that fails or is dropped drops the client's options, and with
-//!   them the callback the job waits on, so the job ends at once.
+//! - The driver is started before the TCP connect starts (on no worker
+//!   slot: it holds the connection's charges); a dial that fails or is
+//!   dropped drops the client's options, and with them the callback the
+//!   driver waits on, so the driver ends at once.
 //! - A refused credential is a [`DialErrorKind::Handshake`] dial error
 //!   (the client backs off) whose message is fixed: nothing from the
 //!   server or the credential.
@@ -49,7 +50,7 @@ pub struct NatsDialer {
 }
 
 impl NatsDialer {
-    /// A dialer whose clients are accounted as jobs of `pools`.
+    /// A dialer whose clients' drivers run on `pools`.
     pub fn new(pools: ProviderPools) -> Self {
         Self {
             core: DialerCore::new(pools),
@@ -73,17 +74,17 @@ impl fmt::Debug for NatsDialer {
 impl Dialer for NatsDialer {
     type Conn = NatsConnection;
 
-    /// Reserves the client's job, then connects and authenticates.
+    /// Starts the client's driver, then connects and authenticates.
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future drops the half-made client; the reserved job
-    /// then ends at once and is joined.
+    /// Dropping the future drops the half-made client; its driver then
+    /// ends at once and is joined.
     ///
     /// # Errors
     ///
-    /// A [`DialError`]: `Saturated` when no worker slot is free (nothing
-    /// was dialed), `Other` for an unusable target, `auth` setting or
+    /// A [`DialError`]: `Saturated` when the pools have no room for the
+    /// driver now (nothing was dialed), `Other` for an unusable target, `auth` setting or
     /// credential, `Handshake` for a refused credential or a failed TLS
     /// handshake, `Refused`/`Timeout` from the connect.
     async fn dial(&self, target: DialTarget<'_>) -> Result<NatsConnection, DialError> {
@@ -100,7 +101,7 @@ impl Dialer for NatsDialer {
         // Our own limit, not the server's failure: no backoff.
         let driver = self
             .core
-            .reserve_job("the nats client", move || health::gone(gone))
+            .start_driver(&target, "the nats client", health::gone(gone))
             .await?;
         let mut options = ConnectOptions::with_auth_callback(auth::connect_once(auth))
             .event_callback(health::recorder(health_tx))

@@ -79,9 +79,9 @@
 //! # Pooled, charged, destroyed
 //!
 //! - **Charged:** the node's and the client's connection charges before the
-//!   dial (`reserve_connection`); one `provider_workers` slot, reserved
-//!   before the TCP connect (`Saturated` when none is free), held until the
-//!   client's tasks have ended, idle or active; each fetched payload and
+//!   dial (`reserve_connection`), shared with the client's driver (started
+//!   before the TCP connect; no `provider_workers` slot), so they return
+//!   only once the client's tasks have ended, idle or active; each fetched payload and
 //!   each value read as the request's `StagedOutput`.
 //! - **Parked** only after a successful operation (or a not-found or
 //!   too-large answer) on a client that reported no fault; any error, fault,

@@ -70,8 +70,8 @@
 //!   client of its own; the operation's `PoolConnector` reserves connections
 //!   with `reserve_connection` and `HttpDialer` and sends the SDK's signed
 //!   request on them.
-//! - **Charged:** as HTTP: the connection charges before the dial, the
-//!   driver's `provider_workers` slot; a streamed object's chunks as the
+//! - **Charged:** as HTTP: the connection charges before the dial, shared
+//!   with the connection's driver (no `provider_workers` slot); a streamed object's chunks as the
 //!   request's `StagedOutput`; the SDK client itself is per-epoch adapter
 //!   state (no connection of its own).
 //! - **Charged where the SDK reads:** the SDK owns the buffering of every

@@ -27,8 +27,8 @@
 //! Invariants:
 //! - Every byte to and from Vault moves on a pooled `HttpConnection`:
 //!   charged as one of the node's and the client's connections before it
-//!   is dialed; its socket is owned by its driver job, whose worker slot is
-//!   released only after the socket is closed.
+//!   is dialed; its socket is owned by its driver, and the connection's
+//!   charges are released only after the driver has ended.
 //! - The token is the running epoch's credential, read when each request
 //!   is built: a rotation's new calls send the new token on the new epoch's
 //!   connections, while calls of the old epoch keep the old token and the
@@ -99,10 +99,10 @@
 //! - **Pooled:** the http adapter's `HttpConnection`: each call reserves one
 //!   with `reserve_connection` and the slot's `HttpDialer` (the http
 //!   adapter's `checkout`) and sends its KV-v2 request on it; the socket is
-//!   owned by the connection's driver, a bounded provider job.
+//!   owned by the connection's driver.
 //! - **Charged:** as HTTP: the node's and the client's connection charges
-//!   before the dial, the driver's `provider_workers` slot from before the
-//!   TCP connect until the socket is closed. Response bodies are charged
+//!   before the dial, held by the connection and its driver until the
+//!   socket is closed and the driver joined (no `provider_workers` slot). Response bodies are charged
 //!   chunk by chunk as read (`OutputBuffer`): the first chunk over the
 //!   tenant's share or the node's budget fails the call as `Staging`, and
 //!   the connection is destroyed. A read's secret data (the secret's `data`

@@ -108,11 +108,13 @@ where
     permit.start();
     let (reply, answer) = oneshot::channel();
     let deadline = tokio::time::Instant::now() + dial_age;
+    let seat = permit.driver_seat(deadline);
     let task = async move {
         let target = DialTarget {
             target: epoch.client_target(client),
             settings: &epoch.config.settings,
             credential: epoch.credential(),
+            driver: seat.as_ref(),
         };
         let dialed = tokio::time::timeout_at(deadline, dialer.dial(target))
             .await

@@ -36,6 +36,7 @@
 //!   exactly while it carries one, and parked or destroyed with its last.
 
 mod dial;
+mod driver;
 mod hold;
 pub(crate) mod mux;
 mod permit;
@@ -49,6 +50,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub(crate) use dial::{spawn_dial, DialJob};
+pub(crate) use driver::DriverSeat;
 pub(crate) use hold::RequestHold;
 pub use mux::{Multiplexed, StreamLease};
 pub(crate) use permit::{DialOutcome, DialPermit};
@@ -121,7 +123,8 @@ impl DialError {
 }
 
 /// What a dial may read: the client's public target, the epoch's public
-/// settings and the epoch's credential.
+/// settings and the epoch's credential; and, for a dial the pools run, the
+/// seat of the connection's driver (`ProviderPools::spawn_driver`).
 #[derive(Clone, Copy)]
 pub struct DialTarget<'a> {
     /// The origin's public target, as configured.
@@ -131,6 +134,32 @@ pub struct DialTarget<'a> {
     pub settings: &'a std::collections::BTreeMap<String, String>,
     /// The epoch's credential, for trusted adapter code only.
     pub credential: &'a crate::credential::Credential,
+    /// The dial's room for its connection's driver; none outside the pools.
+    driver: Option<&'a DriverSeat>,
+}
+
+impl<'a> DialTarget<'a> {
+    /// A target for a dial run outside the pools (a dialer's own test):
+    /// it has no seat for a driver, so
+    /// [`ProviderPools::spawn_driver`](crate::ProviderPools::spawn_driver)
+    /// refuses it.
+    pub fn new(
+        target: &'a str,
+        settings: &'a std::collections::BTreeMap<String, String>,
+        credential: &'a crate::credential::Credential,
+    ) -> Self {
+        Self {
+            target,
+            settings,
+            credential,
+            driver: None,
+        }
+    }
+
+    /// The charges and deadline for this dial's driver, once.
+    pub(crate) fn take_driver_seat(&self) -> Option<(Box<dyn Send>, tokio::time::Instant)> {
+        self.driver.and_then(DriverSeat::take)
+    }
 }
 
 impl std::fmt::Debug for DialTarget<'_> {
@@ -147,8 +176,11 @@ impl std::fmt::Debug for DialTarget<'_> {
 /// Opens connections for one protocol adapter.
 ///
 /// The connection type must own the real resource: dropping it closes the
-/// socket (a facade over a detached driver is not enough — drivers run as
-/// bounded provider jobs).
+/// socket (a facade over a detached driver is not enough). A connection
+/// that needs a task to run it starts it with
+/// [`ProviderPools::spawn_driver`](crate::ProviderPools::spawn_driver):
+/// one driver per connection, holding the connection's charges, no
+/// provider worker slot.
 ///
 /// A dial belongs to the client, not to the request that asked for it: the
 /// pools run it in a task of their own, bounded by the queue age in force

@@ -99,6 +99,16 @@ impl DialPermit {
         self.started = true;
     }
 
+    /// The seat of the connection's driver: a share of the dial's
+    /// connection charges, and the dial's `deadline`.
+    pub(crate) fn driver_seat(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Option<crate::epoch::connection::DriverSeat> {
+        let charges = self.charges.as_ref()?.for_driver();
+        Some(crate::epoch::connection::DriverSeat::new(charges, deadline))
+    }
+
     /// Attaches the dial's span (`pools.dial`): the outcome is recorded on
     /// it, and the epoch actor records the backoff it sets.
     pub(crate) fn trace(&mut self, span: tracing::Span) {

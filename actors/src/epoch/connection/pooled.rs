@@ -22,7 +22,13 @@ use crate::epoch::published::PublishedEpoch;
 /// The charges one connection holds for its whole life, idle or active:
 /// one of the node's `connections` and one of its client's. Once both are
 /// returned, the client's waiters hear of the room.
-pub(crate) struct ConnCharges {
+///
+/// Shared with the connection's driver, when it has one
+/// ([`ConnCharges::for_driver`]): they return once the connection is
+/// destroyed *and* its driver joined, whichever is last.
+pub(crate) struct ConnCharges(Arc<Charges>);
+
+struct Charges {
     _node: Charge,
     _client: Charge,
     _freed: Freed,
@@ -30,11 +36,17 @@ pub(crate) struct ConnCharges {
 
 impl ConnCharges {
     pub(crate) fn new(node: Charge, client: Charge, notice: Arc<WaitNotice>) -> Self {
-        Self {
+        Self(Arc::new(Charges {
             _node: node,
             _client: client,
             _freed: Freed(notice),
-        }
+        }))
+    }
+
+    /// The same charges, for the connection's driver to hold until it is
+    /// joined.
+    pub(crate) fn for_driver(&self) -> Box<dyn Send> {
+        Box::new(Self(Arc::clone(&self.0)))
     }
 }
 

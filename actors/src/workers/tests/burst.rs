@@ -7,7 +7,7 @@ use tokio::sync::oneshot;
 use super::{capacity, fixture};
 use crate::mailbox::MailboxError;
 use crate::workers::testing::within;
-use crate::workers::{JobError, JobKind, Msg, Work};
+use crate::workers::{JobError, JobHolds, JobKind, Msg, Work};
 
 /// A job request for a blocking job that does nothing.
 fn request() -> (Msg, oneshot::Receiver<Result<u64, JobError>>) {
@@ -15,7 +15,7 @@ fn request() -> (Msg, oneshot::Receiver<Result<u64, JobError>>) {
     let msg = Msg::Spawn {
         kind: JobKind::Blocking,
         work: Work::Blocking(Box::new(|| ())),
-        share: None,
+        holds: JobHolds::Nothing,
         reply,
     };
     (msg, answer)

@@ -1,5 +1,6 @@
-//! [`H2Dialer`] and [`H2Connection`]: one HTTP/2 connection, its driver a
-//! bounded provider job, shared by the streams of one tenant.
+//! [`H2Dialer`] and [`H2Connection`]: one HTTP/2 connection, shared by the
+//! streams of one tenant; its driver is the connection's own (started with
+//! `ProviderPools::spawn_driver`, holding the connection's charges).
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,7 +44,7 @@ impl fmt::Debug for H2Dialer {
     }
 }
 
-/// One owned HTTP/2 connection: its request sender, its driver job, and
+/// One owned HTTP/2 connection: its request sender, its driver, and
 /// whether it still opens streams.
 ///
 /// Field order is drop order: the sender goes first; with no stream left,
@@ -119,13 +120,13 @@ impl Multiplexed for H2Connection {
 impl Dialer for H2Dialer {
     type Conn = H2Connection;
 
-    /// Reserves the driver's job, connects (TLS with ALPN `h2` for
+    /// Starts the connection's driver, connects (TLS with ALPN `h2` for
     /// `https`), runs the HTTP/2 handshake, and hands the driver over.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future drops the socket and the driver's hand-over
-    /// channel; the reserved job then ends at once and is joined.
+    /// channel; the driver then ends at once and is joined.
     ///
     /// # Errors
     ///
@@ -152,7 +153,7 @@ impl Dialer for H2Dialer {
         let (watch, notifier) = close_watch();
         let job = self
             .core
-            .reserve_job(DRIVER_JOB, move || drive(driver, notifier))
+            .start_driver(&target, DRIVER_JOB, drive(driver, notifier))
             .await?;
         let stream = connect(&origin, tls_config, tls::Alpn::H2).await?;
         let (sender, connection) = h2::client::Builder::new()
@@ -165,10 +166,7 @@ impl Dialer for H2Dialer {
             .await
             .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;
         hand_over.send(connection).map_err(|_| {
-            DialError::new(
-                DialErrorKind::Other,
-                "the connection driver job ended early",
-            )
+            DialError::new(DialErrorKind::Other, "the connection driver ended early")
         })?;
         Ok(H2Connection {
             sender,
@@ -180,7 +178,7 @@ impl Dialer for H2Dialer {
     }
 }
 
-/// The driver job: runs the connection once it is handed over, until the
+/// The driver: runs the connection once it is handed over, until the
 /// peer closes it or it is destroyed (no sender and no stream left); ends
 /// at once when the dial gave up. Then the closure notice fires.
 async fn drive(driver: oneshot::Receiver<Driver>, notifier: CloseNotifier) {

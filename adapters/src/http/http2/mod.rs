@@ -11,8 +11,8 @@
 //! naming ALPN.
 //!
 //! Invariants:
-//! - The driver (h2's `Connection`) is a bounded provider job, as for
-//!   HTTP/1.1; it ends when the connection is destroyed or the peer closes
+//! - The driver (h2's `Connection`) is the connection's own, as for
+//!   HTTP/1.1 (decision record 0063); it ends when the connection is destroyed or the peer closes
 //!   it, and then fires the closure notice.
 //! - A connection whose peer sent GOAWAY, or that broke, opens no new
 //!   stream: h2 refuses the first one tried (nothing of it written), which
