@@ -314,3 +314,36 @@ async fn a_dropped_reader_closes_its_handle_and_returns_the_running_owner() {
     })
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn no_read_starts_once_the_requests_deadline_has_passed() {
+    let mut f = Fixture::new().await;
+    let running = f.running().await;
+    std::fs::write(f.root().join("long"), vec![7u8; 1_000]).expect("write");
+    let limits = BlobLimits {
+        chunk: 10,
+        ..BlobLimits::default()
+    };
+    let mut reader = blob::get(&f.pools, &running, &key("long"), limits)
+        .await
+        .expect("get");
+    let first = reader.next_chunk().await.expect("a chunk").expect("read");
+    assert_eq!(first.bytes().len(), 10);
+    assert_eq!(f.pools.snapshot().connections.active, 1);
+
+    // The fixture's requests have 60 s; the reader has 990 bytes to go.
+    tokio::time::advance(Duration::from_secs(61)).await;
+    let late = reader.next_chunk().await.expect("an answer");
+    assert!(matches!(late, Err(BlobError::Timeout)), "{late:?}");
+    assert_eq!(
+        late.as_ref().map(drop).expect_err("timeout").code(),
+        "timeout"
+    );
+    assert_eq!(
+        f.pools.snapshot().connections.active,
+        0,
+        "the handle closed at the deadline, its charge returned"
+    );
+    assert!(reader.next_chunk().await.is_none(), "the reader has ended");
+    assert_eq!(reader.remaining(), 990);
+}

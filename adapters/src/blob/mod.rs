@@ -139,6 +139,11 @@ pub enum BlobError {
     /// An I/O error, by kind only (paths are not echoed).
     #[error("blob i/o failed: {0}")]
     Io(std::io::ErrorKind),
+    /// The request's deadline passed before the read ended: no more reads.
+    /// A file-system call already running finishes on its worker slot,
+    /// which keeps the handle (and its charge) until it is done.
+    #[error("the request's deadline passed while the blob was read")]
+    Timeout,
 }
 
 impl From<crate::limits::Oversize> for BlobError {
@@ -169,6 +174,7 @@ impl BlobError {
             Self::Truncated => "truncated",
             Self::Closed => "closed",
             Self::Io(_) => "io",
+            Self::Timeout => "timeout",
         }
     }
 }

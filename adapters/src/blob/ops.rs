@@ -31,6 +31,24 @@ where
     job.join().await.map_err(BlobError::Job)?
 }
 
+/// [`on_worker`], waiting no later than `deadline`: past it the work runs
+/// on to its end, owning what it was given, and the caller hears
+/// [`BlobError::Timeout`].
+async fn on_worker_until<T, F>(
+    pools: &ProviderPools,
+    running: &RunningRequest,
+    deadline: tokio::time::Instant,
+    work: F,
+) -> Result<T, BlobError>
+where
+    F: FnOnce() -> Result<T, BlobError> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::time::timeout_at(deadline, on_worker(pools, running, work))
+        .await
+        .unwrap_or(Err(BlobError::Timeout))
+}
+
 fn root_of(running: &RunningRequest) -> Result<String, BlobError> {
     let client = running.client();
     if client.kind() != OriginKind::Blob {
@@ -264,56 +282,59 @@ impl BlobReader {
     /// The next chunk, charged against the request; `None` at the end, when
     /// the handle is closed.
     ///
+    /// Reads honour the request's deadline: past it, no read starts, and a
+    /// read still running is left to finish on its worker slot, which owns
+    /// the open handle meanwhile and destroys it (then returns its charge)
+    /// when done.
+    ///
     /// # Cancel safety
     ///
-    /// Dropping the future mid-read loses the handle: it is closed with the
-    /// job, and the reader ends.
+    /// Dropping the future mid-read loses the handle: the read's job keeps
+    /// it until the job ends, then closes it and returns its charge; the
+    /// reader ends.
     ///
     /// # Errors
     ///
+    /// [`BlobError::Timeout`] once the request's deadline has passed,
     /// [`BlobError::Job`] when no worker slot could run the read or the job
     /// failed, [`BlobError::Io`] for a failed read, [`BlobError::Truncated`]
     /// when the file ended before its recorded length,
     /// [`BlobError::Closed`] when the handle is no longer a reader, and
     /// [`BlobError::Staging`] when the chunk does not fit the request's
-    /// output charge. After a `Job`, `Io` or `Truncated` error the handle
-    /// is closed and the next call returns `None`.
+    /// output charge. After a `Timeout`, `Job`, `Io` or `Truncated` error
+    /// the handle is gone and the next call returns `None`.
     pub async fn next_chunk(&mut self) -> Option<Result<StagedOutput, BlobError>> {
         if self.remaining == 0 {
             self.handle = None; // closes the file, then returns its charge
             return None;
         }
-        let handle = self.handle.as_mut()?;
-        let BlobFile::Reading { file, .. } = handle.get_mut() else {
+        let mut handle = self.handle.take()?;
+        let deadline = self.running.deadline();
+        if tokio::time::Instant::now() >= deadline {
+            drop(handle);
+            return Some(Err(BlobError::Timeout));
+        }
+        if !matches!(handle.get(), BlobFile::Reading { file: Some(_), .. }) {
             return Some(Err(BlobError::Closed));
-        };
-        let mut file = file.take()?;
+        }
         let want = self
             .chunk
             .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
-        let read = on_worker(&self.pools, &self.running, move || {
-            let mut buf = vec![0; want];
-            let n = file.read(&mut buf).map_err(BlobError::io)?;
-            buf.truncate(n);
-            Ok((file, buf))
+        // The job owns the handle while it reads: a read that outlives the
+        // deadline (or this future) closes it when done.
+        let read = on_worker_until(&self.pools, &self.running, deadline, move || {
+            let buf = read_chunk(&mut handle, want)?;
+            Ok((handle, buf))
         })
         .await;
-        let (file, buf) = match read {
+        let (handle, buf) = match read {
             Ok(read) => read,
-            Err(e) => {
-                self.handle = None;
-                return Some(Err(e));
-            }
+            Err(e) => return Some(Err(e)),
         };
         if buf.is_empty() {
-            self.handle = None;
             return Some(Err(BlobError::Truncated));
         }
-        if let Some(BlobFile::Reading { file: slot, .. }) =
-            self.handle.as_mut().map(|h| h.get_mut())
-        {
-            *slot = Some(file);
-        }
+        self.handle = Some(handle);
         self.remaining -= buf.len() as u64;
         Some(
             self.running
@@ -321,6 +342,20 @@ impl BlobReader {
                 .map_err(BlobError::Staging),
         )
     }
+}
+
+/// Reads up to `want` bytes from `handle`'s open file (on a worker).
+fn read_chunk(handle: &mut PooledConnection<BlobFile>, want: usize) -> Result<Vec<u8>, BlobError> {
+    let BlobFile::Reading {
+        file: Some(file), ..
+    } = handle.get_mut()
+    else {
+        return Err(BlobError::Closed);
+    };
+    let mut buf = vec![0; want];
+    let n = file.read(&mut buf).map_err(BlobError::io)?;
+    buf.truncate(n);
+    Ok(buf)
 }
 
 impl std::fmt::Debug for BlobReader {
