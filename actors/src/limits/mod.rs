@@ -43,6 +43,35 @@ const RELATIONS: [(LimitField, LimitField); 9] = [
 /// The registry's resource limits; see [`Limits::DEFAULT`] and [`Limits::CEILING`].
 ///
 /// Fields are plain values: call [`Limits::validate`] before using a hand-built set.
+///
+/// # What each limit bounds, per adapter
+///
+/// Every call is one running request (`running_requests` and its per-tenant
+/// and per-provider shares) from admission until its response is read or
+/// dropped. What else it holds depends on the adapter:
+///
+/// | adapter | one of `connections` is | a driver | `provider_workers` bound |
+/// | --- | --- | --- | --- |
+/// | HTTP/1.1 (buffered, streaming, tower) | one TCP (or TLS) socket, carrying one call at a time | one per connection, on no worker slot | nothing |
+/// | HTTP/2 (`http2 = "on"`) | one socket carrying up to `http2_max_streams` streams of one tenant; each stream is one running request | one per connection | nothing |
+/// | S3, Vault KV-v2 | an HTTP/1.1 connection, as above | as HTTP/1.1 | nothing |
+/// | NATS JetStream | one client: its socket and its tasks | one per client | nothing |
+/// | local blob | one open file handle, for one get or put | none | each file-system call (`workers_per_tenant` of the caller's tenant) |
+/// | local secret | none | none | each reload (`control_blocking`) |
+///
+/// A connection's driver holds that connection's charges and no worker
+/// slot, so `connections`, `connections_per_client` and
+/// `connections_per_tenant` bound sockets and their drivers together, and
+/// `provider_workers` bounds blocking file-system and reload work only.
+/// Parked connections (HTTP/1.1, HTTP/2, NATS; never blob handles) count
+/// against `idle_connections` and `connections`, belong to no tenant, and
+/// hold no worker.
+///
+/// Sizing: `running_requests` is the calls in flight; `connections` should
+/// cover the HTTP/1.1 and NATS calls in flight plus the idle connections
+/// kept for reuse; `connections_per_client` caps how many of them one
+/// origin gets; `provider_workers` should cover the blob calls and secret
+/// reloads in flight at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -77,7 +106,9 @@ pub struct Limits {
     pub running_per_tenant: u32,
     /// Running requests per provider (default 32, ceiling 1,024); at most `running_requests`.
     pub running_per_provider: u32,
-    /// Provider workers (default 16, ceiling 128).
+    /// Provider workers (default 16, ceiling 128): jobs of `spawn`,
+    /// `spawn_blocking` and `control_blocking` (blob file-system calls,
+    /// secret reloads); a connection's driver takes none.
     pub provider_workers: u32,
     /// One tenant's share of the provider workers: jobs run for its requests
     /// (`ProviderPools::spawn_blocking_for`), until joined (default 8,
