@@ -26,6 +26,9 @@ pub struct Nginx {
     http2_tls: Option<(Vec<u8>, Vec<u8>)>,
     /// Bytes per second each response is sent at (`limit_rate`), if set.
     limit_rate: Option<u32>,
+    /// Connections nginx's one worker holds at once (`worker_connections`,
+    /// the listening sockets included).
+    worker_connections: u32,
 }
 
 impl Default for Nginx {
@@ -37,6 +40,7 @@ impl Default for Nginx {
             bodies: Vec::new(),
             http2_tls: None,
             limit_rate: None,
+            worker_connections: 1024,
         }
     }
 }
@@ -45,6 +49,15 @@ impl Nginx {
     /// The default configuration.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many connections nginx holds at once (`worker_connections`,
+    /// 1,024 by default, listening sockets included); nginx also asks for
+    /// twice as many open files (`worker_rlimit_nofile`), which the process
+    /// starting it must allow.
+    pub fn worker_connections(mut self, connections: u32) -> Self {
+        self.worker_connections = connections;
+        self
     }
 
     /// How long nginx keeps an idle keep-alive connection before it closes
@@ -117,7 +130,8 @@ master_process off;
 worker_processes 1;
 pid nginx.pid;
 error_log error.log info;
-events {{ worker_connections 1024; }}
+worker_rlimit_nofile {};
+events {{ worker_connections {}; }}
 http {{
   client_body_temp_path tmp/body;
   proxy_temp_path tmp/proxy;
@@ -137,6 +151,8 @@ http {{
   }}
 }}
 ",
+            u64::from(self.worker_connections) * 2,
+            self.worker_connections,
             self.keepalive_timeout.as_millis(),
             self.keepalive_requests,
             self.limit_rate

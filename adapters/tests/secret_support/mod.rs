@@ -52,9 +52,14 @@ pub(crate) fn config(dir: &Path, settings: &[(&str, &str)]) -> ProviderConfig {
 impl Fixture {
     /// Default limits, the secret directory `<tmp>/secrets`, `settings`.
     pub(crate) async fn new(settings: &[(&str, &str)]) -> Self {
+        Self::with_limits(settings, Limits::DEFAULT).await
+    }
+
+    /// [`Fixture::new`] on a registry with `limits`.
+    pub(crate) async fn with_limits(settings: &[(&str, &str)], limits: Limits) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         std::fs::create_dir(dir.path().join("secrets")).expect("secret dir");
-        let pools = support::start(Limits::DEFAULT).await;
+        let pools = support::start(limits).await;
         let config = config(&dir.path().join("secrets"), settings);
         secret::SecretSettings::of_config(&config).expect("valid secret settings");
         let id = provider();
