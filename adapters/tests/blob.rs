@@ -282,20 +282,29 @@ async fn sizes_are_bounded() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dropped_reader_closes_its_handle_and_returns_the_running_owner() {
-    let mut f = Fixture::new().await;
-    let running = f.running().await;
+/// A reader of a 1,000-byte object in 10-byte chunks, and its first chunk.
+async fn long_reader(
+    f: &Fixture,
+    running: &RunningRequest,
+) -> (blob::BlobReader, provider_pools_actors::StagedOutput) {
     std::fs::write(f.root().join("long"), vec![7u8; 1_000]).expect("write");
     let limits = BlobLimits {
         chunk: 10,
         ..BlobLimits::default()
     };
-    let mut reader = blob::get(&f.pools, &running, &key("long"), limits)
+    let mut reader = blob::get(&f.pools, running, &key("long"), limits)
         .await
         .expect("get");
     let first = reader.next_chunk().await.expect("a chunk").expect("read");
     assert_eq!(first.bytes().len(), 10);
+    (reader, first)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_reader_closes_its_handle_and_returns_the_running_owner() {
+    let mut f = Fixture::new().await;
+    let running = f.running().await;
+    let (reader, first) = long_reader(&f, &running).await;
     drop(running);
     assert_eq!(
         f.pools.snapshot().running_requests,
@@ -319,16 +328,7 @@ async fn a_dropped_reader_closes_its_handle_and_returns_the_running_owner() {
 async fn no_read_starts_once_the_requests_deadline_has_passed() {
     let mut f = Fixture::new().await;
     let running = f.running().await;
-    std::fs::write(f.root().join("long"), vec![7u8; 1_000]).expect("write");
-    let limits = BlobLimits {
-        chunk: 10,
-        ..BlobLimits::default()
-    };
-    let mut reader = blob::get(&f.pools, &running, &key("long"), limits)
-        .await
-        .expect("get");
-    let first = reader.next_chunk().await.expect("a chunk").expect("read");
-    assert_eq!(first.bytes().len(), 10);
+    let (mut reader, _first) = long_reader(&f, &running).await;
     assert_eq!(f.pools.snapshot().connections.active, 1);
 
     // The fixture's requests have 60 s; the reader has 990 bytes to go.
