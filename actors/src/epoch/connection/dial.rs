@@ -11,6 +11,10 @@
 //! and so the epoch, retained (the specification's "a dialing connection
 //! retains the original activation") until the task ends.
 //!
+//! The task hands the dialer, in its `DialTarget`, the seat of the
+//! connection's driver (`driver.rs`): a share of the permit's connection
+//! charges, which a driver the dialer starts holds until it is joined.
+//!
 //! Invariants:
 //! - The dial is bounded by its own deadline — the registry's queue age in
 //!   force when it starts — never by the requester's; one that has not
