@@ -14,14 +14,14 @@ pub(crate) use std::sync::atomic::{
     fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 #[cfg(not(all(test, loom)))]
-pub(crate) use std::sync::{Mutex, MutexGuard};
+pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(all(test, loom))]
 pub(crate) use loom::sync::atomic::{
     fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
 };
 #[cfg(all(test, loom))]
-pub(crate) use loom::sync::{Mutex, MutexGuard};
+pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
 /// The loom model runner, shared with the mailbox crate's models.
 #[cfg(all(test, loom))]

@@ -26,7 +26,7 @@ use crate::epoch::published::PublishedEpoch;
 /// Shared with the connection's driver, when it has one
 /// ([`ConnCharges::for_driver`]): they return once the connection is
 /// destroyed *and* its driver joined, whichever is last.
-pub(crate) struct ConnCharges(Arc<Charges>);
+pub(crate) struct ConnCharges(crate::sync::Arc<Charges>);
 
 struct Charges {
     _node: Charge,
@@ -36,7 +36,7 @@ struct Charges {
 
 impl ConnCharges {
     pub(crate) fn new(node: Charge, client: Charge, notice: Arc<WaitNotice>) -> Self {
-        Self(Arc::new(Charges {
+        Self(crate::sync::Arc::new(Charges {
             _node: node,
             _client: client,
             _freed: Freed(notice),
@@ -46,7 +46,7 @@ impl ConnCharges {
     /// The same charges, for the connection's driver to hold until it is
     /// joined.
     pub(crate) fn for_driver(&self) -> Box<dyn Send> {
-        Box::new(Self(Arc::clone(&self.0)))
+        Box::new(Self(crate::sync::Arc::clone(&self.0)))
     }
 }
 
@@ -264,3 +264,6 @@ impl<T: Send + 'static> fmt::Debug for PooledConnection<T> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_model;
