@@ -228,6 +228,12 @@ pub enum ConnectError {
     /// The pools or the epoch are gone.
     #[error("provider pools are closed")]
     Closed,
+    /// A multiplexed connection dialed for the request opens no stream:
+    /// its peer allows none (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` of
+    /// zero). The connection was destroyed, never parked; nothing of the
+    /// request was sent.
+    #[error("the peer allows no stream on a new connection")]
+    NoStream,
     /// The request was admitted under its provider's cluster share, and
     /// that share lapsed (its node lost contact past the share's expiry,
     /// for instance while the process was stopped) before the request was
@@ -257,6 +263,7 @@ impl ConnectError {
             Self::Capacity { .. } => "capacity",
             Self::Timeout => "timeout",
             Self::Closed => "closed",
+            Self::NoStream => "no_stream",
             Self::ShareLapsed { .. } => "share_lapsed",
         }
     }
