@@ -24,7 +24,10 @@
 //!   GOAWAY was not processed; either way its connection is marked going
 //!   away and the call takes another stream (see `delivery.rs`).
 //! - Any other failure once a stream opened ends the call — `Sent::No` for
-//!   a `REFUSED_STREAM` reset, `Sent::Maybe` otherwise.
+//!   a `REFUSED_STREAM` reset, `Sent::Yes` for a response head h2 refused
+//!   (over `max_head_bytes`: `HeadTooLarge`), `Sent::Maybe` otherwise.
+//! - A connection whose peer allows no stream opens none and is never
+//!   parked: the call fails as `ConnectError::NoStream`.
 //! - Each stream ends at its request's deadline (its body reads fail, and
 //!   the stream is reset when dropped); the connection lives on for the
 //!   tenant's other streams.
@@ -40,7 +43,8 @@
 //! A call takes a stream from the engine's table of streams
 //! (`ProviderPools::reserve_stream`): a connection of its tenant with fewer
 //! streams than `max_streams` — the peer's `SETTINGS_MAX_CONCURRENT_STREAMS`
-//! (h2's `current_max_send_streams`; one until the peer's SETTINGS arrive),
+//! (h2's `current_max_send_streams`, known from the dial on: it waits for
+//! the peer's SETTINGS; decision record 0083),
 //! capped by the setting `http2_max_streams` ([`HTTP2_MAX_STREAMS_SETTING`],
 //! 1 to 1,000, default 100) — else a connection from the idle stash or a
 //! dial. The request is made absolute-form (`:scheme`, `:authority` from the
