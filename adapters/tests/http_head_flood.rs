@@ -132,7 +132,7 @@ async fn a_continuation_flood_on_four_connections_grows_the_peak_memory_by_a_few
             .expect("the call's task")
             .expect_err("a flood");
         assert!(
-            matches!(refused, HttpError::HeadTooLarge { max: 65536 }),
+            matches!(refused, HttpError::HeadTooLarge { max: 65536, .. }),
             "{refused:?}"
         );
     }

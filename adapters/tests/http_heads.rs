@@ -1,7 +1,8 @@
 //! Response heads against raw origins: an HTTP/1.1 head over
 //! `max_head_bytes`, or endless, is refused with `HeadTooLarge` and its
-//! connection destroyed, while one within it is read (the HTTP/2
-//! CONTINUATION flood is `http_head_flood.rs`); a head hyper refuses (an
+//! connection destroyed, while one within it is read; an HTTP/2 header
+//! list over it fails reading the head (the CONTINUATION flood is
+//! `http_head_flood.rs`); a head hyper refuses (an
 //! overflowing `Content-Length`) fails in the phase that read it, as sent;
 //! a head is charged to its tenant while held; a setting over its ceiling
 //! is refused by name before any dial; an HTTP/2 peer that allows no
@@ -67,7 +68,7 @@ async fn an_endless_http1_head_is_refused_as_too_large_and_its_connection_destro
     .await
     .expect_err("an endless head");
     assert!(
-        matches!(refused, HttpError::HeadTooLarge { max: 16384 }),
+        matches!(refused, HttpError::HeadTooLarge { max: 16384, .. }),
         "{refused:?}"
     );
     assert_eq!(refused.code(), "response_head_too_large");
@@ -102,7 +103,7 @@ async fn a_head_over_max_head_bytes_is_refused_and_one_within_it_read() {
         let request = running(&pools, &receipt, 1).await;
         let answer = call(&pools, &request, &dialer, get("/"), BodyLimits::default()).await;
         match answer {
-            Err(HttpError::HeadTooLarge { max: 16384 }) if refused => {}
+            Err(HttpError::HeadTooLarge { max: 16384, .. }) if refused => {}
             Ok(response) if !refused => assert_eq!(response.headers.len(), 33),
             other => panic!("max_head_bytes = {max}: {other:?}"),
         }
@@ -273,6 +274,38 @@ async fn raw_h2_origin(
         }
     });
     (target, accepted)
+}
+
+/// `:status: 200` and 150 literal fields (`x: ` and 100 bytes, about
+/// 20 KiB as a header list) in one HEADERS frame ending the stream.
+fn large_head(stream: u32) -> Box<dyn Iterator<Item = Frame> + Send> {
+    let mut field = vec![0x00, 0x01, b'x', 100];
+    field.extend_from_slice(&[b'a'; 100]);
+    let mut block = vec![0x88];
+    block.extend(field.iter().copied().cycle().take(field.len() * 150));
+    Box::new(std::iter::once((0x1, 0x4 | 0x1, stream, block)))
+}
+
+#[tokio::test]
+async fn an_http2_header_list_over_max_head_bytes_fails_reading_the_head_as_sent() {
+    let (target, _) = raw_h2_origin(&[], large_head).await;
+    for (max, refused) in [("8192", true), ("65536", false)] {
+        let pools = start(Limits::DEFAULT).await;
+        let settings = [(HTTP2_SETTING, "on"), (MAX_HEAD_SETTING, max)];
+        let receipt = install(&pools, &target, &settings, b"k").await;
+        let dialer = HttpDialer::new(pools.clone());
+        let request = running(&pools, &receipt, 1).await;
+        let answer = call(&pools, &request, &dialer, get("/"), BodyLimits::default()).await;
+        match answer {
+            Err(HttpError::Protocol {
+                phase: "reading the response head",
+                sent: Sent::Yes,
+                ..
+            }) if refused => {}
+            Ok(response) if !refused => assert_eq!(response.headers.len(), 150),
+            other => panic!("max_head_bytes = {max}: {other:?}"),
+        }
+    }
 }
 
 /// `:status: 200`, ending the stream.

@@ -101,7 +101,10 @@ impl From<Undeliverable> for HttpError {
                 source: source.into(),
             },
             Undeliverable::Expired => Self::Timeout { sent: Sent::Maybe },
-            Undeliverable::HeadTooLarge { max, .. } => Self::HeadTooLarge { max },
+            Undeliverable::HeadTooLarge { max, source } => Self::HeadTooLarge {
+                max,
+                source: source.into(),
+            },
             Undeliverable::Head(source) => Self::Protocol {
                 phase: "reading the response head",
                 sent: Sent::Yes,

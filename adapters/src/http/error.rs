@@ -50,6 +50,9 @@ pub enum HttpError {
     HeadTooLarge {
         /// The limit.
         max: usize,
+        /// The protocol library's refusal.
+        #[source]
+        source: ProtocolError,
     },
     /// The response body is over the limit; its connection was destroyed.
     #[error("response body is over the limit of {max} bytes")]

@@ -82,7 +82,10 @@ pub(crate) async fn deliver(
             Err(source) if head_too_large(&source) => {
                 lease.stream().going_away();
                 let max = settings_max_head(running);
-                return Err(HttpError::HeadTooLarge { max });
+                return Err(HttpError::HeadTooLarge {
+                    max,
+                    source: source.into(),
+                });
             }
             // h2 reset the stream itself over its response head (a header
             // list over `max_head_bytes`, a malformed field): the origin

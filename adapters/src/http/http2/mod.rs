@@ -25,7 +25,8 @@
 //!   away and the call takes another stream (see `delivery.rs`).
 //! - Any other failure once a stream opened ends the call — `Sent::No` for
 //!   a `REFUSED_STREAM` reset, `Sent::Yes` for a response head h2 refused
-//!   (over `max_head_bytes`: `HeadTooLarge`), `Sent::Maybe` otherwise.
+//!   (`HeadTooLarge` for header blocks continued past `max_head_bytes`),
+//!   `Sent::Maybe` otherwise.
 //! - A connection whose peer allows no stream opens none and is never
 //!   parked: the call fails as `ConnectError::NoStream`.
 //! - Each stream ends at its request's deadline (its body reads fail, and
