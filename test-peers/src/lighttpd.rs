@@ -142,6 +142,11 @@ impl LighttpdPeer {
         &mut self.peer
     }
 
+    /// The process handle, owned.
+    pub fn into_peer(self) -> Peer {
+        self.peer
+    }
+
     /// Every request logged so far but the readiness probe's, in the order
     /// lighttpd finished them.
     pub fn access_log(&self) -> Vec<LighttpdEntry> {
