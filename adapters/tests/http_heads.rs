@@ -2,18 +2,19 @@
 //! `max_head_bytes`, or endless, is refused with `HeadTooLarge` and its
 //! connection destroyed, while one within it is read; an HTTP/2 header
 //! list over it fails reading the head (the CONTINUATION flood is
-//! `http_head_flood.rs`); a head hyper refuses (an
-//! overflowing `Content-Length`) fails in the phase that read it, as sent;
-//! a head is charged to its tenant while held; a setting over its ceiling
+//! `http_head_flood.rs`); a head hyper refuses (an overflowing
+//! `Content-Length`) fails in the phase that read it, as sent; a head is
+//! charged to its tenant while held; a setting over its ceiling
 //! is refused by name before any dial; an HTTP/2 peer that allows no
-//! stream is an error of its own, its connection never parked.
+//! stream fails the dial as `no_stream`, its connection never parked, and
+//! the client backs off.
 
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use provider_pools_actors::{ConnectError, ConnectionCounts, Limits};
+use provider_pools_actors::{ConnectError, ConnectionCounts, DialError, DialErrorKind, Limits};
 use provider_pools_adapters::http::{
     call, BodyLimits, HttpDialer, HttpError, Sent, HTTP2_SETTING, MAX_HEAD_SETTING,
 };
@@ -314,31 +315,52 @@ fn ok_head(stream: u32) -> Box<dyn Iterator<Item = Frame> + Send> {
 }
 
 #[tokio::test]
-async fn a_peer_allowing_no_stream_is_refused_as_no_stream_and_never_parked() {
+async fn a_peer_allowing_no_stream_fails_the_dial_as_no_stream_and_the_client_backs_off() {
     // SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 0.
     let (target, accepted) = raw_h2_origin(&[(0x3, 0)], ok_head).await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(&pools, &target, &[(HTTP2_SETTING, "on")], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
 
-    for session in 1..=2 {
-        let request = running(&pools, &receipt, session).await;
-        let refused = call(&pools, &request, &dialer, get("/"), BodyLimits::default())
-            .await
-            .expect_err("no stream allowed");
-        assert!(
-            matches!(refused, HttpError::Connect(ConnectError::NoStream)),
-            "{refused:?}"
-        );
-        assert_eq!(refused.code(), "no_stream");
-        assert_eq!(refused.was_sent(), Sent::No);
-        drop(request);
-        settled(&pools).await;
-        assert_eq!(
-            pools.snapshot().connections.idle,
-            0,
-            "the connection was not parked"
-        );
-    }
-    assert_eq!(accepted.load(Ordering::SeqCst), 2, "one dial per call");
+    let request = running(&pools, &receipt, 1).await;
+    let refused = call(&pools, &request, &dialer, get("/"), BodyLimits::default())
+        .await
+        .expect_err("no stream allowed");
+    assert!(
+        matches!(
+            &refused,
+            HttpError::Connect(ConnectError::Dial(DialError {
+                kind: DialErrorKind::NoStream,
+                ..
+            }))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(refused.code(), "no_stream");
+    assert_eq!(refused.was_sent(), Sent::No);
+    drop(request);
+    settled(&pools).await;
+    assert_eq!(
+        pools.snapshot().connections,
+        ConnectionCounts::default(),
+        "the connection was destroyed, not parked"
+    );
+
+    // The next call meets the backoff: no second dial.
+    let request = running(&pools, &receipt, 2).await;
+    let refused = call(&pools, &request, &dialer, get("/"), BodyLimits::default())
+        .await
+        .expect_err("backing off");
+    assert!(
+        matches!(
+            refused,
+            HttpError::Connect(ConnectError::Unavailable {
+                kind: DialErrorKind::NoStream,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 1, "dialed once");
+    assert_eq!(dialer.dials(), 1);
 }

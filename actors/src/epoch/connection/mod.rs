@@ -69,6 +69,11 @@ pub enum DialErrorKind {
     Handshake,
     /// The origin answered with something the adapter cannot speak.
     Protocol,
+    /// The origin accepted the connection but allows no request on it (an
+    /// HTTP/2 peer whose SETTINGS allow zero concurrent streams): a failed
+    /// dial like any other, so the client backs off instead of dialing
+    /// again for each call.
+    NoStream,
     /// The dial was cancelled before it finished.
     Cancelled,
     /// The adapter ran out of a local bounded resource (a worker slot for
@@ -87,6 +92,7 @@ impl DialErrorKind {
             Self::Timeout => "timeout",
             Self::Handshake => "handshake",
             Self::Protocol => "protocol",
+            Self::NoStream => "no_stream",
             Self::Cancelled => "cancelled",
             Self::Saturated => "saturated",
             Self::Other => "other",
@@ -258,6 +264,7 @@ impl ConnectError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Dial(e) if e.kind == DialErrorKind::Saturated => "busy",
+            Self::Dial(e) if e.kind == DialErrorKind::NoStream => "no_stream",
             Self::Unavailable { .. } | Self::Dial(_) => "unavailable",
             Self::Busy => "busy",
             Self::Capacity { .. } => "capacity",

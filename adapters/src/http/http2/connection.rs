@@ -155,8 +155,9 @@ impl Dialer for H2Dialer {
     /// A [`DialError`]: `Refused`/`Timeout`/`Other` from the TCP connect,
     /// `Handshake` for an unusable `ca_file`, a failed TLS handshake or an
     /// origin that did not select `h2`, `Protocol` for a failed HTTP/2
-    /// handshake, `Other` for an `http2_max_streams` or a connection
-    /// setting out of range.
+    /// handshake, `NoStream` for a peer whose SETTINGS allow no stream,
+    /// `Other` for an `http2_max_streams` or a connection setting out of
+    /// range.
     async fn dial(&self, target: DialTarget<'_>) -> Result<H2Connection, DialError> {
         self.core.count_dial();
         let cap = max_streams(
@@ -194,6 +195,14 @@ impl Dialer for H2Dialer {
             .await
             .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;
         let connection = peer_settings(connection).await?;
+        if sender.current_max_send_streams() == 0 {
+            // A failed dial: the client backs off rather than dial again
+            // for each call.
+            return Err(DialError::new(
+                DialErrorKind::NoStream,
+                "the peer allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)",
+            ));
+        }
         hand_over.send(connection).map_err(|_| {
             DialError::new(
                 DialErrorKind::Other,

@@ -27,8 +27,9 @@
 //!   a `REFUSED_STREAM` reset, `Sent::Yes` for a response head h2 refused
 //!   (`HeadTooLarge` for header blocks continued past `max_head_bytes`),
 //!   `Sent::Maybe` otherwise.
-//! - A connection whose peer allows no stream opens none and is never
-//!   parked: the call fails as `ConnectError::NoStream`.
+//! - A peer whose SETTINGS allow no stream fails the dial (`NoStream`, code
+//!   `no_stream`): the client backs off instead of dialing for each call.
+//!   A connection whose peer allows no more streams is never parked.
 //! - Each stream ends at its request's deadline (its body reads fail, and
 //!   the stream is reset when dropped); the connection lives on for the
 //!   tenant's other streams.
