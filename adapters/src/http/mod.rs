@@ -63,7 +63,7 @@
 //! | `http2` ([`HTTP2_SETTING`]) | `off` | `on`, `off` | the protocol |
 //! | `http2_max_streams` ([`HTTP2_MAX_STREAMS_SETTING`]) | 100 | 1 to 1,000 | streams per HTTP/2 connection (the peer's own limit applies when lower) |
 //! | `max_head_bytes` ([`MAX_HEAD_SETTING`]) | 65,536 | 8,192 to 1,048,576 | a response head: hyper's HTTP/1.1 head (`max_header_size`), h2's header list (`max_header_list_size`); over it, [`HttpError::HeadTooLarge`] (one complete HTTP/2 header block over it: `Protocol`, `reading the response head`) |
-//! | `idle_timeout_ms` ([`IDLE_TIMEOUT_SETTING`]) | 4,000 | 1 to 3,600,000 | how long an HTTP/1.1 connection stays parked; an origin's `Keep-Alive: timeout=N` shortens it to N − 1 s; the engine's `idle_age` still applies when shorter |
+//! | `idle_timeout_ms` ([`IDLE_TIMEOUT_SETTING`]) | 4,000 | 1 to 3,600,000 | how long an HTTP/1.1 connection stays parked; an origin's `Keep-Alive: timeout=N` shortens it to N − 1 s; the engine's `idle_age` still applies when shorter; a connection with 100 ms or less to idle is not parked |
 //! | `max_connection_age_ms` ([`MAX_AGE_SETTING`]) | 600,000 | 1 to 86,400,000 | a connection's life: past it, it is not reused (HTTP/2: it opens no new stream) |
 //! | `max_connection_requests` ([`MAX_REQUESTS_SETTING`]) | 10,000 | 1 to 1,000,000 | the requests one connection carries (HTTP/2: its streams) |
 //! | `auth_header` ([`AUTH_HEADER_SETTING`]) | unset | a header name, not a reserved one | the header carrying the credential |

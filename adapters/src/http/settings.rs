@@ -19,7 +19,9 @@ use crate::http::error::HttpError;
 pub const MAX_HEAD_SETTING: &str = "max_head_bytes";
 
 /// The provider setting bounding how long a connection stays parked, in
-/// milliseconds; an origin's `Keep-Alive: timeout=N` shortens it.
+/// milliseconds; an origin's `Keep-Alive: timeout=N` shortens it. A
+/// connection left with 100 ms or less to idle is not parked at all (it
+/// would retire before a checkout could take it).
 pub const IDLE_TIMEOUT_SETTING: &str = "idle_timeout_ms";
 
 /// The provider setting bounding a connection's age, in milliseconds:
