@@ -238,6 +238,7 @@ fn get() -> HttpRequest {
         target: RequestTarget::parse("/").expect("origin-form target"),
         headers: HeaderMap::new(),
         body: Bytes::new(),
+        replayable: false,
     }
 }
 

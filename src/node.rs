@@ -36,6 +36,9 @@
 //!   credential.
 //! - An HTTP origin is accepted only if [`ApprovedOrigin::parse`] (the code
 //!   the HTTP adapter dials with) accepts it: scheme, host and port only.
+//!   An HTTP provider's connection settings (`max_head_bytes`,
+//!   `idle_timeout_ms`, `max_connection_age_ms`, `max_connection_requests`)
+//!   are checked by [`ConnectionSettings::read`], as its calls check them.
 //! - Everything is validated, duplicates included, before the pools start;
 //!   [`NodeConfig::start`] is all or nothing: when an install fails, the
 //!   started registry is shut down before the error is returned.
@@ -45,7 +48,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use provider_pools_adapters::http::ApprovedOrigin;
+use provider_pools_adapters::http::{ApprovedOrigin, ConnectionSettings};
 use provider_pools_cluster::ClusterSection;
 mod cluster;
 mod redacted;
@@ -305,6 +308,12 @@ impl NodeConfig {
                 let message = format!("{name:?} is a reserved header");
                 return Err(invalid("provider.settings", decl.id.span(), message));
             }
+        }
+        if decl.kind == ProviderKind::Http {
+            // The HTTP connection settings, with the same refusal a call
+            // would meet, at start-up instead.
+            ConnectionSettings::read(|key| decl.settings.get(key).map(String::as_str))
+                .map_err(|e| invalid("provider.settings", decl.id.span(), e.to_string()))?;
         }
         config.settings = decl.settings.clone();
         let credential = match &decl.credential_env {

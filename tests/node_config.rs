@@ -210,6 +210,26 @@ fn reserved_headers_cannot_be_the_auth_header() {
     }
 }
 
+#[test]
+fn http_connection_settings_out_of_range_are_refused_naming_the_setting() {
+    for (setting, value) in [
+        ("max_head_bytes", "1048577"),
+        ("idle_timeout_ms", "0"),
+        ("max_connection_age_ms", "86400001"),
+        ("max_connection_requests", "1000001"),
+    ] {
+        let text = format!("[[provider]]\nid = \"p\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"http://127.0.0.1:1\"]\nsettings = {{ {setting} = \"{value}\" }}\n");
+        let config = NodeConfig::parse(&text).expect("syntax is fine");
+        match config.installations() {
+            Err(NodeConfigError::Invalid { key, message, .. }) => {
+                assert_eq!(key, "provider.settings", "{setting}");
+                assert!(message.contains(setting), "{message}");
+            }
+            other => panic!("{setting} = {value}: expected a refusal, got {other:?}"),
+        }
+    }
+}
+
 /// A one-provider HTTP file whose only origin is `origin`, on line 6.
 fn http_with_origin(origin: &str) -> String {
     format!("[[provider]]\nid = \"p\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [{origin:?}]\n")

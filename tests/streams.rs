@@ -1,8 +1,9 @@
 //! Multiplexed connections (`ProviderPools::reserve_stream`): streams of
 //! one tenant share a connection up to its `max_streams`, tenants never
 //! share one, a connection leaves with its last stream (parked while
-//! reusable, destroyed once going away), and each stream holds only its
-//! own request. A dialer of in-memory connections whose stream limit and
+//! reusable, destroyed once going away), an idle connection that opens
+//! no stream is destroyed and another reserved (a dialed one that opens
+//! none is `NoStream`), and each stream holds only its own request. A dialer of in-memory connections whose stream limit and
 //! GOAWAY the test sets; paused clock.
 
 mod support;
@@ -158,6 +159,26 @@ async fn the_last_stream_parks_its_connection_and_the_next_stream_reuses_it() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_idle_connection_that_opens_no_stream_is_destroyed_and_another_reserved() {
+    let (pools, receipt) = with_mem(Limits::DEFAULT).await;
+    let dialer = MuxDialer::new(4);
+    let r1 = running(&pools, &receipt, "a", 1).await;
+    drop(stream(&pools, &r1, &dialer).await);
+    assert_eq!(pools.snapshot().connections.idle, 1);
+    // Its peer now allows no stream, nor does a fresh one's.
+    dialer.max.store(0, Ordering::SeqCst);
+    let r2 = running(&pools, &receipt, "a", 2).await;
+    let refused = pools.reserve_stream(&r2, &dialer).await;
+    assert!(
+        matches!(refused, Err(ConnectError::NoStream)),
+        "{refused:?}"
+    );
+    assert_eq!(dialer.dials(), 2, "the idle one destroyed, then a dial");
+    assert_eq!(dialer.destroyed.load(Ordering::SeqCst), 2);
+    assert_eq!(pools.snapshot().connections.idle, 0, "nothing parked");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_connection_going_away_opens_no_stream_and_is_destroyed_with_its_last() {
     let (pools, receipt) = with_mem(Limits::DEFAULT).await;
     let dialer = MuxDialer::new(4);
@@ -168,7 +189,7 @@ async fn a_connection_going_away_opens_no_stream_and_is_destroyed_with_its_last(
     dialer.away.store(true, Ordering::SeqCst);
     let refused = pools.reserve_stream(&r2, &dialer).await;
     assert!(
-        matches!(refused, Err(ConnectError::Closed)),
+        matches!(refused, Err(ConnectError::NoStream)),
         "every connection going away, even the fresh one: {refused:?}"
     );
     assert_eq!(dialer.dials(), 2, "a dial, not a stream on connection 0");

@@ -46,8 +46,8 @@ mod tenants;
 mod workers;
 
 pub use admission::{
-    AdmitError, AdmitRequest, CallMismatch, IngressEvent, IngressRequest, OutputBuffer, PoolReady,
-    RunningRequest, StagedInput, StagedOutput,
+    AdmitError, AdmitRequest, CallMismatch, HeldMetadata, IngressEvent, IngressRequest,
+    OutputBuffer, PoolReady, RunningRequest, StagedInput, StagedOutput,
 };
 pub use budget::{Exhausted, InUse};
 pub use bytes::Bytes;

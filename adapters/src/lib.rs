@@ -35,7 +35,9 @@
 //!   so no byte left the process; only then does delivery take another idle
 //!   connection or dial, within the deadline. A fresh connection that fails
 //!   so ends the call (`Sent::No`); a request a connection took is never sent
-//!   again.
+//!   again, unless the caller marked it replayable and a reused connection
+//!   lost it before any byte of an answer: then once more, on a dialed
+//!   connection (decision record 0080).
 //! - **`Sent` is a method, not a variant.** `HttpError::was_sent()` answers
 //!   `No`/`Maybe`/`Yes` for every variant; `Protocol` and `Timeout` carry
 //!   their own (`Timeout` learns it from the exchange's `Progress`).

@@ -309,10 +309,10 @@ fn ok_head(stream: u32) -> Frame {
 #[tokio::test]
 async fn a_goaway_stops_new_streams_on_its_connection_at_once_while_it_stays_open() {
     use tokio::io::AsyncReadExt;
-    // A hand-written origin: on its first connection it holds stream 1,
-    // then sends GOAWAY (last stream 1) and a PING; the client's PING ACK
-    // says it has read the GOAWAY. The connection stays open. Every other
-    // stream is answered 200 at once.
+    // A hand-written origin: it answers the client's PING; on its first
+    // connection it holds stream 1, then sends GOAWAY (last stream 1) and
+    // a PING; the client's PING ACK says it has read the GOAWAY. The
+    // connection stays open. Every other stream is answered 200 at once.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -336,9 +336,11 @@ async fn a_goaway_stops_new_streams_on_its_connection_at_once_while_it_stays_ope
                 write_frame(&mut wr, (0x4, 0, 0, Vec::new())).await;
                 let mut held =
                     held.map(|(opened, acked, answer)| (Some(opened), Some(acked), Some(answer)));
-                while let Some((kind, flags, stream, _)) = read_frame(&mut rd).await {
+                while let Some((kind, flags, stream, payload)) = read_frame(&mut rd).await {
                     match (kind, flags & 0x1) {
                         (0x4, 0) => write_frame(&mut wr, (0x4, 0x1, 0, Vec::new())).await,
+                        // The client's PING (its dial waits for the answer).
+                        (0x6, 0) => write_frame(&mut wr, (0x6, 0x1, 0, payload)).await,
                         (0x1, _) if stream == 1 && held.is_some() => {
                             let (opened, ..) = held.as_mut().expect("held");
                             let _ = opened.take().map(|tx| tx.send(()));

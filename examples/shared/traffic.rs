@@ -171,6 +171,7 @@ impl Traffic {
                 target: RequestTarget::parse("/forecast?city=demo").map_err(|_| "target")?,
                 headers: Default::default(),
                 body: Bytes::new(),
+                replayable: false,
             };
             http::call(
                 &self.pools,

@@ -148,6 +148,7 @@ fn adapter(response: &[u8], max_response: usize, close: bool) {
             target: RequestTarget::parse("/fuzz").expect("target"),
             headers,
             body: Bytes::new(),
+            replayable: false,
         };
         let limits = BodyLimits {
             max_request: 1024,

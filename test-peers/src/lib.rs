@@ -4,9 +4,10 @@
 //! drops (also when a test panics).
 //!
 //! The peers are installed by `scripts/peers` (which the README test
-//! command runs) into `target/peers` (`venv/` for the Python peers, `etcd/`
-//! and `nginx/` for the unpacked etcd-server and nginx packages); `PROVIDER_POOLS_PEERS` names
-//! another install directory. A missing peer fails the test that needs it
+//! command runs) into `target/peers` (`venv/` for the Python peers;
+//! `etcd/`, `nginx/` and `lighttpd/` for the unpacked etcd-server, nginx and
+//! lighttpd packages); `PROVIDER_POOLS_PEERS` names another install
+//! directory. A missing peer fails the test that needs it
 //! with a message saying how to install it: nothing is skipped silently.
 //!
 //! [`EtcdCluster`] is the one peer of several processes: N etcd members
@@ -25,6 +26,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod etcd_cluster;
+mod lighttpd;
 mod nginx;
 mod peer;
 mod peers;
@@ -32,6 +34,7 @@ mod shared;
 mod wait;
 
 pub use etcd_cluster::EtcdCluster;
+pub use lighttpd::{Lighttpd, LighttpdEntry, LighttpdPeer};
 pub use nginx::{AccessEntry, Nginx, NginxPeer};
 pub use peer::{binary, free_port, Peer, PeerCommand};
 pub use peers::{Bao, Etcd, Moto, Nats};

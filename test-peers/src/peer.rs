@@ -31,9 +31,14 @@ fn peers_dir() -> PathBuf {
 }
 
 /// Where `scripts/peers` puts binaries, under the peers directory: the
-/// Python peers' virtual environment, then the unpacked etcd-server and
-/// nginx packages.
-const INSTALL_DIRS: [&str; 3] = ["venv/bin", "etcd/usr/bin", "nginx/usr/sbin"];
+/// Python peers' virtual environment, then the unpacked etcd-server,
+/// nginx and lighttpd packages.
+const INSTALL_DIRS: [&str; 4] = [
+    "venv/bin",
+    "etcd/usr/bin",
+    "nginx/usr/sbin",
+    "lighttpd/usr/sbin",
+];
 
 /// The path of the peer binary `name`: from the peers directory (the
 /// virtual environment or an unpacked Debian package), else from `PATH`.

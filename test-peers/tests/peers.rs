@@ -128,3 +128,35 @@ fn nginx_serves_bodies_and_logs_each_request_with_its_connection() {
     assert_eq!((log[1].status, log[1].body_bytes), (200, 1000));
     assert_stops(nginx.into_peer());
 }
+
+#[test]
+fn lighttpd_serves_and_logs_each_request_with_its_connection_and_query() {
+    use provider_pools_test_peers::Lighttpd;
+    let lighttpd = Lighttpd::new().start();
+    let mut stream = TcpStream::connect(lighttpd.addr()).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let host = lighttpd.addr();
+    write!(
+        stream,
+        "GET /ok?c=1 HTTP/1.1\r\nHost: {host}\r\n\r\nGET /ok?c=2 HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).expect("read");
+    assert_eq!(
+        String::from_utf8_lossy(&response).matches("200 OK").count(),
+        2
+    );
+    let log = lighttpd.wait_for_log(2, Duration::from_secs(5));
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!(log[0].client_port, log[1].client_port, "one connection");
+    assert_eq!((log[0].request, log[1].request), (0, 1));
+    assert_eq!(
+        (log[0].query.as_str(), log[1].query.as_str()),
+        ("c=1", "c=2")
+    );
+    assert_eq!((log[1].method.as_str(), log[1].status), ("GET", 200));
+    assert_stops(lighttpd.into_peer());
+}

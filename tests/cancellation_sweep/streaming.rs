@@ -123,6 +123,7 @@ fn get(path: &str) -> HttpRequest {
         target: provider_pools_adapters::http::RequestTarget::parse(path).expect("target"),
         headers: hyper::HeaderMap::new(),
         body: Bytes::new(),
+        replayable: false,
     }
 }
 

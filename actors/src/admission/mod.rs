@@ -28,7 +28,7 @@ pub use ingress::{IngressEvent, IngressRequest};
 pub use output::OutputBuffer;
 pub use ready::PoolReady;
 pub use running::RunningRequest;
-pub use staged::{StagedInput, StagedOutput};
+pub use staged::{HeldMetadata, StagedInput, StagedOutput};
 
 use crate::epoch::TypedSlot;
 use crate::identity::{OriginKind, ProviderId};

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::admission::ready::PoolReady;
-use crate::admission::{AdmitError, OutputBuffer, StagedInput, StagedOutput};
+use crate::admission::{AdmitError, HeldMetadata, OutputBuffer, StagedInput, StagedOutput};
 use crate::epoch::connection::{ConnectError, RequestHold};
 use crate::epoch::ClientLease;
 use crate::ledger::Ledger;
@@ -132,6 +132,25 @@ impl RunningRequest {
             .tenants
             .charge_metadata(self.0.plan.tenant(), &ledger.metadata, len)?;
         Ok(StagedOutput::new(bytes, charge, self.clone()))
+    }
+
+    /// Charges `len` bytes the adapter holds for this request outside a
+    /// staged buffer (a response head, say) to the tenant's metadata share
+    /// and the node's metadata budget, as [`Self::stage_output`] does,
+    /// until the charge is dropped; the charge does not keep the request
+    /// running.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::stage_output`].
+    pub fn hold_metadata(&self, len: usize) -> Result<HeldMetadata, AdmitError> {
+        let amount = u32::try_from(len).unwrap_or(u32::MAX);
+        let ledger = &self.0.ledger;
+        let charge =
+            ledger
+                .tenants
+                .charge_metadata(self.0.plan.tenant(), &ledger.metadata, amount)?;
+        Ok(HeldMetadata::new(len, charge))
     }
 }
 

@@ -97,3 +97,41 @@ impl fmt::Debug for StagedOutput {
             .finish()
     }
 }
+
+/// Bytes a running request's adapter holds outside any staged buffer —
+/// a response head, say — charged to the tenant's metadata share and the
+/// node's metadata budget while it is held. Unlike a [`StagedOutput`] it
+/// does not hold the request's running owner: what holds the bytes (a
+/// response, a stream) decides how long the request runs.
+#[must_use = "dropping the charge returns its bytes at once"]
+pub struct HeldMetadata {
+    len: usize,
+    _charge: SharedCharge,
+}
+
+impl HeldMetadata {
+    pub(crate) fn new(len: usize, charge: SharedCharge) -> Self {
+        Self {
+            len,
+            _charge: charge,
+        }
+    }
+
+    /// The bytes charged.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing is charged.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl fmt::Debug for HeldMetadata {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeldMetadata")
+            .field("len", &self.len)
+            .finish()
+    }
+}

@@ -29,7 +29,9 @@ impl ProviderPools {
     /// Those of [`Self::reserve_connection`];
     /// [`ConnectError::ShareLapsed`] also when a stream on a shared
     /// connection is refused by the share check;
-    /// [`ConnectError::Closed`] when a fresh connection opens no stream.
+    /// [`ConnectError::NoStream`] when a dialed connection opens no stream
+    /// (its peer allows none); that connection is destroyed. An idle
+    /// connection that opens none is destroyed and the next one taken.
     pub async fn reserve_stream<D>(
         &self,
         running: &RunningRequest,
@@ -62,21 +64,37 @@ impl ProviderPools {
             running.check_share()?;
             return Ok(lease);
         }
-        let conn = self.reserve_connection(running, dialer).await?;
-        let reused = conn.is_reused();
-        let (id, stream) = table
-            .insert(tenant, conn.into_shared(), |conn| {
+        // Bounded by the deadline and the client's idle connections: each
+        // turn that continues destroyed one; a dialed connection ends it.
+        loop {
+            let conn = self.reserve_connection(running, dialer).await?;
+            let reused = conn.is_reused();
+            let inserted = table.insert(tenant, conn.into_shared(), |conn| {
                 let conn = conn.get();
                 (conn.max_streams() > 0)
                     .then(|| conn.open_stream())
                     .flatten()
-            })
-            .map_err(|_unopened| ConnectError::Closed)?;
-        Ok(StreamLease::new(
-            stream,
-            (Arc::clone(epoch), client, id),
-            reused,
-            running.hold(),
-        ))
+            });
+            match inserted {
+                Ok((id, stream)) => {
+                    return Ok(StreamLease::new(
+                        stream,
+                        (Arc::clone(epoch), client, id),
+                        reused,
+                        running.hold(),
+                    ))
+                }
+                // A parked connection that opens no more streams (past
+                // its life, or its peer lowered its limit while it idled):
+                // destroyed, and the next one taken.
+                Err(unopened) if reused => drop(unopened),
+                // A dialed one that opens none: its peer allows none.
+                // Destroyed, never parked.
+                Err(unopened) => {
+                    drop(unopened);
+                    return Err(ConnectError::NoStream);
+                }
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Body;
-use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
+use provider_pools_actors::{HeldMetadata, ProviderPools, RunningRequest, StagedOutput};
 
 use crate::http::dialer::HttpDialer;
 use crate::http::error::{HttpError, Sent};
@@ -30,6 +30,8 @@ pub struct BufferedResponse {
     pub headers: HeaderMap,
     /// The body, charged.
     pub body: StagedOutput,
+    /// The head's charge (its status and headers), held with them.
+    _head: HeldMetadata,
 }
 
 impl std::fmt::Debug for BufferedResponse {
@@ -75,23 +77,26 @@ pub async fn call(
 ) -> Result<BufferedResponse, HttpError> {
     // One timer bounds the exchange: connection, request, whole body.
     let progress = Progress::default();
-    let (conn, parts, keep_alive, bytes) = tokio::time::timeout_at(running.deadline(), async {
-        let Opened {
-            conn,
-            response,
-            keep_alive,
-        } = exchange::send(pools, running, dialer, request, limits, &progress).await?;
-        let (parts, mut body) = response.into_parts();
-        let bytes = read_capped(&mut body, limits.max_response, running).await?;
-        Ok::<_, HttpError>((conn, parts, keep_alive, bytes))
-    })
-    .await
-    .map_err(|_| progress.timeout())??;
+    let (conn, parts, head, keep_alive, bytes) =
+        tokio::time::timeout_at(running.deadline(), async {
+            let Opened {
+                conn,
+                response,
+                head,
+                keep_alive,
+            } = exchange::send(pools, running, dialer, request, limits, &progress).await?;
+            let (parts, mut body) = response.into_parts();
+            let bytes = read_capped(&mut body, limits.max_response, running).await?;
+            Ok::<_, HttpError>((conn, parts, head, keep_alive, bytes))
+        })
+        .await
+        .map_err(|_| progress.timeout())??;
     conn.finish(keep_alive, running.deadline()).await;
     Ok(BufferedResponse {
         status: parts.status,
         headers: parts.headers,
         body: bytes,
+        _head: head,
     })
 }
 

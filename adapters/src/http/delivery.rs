@@ -8,16 +8,28 @@
 //! or a fresh dial. Nothing of the request left the process, so the
 //! specification's "never retries an application operation" holds.
 //!
+//! One delivery is the caller's: a request the caller marked replayable
+//! (an idempotent method with a body it holds whole) that a *reused*
+//! connection took and then lost — closed or reset before any byte of a
+//! response arrived, the keep-alive race of an origin closing an idle
+//! connection as the request reaches it — is delivered again, once, on a
+//! dialed connection (decision record 0080). An unmarked request fails as
+//! [`Sent::Maybe`].
+//!
 //! Invariants:
-//! - A request is written at most once: only a request a connection
-//!   handed back untouched goes to another connection; one a connection
-//!   took ([`Sent::Maybe`]) is never sent again.
+//! - A request is written at most once, unless marked replayable: only a
+//!   request a connection handed back untouched goes to another
+//!   connection; one a connection took ([`Sent::Maybe`]) is never sent
+//!   again, except a replayable one, once, as above.
+//! - A response head hyper refuses (over `max_head_bytes`, a malformed or
+//!   overflowing field) is a failure of the answer, [`Sent::Yes`]: bytes of
+//!   it arrived, so the origin saw the request.
 //! - Checkout never returns an idle connection already known to be
 //!   closed; each one skipped is destroyed.
 //! - A fresh connection that hands the request back ends the delivery
-//!   with [`Sent::No`]: the loop is bounded by the client's idle
-//!   connections (each turn that continues destroyed one) and by the
-//!   caller's deadline.
+//!   with [`Sent::No`] ([`Sent::Maybe`] for a replay): the loop is bounded
+//!   by the client's idle connections (each turn that continues destroyed
+//!   one), by the one replay and by the caller's deadline.
 //! - A connection that fails with the request once the request's deadline
 //!   passed failed because of it (the driver closes a connection in use at
 //!   its request's deadline): [`Undeliverable::Expired`], a timeout.
@@ -66,6 +78,17 @@ pub(crate) enum Undeliverable {
     /// deadline, so this is the deadline's failure, not the origin's. Any
     /// of the request may have been written.
     Expired,
+    /// The origin's response head was longer than `max` bytes; the
+    /// connection was destroyed.
+    HeadTooLarge {
+        /// The connection's `max_head_bytes`.
+        max: usize,
+        /// hyper's error.
+        source: hyper::Error,
+    },
+    /// hyper refused the origin's response head (a malformed or
+    /// overflowing field); the connection was destroyed.
+    Head(hyper::Error),
 }
 
 impl From<Undeliverable> for HttpError {
@@ -78,13 +101,24 @@ impl From<Undeliverable> for HttpError {
                 source: source.into(),
             },
             Undeliverable::Expired => Self::Timeout { sent: Sent::Maybe },
+            Undeliverable::HeadTooLarge { max, source } => Self::HeadTooLarge {
+                max,
+                source: source.into(),
+            },
+            Undeliverable::Head(source) => Self::Protocol {
+                phase: "reading the response head",
+                sent: Sent::Yes,
+                source: source.into(),
+            },
         }
     }
 }
 
 /// Sends `request` on a connection of `running`'s client and waits for
 /// the response head; a connection that hands the request back unsent is
-/// destroyed and the request taken to another one (see the module doc).
+/// destroyed and the request taken to another one, and a `replayable`
+/// request a reused connection lost before any byte of a response is
+/// delivered again, once, on a dialed connection (see the module doc).
 /// `progress` says how far it got, for the caller's deadline.
 ///
 /// # Cancel safety
@@ -96,22 +130,40 @@ pub(crate) async fn deliver<D>(
     running: &RunningRequest,
     dialer: &D,
     mut request: Built,
+    replayable: bool,
     progress: &Progress,
 ) -> Result<Delivered, Undeliverable>
 where
     D: Dialer<Conn = HttpConnection> + Clone + 'static,
 {
+    // The copy a replay sends; taken once.
+    let mut replay = replayable.then(|| copy(&request));
+    // Set once the request went to a dialed connection for its replay:
+    // the first delivery may have reached the origin.
+    let mut replayed = false;
     // Bounded by the deadline, and by the client's idle connections: each
-    // turn that continues destroyed one of them.
+    // turn that continues destroyed one of them, or took the one replay.
     loop {
-        let mut conn = checkout(pools, running, dialer)
+        let mut conn = checkout(pools, running, dialer, replayed)
             .await
             .map_err(Undeliverable::Connect)?;
         conn.get().expire_at(Some(running.deadline()));
+        conn.get_mut().life_mut().taken();
+        let read_before = conn.get().life().bytes_read();
         match hand_over(&mut conn, request, progress).await {
             Ok(response) => {
                 progress.answered();
+                conn.get_mut().life_mut().answered(response.headers());
                 return Ok(Delivered { conn, response });
+            }
+            Err(Handed::Back(_, source)) if replayed => {
+                // The replay's connection closed first; the first delivery
+                // may still have reached the origin.
+                progress.set(Sent::Maybe);
+                return Err(Undeliverable::Send {
+                    sent: Sent::Maybe,
+                    source,
+                });
             }
             Err(Handed::Back(unsent, source)) => {
                 if !conn.is_reused() {
@@ -127,14 +179,67 @@ where
             Err(Handed::Taken(_)) if Instant::now() >= running.deadline() => {
                 return Err(Undeliverable::Expired)
             }
+            Err(Handed::Taken(source)) if source.is_parse() => {
+                // hyper refuses a head past `max_head_bytes` as a parse
+                // error: more than that many bytes arrived for it.
+                let max = conn.get().life().settings().max_head;
+                let read = conn.get().life().bytes_read() - read_before;
+                return Err(if read > max as u64 {
+                    Undeliverable::HeadTooLarge { max, source }
+                } else {
+                    Undeliverable::Head(source)
+                });
+            }
             Err(Handed::Taken(source)) => {
-                return Err(Undeliverable::Send {
-                    sent: Sent::Maybe,
-                    source,
-                })
+                let lost_in_race = conn.is_reused()
+                    && conn.get().life().bytes_read() == read_before
+                    && lost_unanswered(&source);
+                match replay.take() {
+                    // The keep-alive race: the origin closed the idle
+                    // connection as the request reached it. Delivered
+                    // again, once, on a connection dialed for it.
+                    Some(again) if lost_in_race => {
+                        drop((conn, source));
+                        request = again;
+                        replayed = true;
+                    }
+                    _ => {
+                        return Err(Undeliverable::Send {
+                            sent: Sent::Maybe,
+                            source,
+                        })
+                    }
+                }
             }
         }
     }
+}
+
+/// A copy of `request` for its one replay: the same head and body.
+fn copy(request: &Built) -> Built {
+    let mut copy = http::Request::new(request.body().clone());
+    *copy.method_mut() = request.method().clone();
+    *copy.uri_mut() = request.uri().clone();
+    *copy.version_mut() = request.version();
+    *copy.headers_mut() = request.headers().clone();
+    copy
+}
+
+/// True for a connection that ended under a request without answering:
+/// closed (hyper's incomplete message) or reset by the origin.
+fn lost_unanswered(error: &hyper::Error) -> bool {
+    if error.is_incomplete_message() {
+        return true;
+    }
+    let io = std::error::Error::source(error).and_then(|e| e.downcast_ref::<std::io::Error>());
+    io.is_some_and(|e| {
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe
+        )
+    })
 }
 
 /// Why a connection gave no response head.
@@ -173,12 +278,16 @@ async fn hand_over(
 
 /// A connection that can take a request: idle connections already seen
 /// closed are destroyed by the checkout itself, and one whose sender says
-/// it is closed is destroyed here and the next one taken, before anything
-/// is sent.
+/// it is closed, or that is about to retire (its idle deadline near, its
+/// age reached), is destroyed here and the next one taken, before
+/// anything is sent. With `dialed_only` every idle connection is
+/// destroyed so: a replay goes to a dialed connection (one that idled
+/// cannot have met the origin's idle close).
 async fn checkout<D>(
     pools: &ProviderPools,
     running: &RunningRequest,
     dialer: &D,
+    dialed_only: bool,
 ) -> Result<PooledConnection<HttpConnection>, ConnectError>
 where
     D: Dialer<Conn = HttpConnection> + Clone + 'static,
@@ -187,7 +296,9 @@ where
     // that continues destroyed one; a dialed connection ends the loop.
     loop {
         let conn = pools.reserve_connection(running, dialer).await?;
-        if !(conn.is_reused() && conn.get().is_closed()) {
+        let unusable =
+            || dialed_only || conn.get().is_closed() || conn.get().life().is_stale(Instant::now());
+        if !conn.is_reused() || !unusable() {
             return Ok(conn);
         }
     }

@@ -21,6 +21,11 @@
 //! - The driver fires the connection's closure notice when the socket is
 //!   done (the origin closed it, or the sender went): a parked connection
 //!   the origin closed leaves the idle stash, and its charges, at once.
+//! - A parked connection carries its idle deadline (see `lifetime.rs`) as
+//!   its driver's deadline: the driver closes it then, before the origin's
+//!   own keep-alive close.
+//! - The response head hyper reads is bounded by the provider setting
+//!   `max_head_bytes`; the connection's settings are read at its dial.
 
 use std::fmt;
 use std::sync::Arc;
@@ -40,7 +45,9 @@ use tokio::time::Instant;
 
 use crate::dialer_core::{unusable_target, DialerCore};
 use crate::http::http2::H2Dialer;
+use crate::http::lifetime::{Counted, Lifetime, ReadCount};
 use crate::http::origin::ApprovedOrigin;
+use crate::http::settings::ConnectionSettings;
 use crate::http::tls;
 
 /// A connection's byte stream: plain TCP or TLS over TCP.
@@ -104,6 +111,8 @@ pub struct HttpConnection {
     /// Fires when the driver ends (the origin closed the socket, or the
     /// sender was dropped); parked with the connection.
     watch: CloseWatch,
+    /// Its age, requests, idle deadline and bytes read.
+    life: Lifetime,
     _driver: JobHandle<()>,
 }
 
@@ -128,6 +137,16 @@ impl HttpConnection {
     pub fn is_closed(&self) -> bool {
         self.sender.is_closed() || self.watch.is_closed()
     }
+
+    /// Its age, requests carried, idle deadline and bytes read.
+    pub(crate) fn life(&self) -> &Lifetime {
+        &self.life
+    }
+
+    /// As [`Self::life`], to record a request or a park.
+    pub(crate) fn life_mut(&mut self) -> &mut Lifetime {
+        &mut self.life
+    }
 }
 
 #[cfg(test)]
@@ -144,6 +163,7 @@ impl HttpConnection {
             sender,
             expiry,
             watch,
+            life: Lifetime::new(ConnectionSettings::DEFAULT, ReadCount::default()),
             _driver: driver,
         }
     }
@@ -172,9 +192,11 @@ impl Dialer for HttpDialer {
     ///
     /// A [`DialError`]: `Refused`/`Timeout`/`Other` from the TCP connect,
     /// `Handshake` for an unusable `ca_file` or a failed TLS handshake,
-    /// `Protocol` for a failed HTTP/1 handshake.
+    /// `Protocol` for a failed HTTP/1 handshake, `Other` for a connection
+    /// setting out of range.
     async fn dial(&self, target: DialTarget<'_>) -> Result<HttpConnection, DialError> {
         self.core.count_dial();
+        let settings = dial_settings(&target)?;
         let (origin, tls_config) = dial_plan(&target, tls::Alpn::Http1)?;
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (expiry, expiring) = watch::channel(None);
@@ -184,7 +206,13 @@ impl Dialer for HttpDialer {
             .start_driver(&target, DRIVER_JOB, drive(driver, expiring, notifier))
             .await?;
         let stream = connect(&origin, tls_config, tls::Alpn::Http1).await?;
-        let (sender, connection) = http1::handshake(TokioIo::new(stream))
+        let reads = ReadCount::default();
+        let stream: Box<dyn Stream> = Box::new(Counted::new(stream, reads.clone()));
+        let (sender, connection) = http1::Builder::new()
+            // The status line and headers, bounded; hyper refuses a longer
+            // head as too large.
+            .max_header_size(settings.max_head)
+            .handshake(TokioIo::new(stream))
             .await
             .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;
         hand_over.send(connection).map_err(|_| {
@@ -194,6 +222,7 @@ impl Dialer for HttpDialer {
             sender,
             expiry,
             watch,
+            life: Lifetime::new(settings, reads),
             _driver: job,
         })
     }
@@ -241,6 +270,18 @@ async fn expired(deadline: Option<Instant>) {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
+}
+
+/// The connection settings of `target`'s provider.
+///
+/// # Errors
+///
+/// `Other`, naming the setting, for one out of range (calls refuse it
+/// before they reserve a connection, so only a dial started otherwise
+/// meets it).
+pub(crate) fn dial_settings(target: &DialTarget<'_>) -> Result<ConnectionSettings, DialError> {
+    ConnectionSettings::read(|key| target.settings.get(key).map(String::as_str))
+        .map_err(|e| DialError::new(DialErrorKind::Other, e.to_string()))
 }
 
 /// What a dial of `target` connects to: its approved origin and, for

@@ -43,6 +43,17 @@ pub enum HttpError {
         /// The limit.
         max: usize,
     },
+    /// The origin's response head (HTTP/1.1 status line and headers, or
+    /// HTTP/2 header list) is over the provider setting `max_head_bytes`;
+    /// the connection (HTTP/1.1) or stream (HTTP/2) was given up.
+    #[error("response head is over the limit of {max} bytes")]
+    HeadTooLarge {
+        /// The limit.
+        max: usize,
+        /// The protocol library's refusal.
+        #[source]
+        source: ProtocolError,
+    },
     /// The response body is over the limit; its connection was destroyed.
     #[error("response body is over the limit of {max} bytes")]
     ResponseTooLarge {
@@ -53,7 +64,8 @@ pub enum HttpError {
     /// the connection was destroyed.
     #[error("http protocol error while {phase}")]
     Protocol {
-        /// `sending the request` or `reading the response body`.
+        /// `sending the request`, `reading the response head` or
+        /// `reading the response body`.
         phase: &'static str,
         /// Whether the request may have reached the origin.
         sent: Sent,
@@ -115,6 +127,7 @@ impl HttpError {
         match self {
             Self::Connect(e) => e.code(),
             Self::RequestTooLarge { .. } => "request_too_large",
+            Self::HeadTooLarge { .. } => "response_head_too_large",
             Self::ResponseTooLarge { .. } => "response_too_large",
             Self::Protocol { .. } => "protocol",
             Self::Timeout { .. } => "timeout",
@@ -131,9 +144,9 @@ impl HttpError {
     /// no byte of it left the process (no connection, a refused request or
     /// configuration, a connection that closed before it took the
     /// request), [`Sent::Maybe`] when a connection took it and failed or
-    /// the deadline passed before an answer, [`Sent::Yes`] once the
-    /// origin's response head arrived (a body that failed, was too large or
-    /// could not be charged).
+    /// the deadline passed before an answer, [`Sent::Yes`] once bytes of
+    /// the origin's response head arrived (a head refused or too large, a
+    /// body that failed, was too large or could not be charged).
     pub fn was_sent(&self) -> Sent {
         match self {
             Self::Connect(_)
@@ -144,7 +157,9 @@ impl HttpError {
             | Self::Setting { .. }
             | Self::Limit(_) => Sent::No,
             Self::Protocol { sent, .. } | Self::Timeout { sent } => *sent,
-            Self::ResponseTooLarge { .. } | Self::Staging(_) => Sent::Yes,
+            Self::HeadTooLarge { .. } | Self::ResponseTooLarge { .. } | Self::Staging(_) => {
+                Sent::Yes
+            }
         }
     }
 }

@@ -13,7 +13,12 @@
 //!   connection handed back untouched (it closed first) goes to another
 //!   connection.
 //! - A parked connection carries its driver's closure notice, so the idle
-//!   stash drops it as soon as the origin closes it.
+//!   stash drops it as soon as the origin closes it, and its idle deadline
+//!   as its driver's: the driver closes it first (see `lifetime.rs`).
+//! - A response head is charged to the request's tenant (metadata share
+//!   and node budget) from its arrival for as long as it is held; a head
+//!   that cannot be charged fails the call as `Staging`.
+//! - The connection settings are checked before a connection is reserved.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -26,7 +31,9 @@ use http::{HeaderMap, Method, Version};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use provider_pools_actors::{PooledConnection, ProviderPools, RunningRequest, StreamLease};
+use provider_pools_actors::{
+    HeldMetadata, PooledConnection, ProviderPools, RunningRequest, StreamLease,
+};
 use tokio::time::Instant;
 
 use crate::http::delivery::{self, Delivered};
@@ -34,6 +41,7 @@ use crate::http::dialer::{HttpConnection, HttpDialer};
 use crate::http::error::{HttpError, ProtocolError, Sent};
 use crate::http::http2::{self, H2Body, H2Connection};
 use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
+use crate::http::settings::ConnectionSettings;
 use crate::limits::{at_most, LimitError};
 
 /// The provider setting naming the header that carries the credential.
@@ -54,6 +62,14 @@ pub struct HttpRequest {
     pub headers: HeaderMap,
     /// The request body.
     pub body: Bytes,
+    /// The caller's mark that the request may be delivered twice: its
+    /// method is idempotent and its body is held whole. A marked request
+    /// that a reused connection lost before any byte of a response (the
+    /// origin closed the idle connection as the request reached it) is
+    /// delivered again, once, on a dialed connection; an unmarked one
+    /// fails as [`Sent::Maybe`]. HTTP/1.1 only: HTTP/2 already moves a
+    /// request the peer did not process.
+    pub replayable: bool,
 }
 
 impl std::fmt::Debug for HttpRequest {
@@ -63,6 +79,7 @@ impl std::fmt::Debug for HttpRequest {
             .field("target", &self.target)
             .field("headers", &self.headers.len())
             .field("body", &self.body.len())
+            .field("replayable", &self.replayable)
             .finish()
     }
 }
@@ -137,6 +154,8 @@ impl Default for BodyLimits {
 pub(crate) struct Opened {
     pub(crate) conn: HttpLease,
     pub(crate) response: http::Response<ResponseBody>,
+    /// The response head's charge, held as long as the head is.
+    pub(crate) head: HeldMetadata,
     /// Both sides allow keep-alive, judged from the heads (HTTP/1.1 only).
     pub(crate) keep_alive: bool,
 }
@@ -264,34 +283,67 @@ pub(crate) async fn send(
     progress: &Progress,
 ) -> Result<Opened, HttpError> {
     limits.check()?;
+    ConnectionSettings::read(|key| running.client().setting(key))?;
     if request.body.len() > limits.max_request {
         return Err(HttpError::RequestTooLarge {
             len: request.body.len(),
             max: limits.max_request,
         });
     }
+    let replayable = request.replayable;
     let request = build(running, request)?;
     if http2::enabled(running)? {
         let request = http2::for_http2(running, request)?;
         let http2::Delivered { lease, response } =
             http2::deliver(pools, running, dialer.h2(), request, progress).await?;
+        let head = charge_head(running, &response)?;
         return Ok(Opened {
             conn: HttpLease::Http2(lease),
             response: response.map(ResponseBody::Http2),
+            head,
             keep_alive: false,
         });
     }
     let request_close = asks_close(request.headers());
     let request = request.map(Full::new);
     let Delivered { conn, response } =
-        delivery::deliver(pools, running, dialer, request, progress).await?;
+        delivery::deliver(pools, running, dialer, request, replayable, progress).await?;
+    let head = charge_head(running, &response)?;
     let keep_alive =
         !request_close && response.version() == Version::HTTP_11 && !asks_close(response.headers());
     Ok(Opened {
         conn: HttpLease::Http1(conn),
         response: response.map(ResponseBody::Http1),
+        head,
         keep_alive,
     })
+}
+
+/// The size a response head is charged: the status, and each field's
+/// name and value with 32 bytes of overhead (RFC 9113's header list
+/// measure, used for both protocols).
+fn head_size<B>(response: &http::Response<B>) -> usize {
+    const FIELD_OVERHEAD: usize = 32;
+    response
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + FIELD_OVERHEAD)
+        .fold(FIELD_OVERHEAD, usize::saturating_add)
+}
+
+/// Charges `response`'s head to `running`'s tenant while it is held.
+///
+/// # Errors
+///
+/// [`HttpError::Staging`] when the tenant's metadata share or the node's
+/// budget has no room; the caller's connection is then destroyed.
+fn charge_head<B>(
+    running: &RunningRequest,
+    response: &http::Response<B>,
+) -> Result<HeldMetadata, HttpError> {
+    running
+        .hold_metadata(head_size(response))
+        .map_err(HttpError::Staging)
 }
 
 /// The `Host` header of a client's approved origin, parsed once per client
@@ -319,6 +371,7 @@ fn build(
         target,
         mut headers,
         body,
+        replayable: _,
     } = request;
     for name in [HOST, CONTENT_LENGTH, TRANSFER_ENCODING] {
         headers.remove(name);
@@ -390,8 +443,18 @@ pub(crate) async fn park_if_reusable(
         }
     };
     if ready && sender.is_ready() {
-        conn.get().expire_at(None);
-        let watch = conn.get().watch().clone();
-        conn.park_watched(&watch);
+        park_ready(conn);
     }
+}
+
+/// Parks `conn`, verified ready for its next request, until its idle
+/// deadline (its driver closes it then: see `lifetime.rs`), or destroys
+/// it when it has no life left to idle.
+pub(crate) fn park_ready(mut conn: PooledConnection<HttpConnection>) {
+    let Some(until) = conn.get_mut().life_mut().park(Instant::now()) else {
+        return;
+    };
+    conn.get().expire_at(Some(until));
+    let watch = conn.get().watch().clone();
+    conn.park_watched(&watch);
 }

@@ -16,6 +16,11 @@
 //!   anything is admitted, and staged as the call's input (charged while
 //!   it waits).
 //! - Nothing of the exchange is retried; every status passes through.
+//!   The service marks requests of idempotent methods (`GET`, `HEAD`,
+//!   `PUT`, `DELETE`, `OPTIONS`, `TRACE`) replayable, its documented
+//!   default: such a request a reused connection lost before any byte of
+//!   an answer is delivered again, once, on a dialed connection (decision
+//!   record 0080); others fail as maybe sent.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -128,6 +133,9 @@ where
                 .to_bytes();
             let running = service.binding.run(plan, body.clone()).await?;
             let request = HttpRequest {
+                // The mark is the service's default for idempotent methods:
+                // the body is held whole.
+                replayable: parts.method.is_idempotent(),
                 method: parts.method,
                 target,
                 headers: parts.headers,

@@ -21,7 +21,7 @@
 
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
-use provider_pools_actors::StagedOutput;
+use provider_pools_actors::{HeldMetadata, StagedOutput};
 use provider_pools_actors::{ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
@@ -38,6 +38,8 @@ pub struct ResponseStream {
     headers: HeaderMap,
     body: Option<ResponseBody>,
     conn: Option<HttpLease>,
+    /// The response head's charge.
+    _head: HeldMetadata,
     running: Option<RunningRequest>,
     keep_alive: bool,
     received: usize,
@@ -80,6 +82,7 @@ pub async fn call_streaming(
     let Opened {
         conn,
         response,
+        head,
         keep_alive,
     } = exchange::open(pools, running, dialer, request, limits).await?;
     let (parts, body) = response.into_parts();
@@ -88,6 +91,7 @@ pub async fn call_streaming(
         headers: parts.headers,
         body: Some(body),
         conn: Some(conn),
+        _head: head,
         running: Some(running.clone()),
         keep_alive,
         received: 0,

@@ -24,7 +24,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use provider_pools_actors::{PooledConnection, RunningRequest, StagedOutput};
 use tokio::time::{Instant, Sleep};
 
-use crate::http::exchange::REUSE_WAIT;
+use crate::http::exchange::{park_ready, REUSE_WAIT};
 use crate::http::HttpConnection;
 use crate::s3::connector::Failure;
 
@@ -112,10 +112,7 @@ impl Reading {
         };
         self.parking = None;
         match self.conn.take() {
-            Some(conn) if reusable => {
-                let watch = conn.get().watch().clone();
-                conn.park_watched(&watch);
-            }
+            Some(conn) if reusable => park_ready(conn),
             other => drop(other),
         }
         Poll::Ready(())

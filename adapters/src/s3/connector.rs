@@ -205,6 +205,7 @@ impl Bound {
                 &self.running,
                 &*self.dialer,
                 request,
+                false,
                 &Progress::default(),
             )
             .await
@@ -215,6 +216,12 @@ impl Bound {
                     source,
                 },
                 Undeliverable::Expired => Failure::Timeout,
+                Undeliverable::HeadTooLarge { source, .. } | Undeliverable::Head(source) => {
+                    Failure::Protocol {
+                        phase: "reading the response head",
+                        source,
+                    }
+                }
             })?;
             let keep_alive = !request_close
                 && response.version() == Version::HTTP_11

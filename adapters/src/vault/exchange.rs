@@ -128,7 +128,7 @@ pub(crate) async fn exchange(
     let deadline = running.deadline();
     let (conn, keep_alive, status, body) = tokio::time::timeout_at(deadline, async {
         let Delivered { conn, response } =
-            deliver(pools, running, dialer, request, &Progress::default())
+            deliver(pools, running, dialer, request, false, &Progress::default())
                 .await
                 .map_err(|e| match e {
                     Undeliverable::Connect(e) => VaultError::Connect(e),
@@ -136,6 +136,11 @@ pub(crate) async fn exchange(
                         phase: "sending the request",
                     },
                     Undeliverable::Expired => VaultError::Timeout,
+                    Undeliverable::HeadTooLarge { .. } | Undeliverable::Head(_) => {
+                        VaultError::Protocol {
+                            phase: "reading the response head",
+                        }
+                    }
                 })?;
         // The request never asks to close: only the answer can.
         let keep_alive = response.version() == Version::HTTP_11 && !asks_close(response.headers());

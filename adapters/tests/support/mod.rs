@@ -264,6 +264,7 @@ pub(crate) fn get(path: &str) -> provider_pools_adapters::http::HttpRequest {
             .expect("origin-form target"),
         headers: http::HeaderMap::new(),
         body: Bytes::new(),
+        replayable: false,
     }
 }
 

@@ -9,7 +9,8 @@
 //! `/huge` (8 MiB in 64 KiB chunks, not announced), any path ending in
 //! `/endless` or `/endless/` (16 KiB chunks that never end, not announced),
 //! any path ending in `/endless-404` (the same, as a 404),
-//! `/status/404`, `/status/503`.
+//! `/status/404`, `/status/503`, `/keep-alive-2` ("hello" with
+//! `Keep-Alive: timeout=2`).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -108,7 +109,7 @@ fn answer(log: &Mutex<Vec<Seen>>, req: Request<hyper::body::Incoming>) -> Respon
     let chunk = |text: &'static str| Bytes::from_static(text.as_bytes());
     let big = || Bytes::from(vec![b'x'; 4096]);
     let (status, body) = match path.as_str() {
-        "/ok" => (StatusCode::OK, Chunks::exact(chunk("hello"))),
+        "/ok" | "/keep-alive-2" => (StatusCode::OK, Chunks::exact(chunk("hello"))),
         "/close" => (StatusCode::OK, Chunks::exact(chunk("bye"))),
         "/big" => (
             StatusCode::OK,
@@ -142,6 +143,12 @@ fn answer(log: &Mutex<Vec<Seen>>, req: Request<hyper::body::Incoming>) -> Respon
     };
     let mut response = Response::new(body);
     *response.status_mut() = status;
+    if path == "/keep-alive-2" {
+        response.headers_mut().insert(
+            "keep-alive",
+            hyper::header::HeaderValue::from_static("timeout=2"),
+        );
+    }
     if path == "/close" {
         response.headers_mut().insert(
             hyper::header::CONNECTION,

@@ -71,6 +71,11 @@ pub enum DialErrorKind {
     Handshake,
     /// The origin answered with something the adapter cannot speak.
     Protocol,
+    /// The origin accepted the connection but allows no request on it (an
+    /// HTTP/2 peer whose SETTINGS allow zero concurrent streams): a failed
+    /// dial like any other, so the client backs off instead of dialing
+    /// again for each call.
+    NoStream,
     /// The dial was cancelled before it finished.
     Cancelled,
     /// The adapter ran out of a local bounded resource (a worker slot for
@@ -89,6 +94,7 @@ impl DialErrorKind {
             Self::Timeout => "timeout",
             Self::Handshake => "handshake",
             Self::Protocol => "protocol",
+            Self::NoStream => "no_stream",
             Self::Cancelled => "cancelled",
             Self::Saturated => "saturated",
             Self::Other => "other",
@@ -260,6 +266,12 @@ pub enum ConnectError {
     /// The pools or the epoch are gone.
     #[error("provider pools are closed")]
     Closed,
+    /// A multiplexed connection dialed for the request opens no stream:
+    /// its peer allows none (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS` of
+    /// zero). The connection was destroyed, never parked; nothing of the
+    /// request was sent.
+    #[error("the peer allows no stream on a new connection")]
+    NoStream,
     /// The request was admitted under its provider's cluster share, and
     /// that share lapsed (its node lost contact past the share's expiry,
     /// for instance while the process was stopped) before the request was
@@ -284,11 +296,13 @@ impl ConnectError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Dial(e) if e.kind == DialErrorKind::Saturated => "busy",
+            Self::Dial(e) if e.kind == DialErrorKind::NoStream => "no_stream",
             Self::Unavailable { .. } | Self::Dial(_) => "unavailable",
             Self::Busy => "busy",
             Self::Capacity { .. } => "capacity",
             Self::Timeout => "timeout",
             Self::Closed => "closed",
+            Self::NoStream => "no_stream",
             Self::ShareLapsed { .. } => "share_lapsed",
         }
     }

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use super::{ConnectError, DialError, DialErrorKind, DialOutcome};
 
-const KINDS: [DialErrorKind; 7] = [
+const KINDS: [DialErrorKind; 8] = [
     DialErrorKind::Refused,
     DialErrorKind::Timeout,
     DialErrorKind::Handshake,
     DialErrorKind::Protocol,
+    DialErrorKind::NoStream,
     DialErrorKind::Cancelled,
     DialErrorKind::Saturated,
     DialErrorKind::Other,
@@ -25,6 +26,7 @@ fn dial_error_kinds_have_stable_names_shown_by_display() {
             "timeout",
             "handshake",
             "protocol",
+            "no_stream",
             "cancelled",
             "saturated",
             "other"
@@ -40,14 +42,15 @@ fn dial_error_kinds_have_stable_names_shown_by_display() {
 }
 
 /// A dial that failed for want of a local resource is `busy` (retry soon);
-/// any other failed dial is `unavailable`, as is a client in backoff.
+/// one whose peer allows no stream is `no_stream`; any other failed dial is
+/// `unavailable`, as is a client in backoff.
 #[test]
 fn connect_errors_have_stable_codes() {
     for kind in KINDS {
-        let expected = if kind == DialErrorKind::Saturated {
-            "busy"
-        } else {
-            "unavailable"
+        let expected = match kind {
+            DialErrorKind::Saturated => "busy",
+            DialErrorKind::NoStream => "no_stream",
+            _ => "unavailable",
         };
         assert_eq!(
             ConnectError::Dial(DialError::new(kind, "x")).code(),
@@ -68,11 +71,19 @@ fn connect_errors_have_stable_codes() {
         },
         ConnectError::Timeout,
         ConnectError::Closed,
+        ConnectError::NoStream,
     ];
     let codes: Vec<_> = others.iter().map(ConnectError::code).collect();
     assert_eq!(
         codes,
-        ["unavailable", "busy", "capacity", "timeout", "closed"]
+        [
+            "unavailable",
+            "busy",
+            "capacity",
+            "timeout",
+            "closed",
+            "no_stream"
+        ]
     );
 }
 

@@ -156,7 +156,7 @@ async fn a_stale_connection_hands_the_request_back(how: Close) {
     let progress = Progress::default();
     let first = bounded(
         "the first request",
-        deliver(&pools, &running, &dialer, get("/first"), &progress),
+        deliver(&pools, &running, &dialer, get("/first"), false, &progress),
     )
     .await
     .expect("first request answered");
@@ -180,7 +180,7 @@ async fn a_stale_connection_hands_the_request_back(how: Close) {
     let progress = Progress::default();
     let (second, ()) = bounded("the second request", async {
         tokio::join!(
-            deliver(&pools, &running, &dialer, get("/second"), &progress),
+            deliver(&pools, &running, &dialer, get("/second"), false, &progress),
             async {
                 // `Maybe` is set just before the request is queued on
                 // the stale connection; only then is its driver let go.

@@ -3,8 +3,9 @@
 //! `ProviderPools::spawn_driver`, holding the connection's charges).
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -13,9 +14,10 @@ use provider_pools_actors::{
     JobHandle, Multiplexed,
 };
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::dialer_core::DialerCore;
-use crate::http::dialer::{connect, dial_plan, Stream, DRIVER_JOB};
+use crate::http::dialer::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
 use crate::http::http2::{max_streams, HTTP2_MAX_STREAMS_SETTING};
 use crate::http::tls;
 
@@ -56,6 +58,13 @@ pub struct H2Connection {
     away: Arc<AtomicBool>,
     /// `http2_max_streams` at the dial.
     cap: u32,
+    /// When it was dialed, and how long and for how many streams it may
+    /// live (`max_connection_age_ms`, `max_connection_requests`).
+    born: Instant,
+    max_age: Duration,
+    max_requests: u32,
+    /// Streams opened so far.
+    opened: AtomicU32,
     watch: CloseWatch,
     _driver: JobHandle<()>,
 }
@@ -63,6 +72,13 @@ pub struct H2Connection {
 impl H2Connection {
     fn is_open(&self) -> bool {
         !self.away.load(Ordering::Acquire) && !self.watch.is_closed()
+    }
+
+    /// Younger than its age and under its request count: it may open
+    /// another stream.
+    fn has_life_left(&self) -> bool {
+        self.born.elapsed() < self.max_age
+            && self.opened.load(Ordering::Acquire) < self.max_requests
     }
 }
 
@@ -101,15 +117,22 @@ impl Multiplexed for H2Connection {
         peer.min(self.cap)
     }
 
+    /// A stream, while the connection is open and has life left (its age
+    /// and request count, see `settings.rs`).
     fn open_stream(&self) -> Option<H2Stream> {
-        self.is_open().then(|| H2Stream {
-            sender: self.sender.clone(),
-            away: Arc::clone(&self.away),
+        (self.is_open() && self.has_life_left()).then(|| {
+            self.opened.fetch_add(1, Ordering::AcqRel);
+            H2Stream {
+                sender: self.sender.clone(),
+                away: Arc::clone(&self.away),
+            }
         })
     }
 
+    /// Open, with life left, and its peer allows a stream: any other
+    /// connection is destroyed with its last stream, never parked.
     fn is_reusable(&self) -> bool {
-        self.is_open()
+        self.is_open() && self.has_life_left() && self.max_streams() > 0
     }
 
     fn close_watch(&self) -> Option<CloseWatch> {
@@ -133,7 +156,9 @@ impl Dialer for H2Dialer {
     /// A [`DialError`]: `Refused`/`Timeout`/`Other` from the TCP connect,
     /// `Handshake` for an unusable `ca_file`, a failed TLS handshake or an
     /// origin that did not select `h2`, `Protocol` for a failed HTTP/2
-    /// handshake, `Other` for an `http2_max_streams` out of range.
+    /// handshake, `NoStream` for a peer whose SETTINGS allow no stream,
+    /// `Other` for an `http2_max_streams` or a connection setting out of
+    /// range.
     async fn dial(&self, target: DialTarget<'_>) -> Result<H2Connection, DialError> {
         self.core.count_dial();
         let cap = max_streams(
@@ -148,6 +173,7 @@ impl Dialer for H2Dialer {
                 format!("{HTTP2_MAX_STREAMS_SETTING} {reason}"),
             )
         })?;
+        let settings = dial_settings(&target)?;
         let (origin, tls_config) = dial_plan(&target, tls::Alpn::H2)?;
         let (hand_over, driver) = oneshot::channel::<Driver>();
         let (watch, notifier) = close_watch();
@@ -162,9 +188,22 @@ impl Dialer for H2Dialer {
             // Until the peer's SETTINGS arrive its stream limit is
             // unknown: count one, not h2's default of 100.
             .initial_max_send_streams(1)
+            // The header list of a response, bounded (h2 refuses the
+            // stream of a longer one, and ends the connection of a peer
+            // that keeps sending CONTINUATION frames past it).
+            .max_header_list_size(u32::try_from(settings.max_head).unwrap_or(u32::MAX))
             .handshake(stream)
             .await
             .map_err(|e| DialError::new(DialErrorKind::Protocol, e.to_string()))?;
+        let connection = peer_settings(connection).await?;
+        if sender.current_max_send_streams() == 0 {
+            // A failed dial: the client backs off rather than dial again
+            // for each call.
+            return Err(DialError::new(
+                DialErrorKind::NoStream,
+                "the peer allows no stream (SETTINGS_MAX_CONCURRENT_STREAMS 0)",
+            ));
+        }
         hand_over.send(connection).map_err(|_| {
             DialError::new(DialErrorKind::Other, "the connection driver ended early")
         })?;
@@ -172,10 +211,43 @@ impl Dialer for H2Dialer {
             sender,
             away: Arc::default(),
             cap,
+            born: Instant::now(),
+            max_age: settings.max_age,
+            max_requests: settings.max_requests,
+            opened: AtomicU32::new(0),
             watch,
             _driver: job,
         })
     }
+}
+
+/// Runs `connection` until the peer's SETTINGS are in force: a peer sends
+/// them first (RFC 9113, 3.4), so once it answered a PING they are, and
+/// the connection's stream count is the peer's own from the first stream
+/// on (one that allows none opens none).
+///
+/// # Cancel safety
+///
+/// Dropping the future drops the connection, and its socket.
+///
+/// # Errors
+///
+/// `Protocol` when the connection fails or ends before the answer.
+async fn peer_settings(mut connection: Driver) -> Result<Driver, DialError> {
+    let failed = |e: String| DialError::new(DialErrorKind::Protocol, e);
+    let Some(mut ping_pong) = connection.ping_pong() else {
+        return Ok(connection);
+    };
+    tokio::select! {
+        pong = ping_pong.ping(h2::Ping::opaque()) => {
+            pong.map_err(|e| failed(e.to_string()))?;
+        }
+        ended = &mut connection => {
+            let why = ended.err().map_or("the peer closed the connection".to_owned(), |e| e.to_string());
+            return Err(failed(why));
+        }
+    }
+    Ok(connection)
 }
 
 /// The driver: runs the connection once it is handed over, until the

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use crate::http::error::{HttpError, Sent};
 use crate::http::exchange::Progress;
 use crate::http::http2::{H2Body, H2Connection, H2Dialer};
+use crate::http::settings::ConnectionSettings;
 
 /// A request on a stream whose response head arrived.
 pub(crate) struct Delivered {
@@ -76,6 +77,26 @@ pub(crate) async fn deliver(
         }
         let response = match response.await {
             Ok(response) => response,
+            // h2 ended the connection over a header block continued past
+            // `max_head_bytes` (a CONTINUATION flood).
+            Err(source) if head_too_large(&source) => {
+                lease.stream().going_away();
+                let max = settings_max_head(running);
+                return Err(HttpError::HeadTooLarge {
+                    max,
+                    source: source.into(),
+                });
+            }
+            // h2 reset the stream itself over its response head (a header
+            // list over `max_head_bytes`, a malformed field): the origin
+            // answered, so it saw the request.
+            Err(source) if source.is_reset() && !source.is_remote() => {
+                return Err(HttpError::Protocol {
+                    phase: "reading the response head",
+                    sent: Sent::Yes,
+                    source: source.into(),
+                })
+            }
             // Above the last stream of the peer's GOAWAY: never processed;
             // the connection goes away, the request to another.
             Err(source) if beyond_go_away(&source) => {
@@ -102,6 +123,26 @@ pub(crate) async fn deliver(
 /// connection's I/O error).
 fn beyond_go_away(error: &h2::Error) -> bool {
     error.is_go_away() && error.is_remote()
+}
+
+/// True for a connection h2 itself ended over the peer's header block:
+/// CONTINUATION frames past what `max_header_list_size` needs end it with
+/// `ENHANCE_YOUR_CALM`, a block still growing past the list size h2
+/// ignores with `COMPRESSION_ERROR`.
+fn head_too_large(error: &h2::Error) -> bool {
+    error.is_go_away()
+        && !error.is_remote()
+        && matches!(
+            error.reason(),
+            Some(h2::Reason::ENHANCE_YOUR_CALM | h2::Reason::COMPRESSION_ERROR)
+        )
+}
+
+/// The `max_head_bytes` of `running`'s client (checked before the
+/// exchange began).
+fn settings_max_head(running: &RunningRequest) -> usize {
+    ConnectionSettings::read(|key| running.client().setting(key))
+        .map_or(ConnectionSettings::DEFAULT.max_head, |s| s.max_head)
 }
 
 /// True for a stream the peer reset with `REFUSED_STREAM`: not processed.

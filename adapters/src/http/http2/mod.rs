@@ -24,7 +24,12 @@
 //!   GOAWAY was not processed; either way its connection is marked going
 //!   away and the call takes another stream (see `delivery.rs`).
 //! - Any other failure once a stream opened ends the call — `Sent::No` for
-//!   a `REFUSED_STREAM` reset, `Sent::Maybe` otherwise.
+//!   a `REFUSED_STREAM` reset, `Sent::Yes` for a response head h2 refused
+//!   (`HeadTooLarge` for header blocks continued past `max_head_bytes`),
+//!   `Sent::Maybe` otherwise.
+//! - A peer whose SETTINGS allow no stream fails the dial (`NoStream`, code
+//!   `no_stream`): the client backs off instead of dialing for each call.
+//!   A connection whose peer allows no more streams is never parked.
 //! - Each stream ends at its request's deadline (its body reads fail, and
 //!   the stream is reset when dropped); the connection lives on for the
 //!   tenant's other streams.
@@ -40,7 +45,8 @@
 //! A call takes a stream from the engine's table of streams
 //! (`ProviderPools::reserve_stream`): a connection of its tenant with fewer
 //! streams than `max_streams` — the peer's `SETTINGS_MAX_CONCURRENT_STREAMS`
-//! (h2's `current_max_send_streams`; one until the peer's SETTINGS arrive),
+//! (h2's `current_max_send_streams`, known from the dial on: it waits for
+//! the peer's SETTINGS; decision record 0083),
 //! capped by the setting `http2_max_streams` ([`HTTP2_MAX_STREAMS_SETTING`],
 //! 1 to 1,000, default 100) — else a connection from the idle stash or a
 //! dial. The request is made absolute-form (`:scheme`, `:authority` from the
