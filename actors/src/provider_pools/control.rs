@@ -169,12 +169,14 @@ impl ProviderPools {
 
     /// Lowers limits for the rest of the generation.
     ///
-    /// Never raises above the startup limits, never changes the dial
+    /// `lower_limits` never raises a limit: every field must be at most
+    /// the limit in force ([`ProviderPools::limits_in_force`]), so a later
+    /// lowering never undoes an earlier one. It never changes the dial
     /// backoff, and never lowers a limit below what is in use now —
     /// counting retired epochs, clients retained by old calls, queued and
-    /// running requests. Shorter queue and idle ages apply to future
-    /// admissions and idle reuse; admitted requests keep their deadlines.
-    /// All or nothing: a refusal changes no limit.
+    /// running requests. All or nothing: a refusal changes no limit.
+    /// Shorter queue and idle ages apply to future admissions and idle
+    /// reuse; admitted requests keep their deadlines.
     ///
     /// # Cancel safety
     ///
@@ -203,15 +205,16 @@ impl ProviderPools {
     /// pools
     ///     .lower_limits(Limits {
     ///         connections_per_tenant: 2,
-    ///         ..Limits::DEFAULT
+    ///         ..pools.limits_in_force()
     ///     })
     ///     .await?;
     ///
-    /// // Nothing is ever raised above its startup value.
+    /// // A lowering built from the startup limits would raise the share
+    /// // back: it is refused, and the first lowering stays.
     /// let raised = pools
     ///     .lower_limits(Limits {
-    ///         connections_per_tenant: 5,
-    ///         ..Limits::DEFAULT
+    ///         running_per_tenant: 8,
+    ///         ..*pools.limits()
     ///     })
     ///     .await;
     /// assert!(matches!(
@@ -221,11 +224,14 @@ impl ProviderPools {
     ///         ..
     ///     }))
     /// ));
+    /// assert_eq!(pools.limits_in_force().connections_per_tenant, 2);
     /// # Ok(())
     /// # }
     /// ```
     pub async fn lower_limits(&self, lowered: Limits) -> Result<(), LowerError> {
-        self.inner.limits.check_lowering(&lowered)?;
+        // Refused at once when already raised; the registry checks again
+        // against the limits in force when it applies the lowering.
+        self.limits_in_force().check_lowering(&lowered)?;
         if !self.is_open() {
             return Err(LowerError::Closed);
         }

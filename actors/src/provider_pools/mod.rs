@@ -48,7 +48,9 @@ pub struct PoolsConfig {
     pub runtime: Handle,
     /// The broker generation this registry serves; claimed at start.
     pub generation: BrokerGeneration,
-    /// The startup limits; `lower_limits` can only lower them.
+    /// The startup limits. `lower_limits` never raises a limit: every
+    /// field must be at most the limit in force, so a later lowering never
+    /// undoes an earlier one.
     pub limits: Limits,
     /// How often a panicking epoch actor is restarted.
     pub restart: RestartPolicy,
@@ -266,9 +268,39 @@ impl ProviderPools {
         })
     }
 
-    /// The startup limits.
+    /// The startup limits, as given in [`PoolsConfig::limits`]; they never
+    /// change. The limits enforced now are [`ProviderPools::limits_in_force`].
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// The limits in force now: the startup limits, then each accepted
+    /// [`ProviderPools::lower_limits`]. Build a further lowering from these,
+    /// not from [`ProviderPools::limits`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{BrokerGeneration, Limits, PoolsConfig, ProviderPools};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    /// let in_force = pools.limits_in_force();
+    /// pools
+    ///     .lower_limits(Limits {
+    ///         running_per_tenant: 2,
+    ///         ..in_force
+    ///     })
+    ///     .await?;
+    /// assert_eq!(pools.limits_in_force().running_per_tenant, 2);
+    /// assert_eq!(pools.limits().running_per_tenant, Limits::DEFAULT.running_per_tenant);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn limits_in_force(&self) -> Limits {
+        self.inner.ledger.limits_in_force()
     }
 
     /// The broker generation this registry serves.
