@@ -32,10 +32,10 @@ pub enum ClusterError {
         reason: String,
     },
     /// The control plane refused or failed a call.
-    #[error("control plane: {0}")]
+    #[error("the control plane refused or failed a call")]
     ControlPlane(#[from] ControlPlaneError),
     /// The engine refused a ceiling.
-    #[error("engine: {0}")]
+    #[error("the engine refused a ceiling")]
     Engine(#[from] LowerError),
     /// The agent has stopped.
     #[error("the cluster agent has stopped")]

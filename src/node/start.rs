@@ -22,7 +22,7 @@ pub enum NodeError {
     Start(#[from] crate::StartError),
     /// A provider was refused; the registry started for the node was then
     /// shut down, so no provider stays installed.
-    #[error("installing provider {provider}: {source}")]
+    #[error("installing provider {provider} failed")]
     Install {
         /// The provider.
         provider: String,

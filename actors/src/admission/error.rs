@@ -41,7 +41,7 @@ pub enum AdmitError {
     #[error("provider pools are closed")]
     Closed,
     /// The dispatch authority denied or revoked the call.
-    #[error("dispatch denied: {0}")]
+    #[error("dispatch denied")]
     Revoked(#[source] Denied),
     /// The call does not match the grant.
     #[error("provider call does not match the grant: {what}")]
@@ -56,7 +56,7 @@ pub enum AdmitError {
         provider: ProviderId,
     },
     /// The slot does not name a client of this provider.
-    #[error("invalid origin slot: {0}")]
+    #[error("invalid origin slot")]
     Slot(#[source] LookupError),
 }
 

@@ -33,7 +33,7 @@ pub enum Sent {
 pub enum HttpError {
     /// No connection was reserved: backoff, saturation, a failed dial, a
     /// deadline, or closed pools. Nothing was sent.
-    #[error("no connection: {0}")]
+    #[error("no connection")]
     Connect(#[from] ConnectError),
     /// The request body is over the limit; refused before any dial.
     #[error("request body of {len} bytes is over the limit of {max}")]
@@ -68,10 +68,10 @@ pub enum HttpError {
         sent: Sent,
     },
     /// The guest's request target was refused.
-    #[error("invalid request target: {0}")]
+    #[error("invalid request target")]
     Target(#[from] TargetError),
     /// The configured origin is not an approved `http://host:port`.
-    #[error("invalid configured origin: {0}")]
+    #[error("invalid configured origin")]
     Origin(#[from] OriginError),
     /// The opaque credential binding could not be applied.
     #[error("credential binding failed: {reason}")]
@@ -80,10 +80,10 @@ pub enum HttpError {
         reason: &'static str,
     },
     /// A body bound is above its ceiling; refused before any dial.
-    #[error("invalid body limits: {0}")]
+    #[error("invalid body limits")]
     Limit(#[from] LimitError),
     /// The response bytes could not be charged.
-    #[error("response not staged: {0}")]
+    #[error("response not staged")]
     Staging(#[source] AdmitError),
     /// A provider setting of the http adapter has a value it does not
     /// take; refused before any dial.

@@ -44,7 +44,7 @@ impl fmt::Display for Missing {
 #[derive(Debug, thiserror::Error)]
 pub enum NatsError {
     /// A size or count bound is above its ceiling; refused before any I/O.
-    #[error("invalid limits: {0}")]
+    #[error("invalid limits")]
     Limit(#[from] crate::limits::LimitError),
     /// The stream, consumer, bucket or key does not exist. The connection
     /// stays reusable.
@@ -68,7 +68,7 @@ pub enum NatsError {
     },
     /// No connection was reserved: backoff, saturation, a failed dial, a
     /// deadline, or closed pools. Nothing was sent.
-    #[error("no connection: {0}")]
+    #[error("no connection")]
     Connect(#[source] ConnectError),
     /// The request's deadline passed mid-operation; the connection was
     /// destroyed.
@@ -93,16 +93,16 @@ pub enum NatsError {
         reason: &'static str,
     },
     /// The configured target is not an approved `nats://` or `tls://` server.
-    #[error("invalid nats target: {0}")]
+    #[error("invalid nats target")]
     Target(#[from] NatsTargetError),
     /// A guest name was refused.
-    #[error("invalid name: {0}")]
+    #[error("invalid name")]
     Name(#[from] NameError),
     /// An argument is outside its bounds (for example `max_messages`).
     #[error("invalid argument: {0}")]
     Argument(&'static str),
     /// Result bytes could not be charged.
-    #[error("result not staged: {0}")]
+    #[error("result not staged")]
     Staging(#[source] AdmitError),
 }
 

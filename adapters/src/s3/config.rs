@@ -42,7 +42,7 @@ pub enum S3ConfigError {
         reason: &'static str,
     },
     /// The origin's target is not an approved endpoint origin.
-    #[error("s3 endpoint origin is invalid: {0}")]
+    #[error("s3 endpoint origin is invalid")]
     Endpoint(#[from] OriginError),
     /// The origin is not an [`OriginKind::S3`] origin.
     #[error("the origin is not an s3 origin")]
