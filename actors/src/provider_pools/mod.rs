@@ -170,6 +170,14 @@ impl ProviderPools {
     /// Starts a registry linked under the host's own supervisor, which then
     /// receives the registry's supervision events.
     ///
+    /// The host must handle them: ractor's default `handle_supervisor_evt`
+    /// stops the supervisor when a child terminates or fails, so a host
+    /// that keeps it is stopped by a routine [`ProviderPools::shutdown`]
+    /// (the registry terminates with reason `"shut down"`). Override
+    /// `handle_supervisor_evt` and match the registry by
+    /// [`ProviderPools::registry_cell`]'s id, as below; a host that needs
+    /// no supervision events uses [`ProviderPools::start`].
+    ///
     /// # Cancel safety
     ///
     /// As [`ProviderPools::start`]: not cancel safe; a dropped start may
@@ -184,7 +192,7 @@ impl ProviderPools {
     ///
     /// ```
     /// use provider_pools_actors::{BrokerGeneration, PoolsConfig, ProviderPools};
-    /// use ractor::{Actor, ActorProcessingErr, ActorRef};
+    /// use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
     ///
     /// /// The host's own supervisor: the registry's supervision events reach
     /// /// its `handle_supervisor_evt`.
@@ -198,6 +206,20 @@ impl ProviderPools {
     ///     async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
     ///         Ok(())
     ///     }
+    ///
+    ///     // Not ractor's default, which would stop the host whenever the
+    ///     // registry stops, a routine shutdown included.
+    ///     async fn handle_supervisor_evt(
+    ///         &self,
+    ///         _: ActorRef<()>,
+    ///         event: SupervisionEvent,
+    ///         _: &mut (),
+    ///     ) -> Result<(), ActorProcessingErr> {
+    ///         if let SupervisionEvent::ActorFailed(cell, error) = event {
+    ///             eprintln!("provider pools {} failed: {error}", cell.get_id());
+    ///         }
+    ///         Ok(())
+    ///     }
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -208,6 +230,11 @@ impl ProviderPools {
     ///
     /// let registry = pools.registry_cell().get_id();
     /// assert!(host.get_children().iter().any(|child| child.get_id() == registry));
+    ///
+    /// let report = pools.shutdown(tokio::time::Instant::now() + std::time::Duration::from_secs(5)).await;
+    /// assert!(report.is_clean());
+    /// # tokio::task::yield_now().await;
+    /// assert_eq!(host.get_status(), ractor::ActorStatus::Running);
     /// # Ok(())
     /// # }
     /// ```
