@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+#[cfg(feature = "http")]
+pub use http_provider::{HttpProvider, HttpProviderError, SECRET_HEADER};
 /// Internals for tests and benchmarks (feature `testing`).
 #[cfg(feature = "testing")]
 pub use provider_pools_actors::testing;
@@ -28,6 +30,8 @@ pub use provider_pools_adapters as adapters;
 #[cfg(feature = "cluster")]
 pub use provider_pools_cluster as cluster;
 
+#[cfg(feature = "http")]
+mod http_provider;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(feature = "node")]
