@@ -67,8 +67,8 @@ fn shown_fields(attribute: &str) -> Vec<String> {
     let mut rest = message;
     while let Some(open) = rest.find('{') {
         let after = &rest[open + 1..];
-        if after.starts_with('{') {
-            rest = &after[1..];
+        if let Some(escaped) = after.strip_prefix('{') {
+            rest = escaped;
             continue;
         }
         let Some(close) = after.find('}') else { break };

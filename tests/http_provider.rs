@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use provider_pools::{Epoch, HttpProvider, Limits, PolicyTable, ProviderPools, TenantId};
-use support::{bounded, deadline, start};
+use support::{bounded, deadline, start, task};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -21,10 +21,10 @@ async fn origin() -> (String, Arc<Mutex<Vec<String>>>) {
     let target = format!("http://{}", listener.local_addr().expect("addr"));
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = Arc::clone(&seen);
-    tokio::spawn(async move {
+    task(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
             let record = Arc::clone(&record);
-            tokio::spawn(async move {
+            task(async move {
                 let mut buffer = [0u8; 4096];
                 while let Ok(n @ 1..) = socket.read(&mut buffer).await {
                     let head = String::from_utf8_lossy(&buffer[..n]).to_string();
