@@ -97,6 +97,7 @@ pub struct CapabilityDecl {
 /// The protocol of a provider section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ProviderKind {
     /// HTTP origins.
     Http,
@@ -128,6 +129,7 @@ pub struct ProviderDecl {
 
 /// A node file that could not be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeConfigError {
     /// Not valid TOML, or an unknown or mistyped key.
     #[error("node configuration, line {line}: {message}")]

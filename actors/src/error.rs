@@ -12,6 +12,7 @@ use crate::limits::LimitsError;
 
 /// Starting a registry failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// The broker generation already has (or had) a registry.
     #[error("broker generation {generation} already has a registry")]
@@ -38,6 +39,7 @@ pub enum StartError {
 /// are shared behind an `Arc`, and two `SpawnError`s are equal when they
 /// name the same phase with the same message.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
     /// ractor refused the actor, or its start-up failed (for the registry,
     /// also the start-up of one of its child actors).
@@ -77,6 +79,7 @@ impl Eq for SpawnError {}
 /// An installation or replacement was refused; any previous installation
 /// of the provider is untouched and still usable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InstallError {
     /// The pools are retired or shut down.
     #[error("provider pools are closed")]
@@ -134,6 +137,7 @@ pub enum InstallError {
 
 /// A client lookup was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LookupError {
     /// The pools are retired or shut down.
     #[error("provider pools are closed")]
@@ -182,6 +186,7 @@ pub enum LookupError {
 
 /// A `lower_limits` call was refused; no limit changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LowerError {
     /// The lowered limits are invalid, raise a limit in force, or change a
     /// fixed one.

@@ -6,6 +6,7 @@ use provider_pools_control_plane::ControlPlaneError;
 
 /// A cluster agent's error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClusterError {
     /// A configuration value that does not validate.
     #[error("cluster configuration: `{key}`: {message}")]

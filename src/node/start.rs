@@ -13,6 +13,7 @@ pub const ROLLBACK_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Starting a node failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeError {
     /// The configuration is unusable.
     #[error(transparent)]

@@ -12,6 +12,7 @@ use crate::limits::LimitField;
 
 /// Why a request was not admitted, not started, or not staged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AdmitError {
     /// The provider has no usable epoch (not installed).
     #[error("provider {provider} is unavailable")]
@@ -66,6 +67,7 @@ pub enum AdmitError {
 /// Displayed as the word logs have always shown: `registry`, `session`,
 /// `ledger`, `provider` or `dispatch predates the grant`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CallMismatch {
     /// The call was dispatched by another registry (broker generation).
     Registry,

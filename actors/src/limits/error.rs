@@ -12,6 +12,7 @@ use super::LimitField;
 /// Values and bounds are as reported by [`Limits::get`](super::Limits::get); messages
 /// add an ` ms` suffix to duration values.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum LimitsError {
     /// The field is zero, which is meaningless for every limit.
     #[error("limit {field} must not be zero")]

@@ -97,6 +97,7 @@ pub struct BlobMeta {
 
 /// Why a blob operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BlobError {
     /// A size or count bound is above its ceiling; refused before any I/O.
     #[error("invalid limits")]

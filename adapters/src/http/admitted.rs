@@ -21,6 +21,7 @@ use crate::http::error::HttpError;
 /// A call through [`HttpService`](crate::http::HttpService) or
 /// [`AdmissionLayer`](crate::http::AdmissionLayer) that failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServiceError<E = std::convert::Infallible> {
     /// The request carries no [`ExecutionPlan`] extension.
     #[error("the request carries no ExecutionPlan extension")]

@@ -30,6 +30,7 @@ pub enum Sent {
 /// Why an HTTP exchange failed; [`HttpError::was_sent`] says whether the
 /// origin may have seen the request.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// No connection was reserved: backoff, saturation, a failed dial, a
     /// deadline, or closed pools. Nothing was sent.
@@ -99,6 +100,7 @@ pub enum HttpError {
 /// The protocol library's error behind [`HttpError::Protocol`]: hyper's
 /// on HTTP/1.1, h2's on HTTP/2.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProtocolError {
     /// hyper's HTTP/1.1 error.
     #[error(transparent)]

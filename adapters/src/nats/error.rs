@@ -18,6 +18,7 @@ pub(crate) const DENIED_DIAL: &str = "the nats server refused the credential";
 
 /// What was not found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Missing {
     /// No stream takes the subject, or the configured stream does not exist.
     Stream,
@@ -42,6 +43,7 @@ impl fmt::Display for Missing {
 
 /// Why a NATS operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NatsError {
     /// A size or count bound is above its ceiling; refused before any I/O.
     #[error("invalid limits")]

@@ -26,6 +26,7 @@ pub const PATH_STYLE_SETTING: &str = "path_style";
 
 /// Why an S3 provider's configuration or credential was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum S3ConfigError {
     /// A required setting is missing.
     #[error("s3 setting `{setting}` is missing")]

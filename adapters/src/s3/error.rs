@@ -21,6 +21,7 @@ const MAX_CODE: usize = 64;
 
 /// Why an S3 operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum S3Error {
     /// A size or count bound is above its ceiling; refused before any I/O.
     #[error("invalid limits")]

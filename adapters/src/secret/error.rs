@@ -6,6 +6,7 @@ use provider_pools_actors::{AdmitError, JobError, LookupError};
 
 /// Why a secret reload or read failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SecretError {
     /// A setting is not a decimal integer from 1 to its ceiling.
     #[error("secret setting `{setting}` must be an integer from 1 to {max}")]

@@ -17,6 +17,7 @@ pub(crate) const MAX_SERVER_MESSAGE: usize = 200;
 
 /// Why a Vault call failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VaultError {
     /// A size or count bound is above its ceiling; refused before any I/O.
     #[error("invalid limits")]
