@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::{LimitField as F, Limits, LimitsError as E, RELATIONS};
 
-/// The specification's table: (field, default, ceiling); durations in milliseconds.
+/// The original design's table: (field, default, ceiling); durations in milliseconds.
 const TABLE: [(F, u64, u64); 23] = [
     (F::RetainedConfigurations, 32, 256),
     (F::ConfiguredClients, 128, 1_024),
