@@ -15,8 +15,9 @@
 //!   shown: it lives in the epoch's `Credential` only.
 //! - A response's body ([`StagedBody`]) holds its charged bytes and the
 //!   running request; dropping it releases every charge of the call.
-//! - Rotations are serialised; a call admitted on the old epoch finishes
-//!   on it, calls that start after a rotation use the new one.
+//! - A rotation is `ProviderPools::rotate`: a call admitted on the old
+//!   epoch finishes on it, calls that start after a rotation use the new
+//!   one.
 //!
 //! [`adapters::http::HttpService`]: crate::adapters::http::HttpService
 
@@ -63,21 +64,11 @@ impl std::fmt::Debug for HttpProvider {
 struct Inner {
     pools: ProviderPools,
     id: ProviderId,
-    authority: Authority,
-    config: ProviderConfig,
     policy: Arc<dyn DispatchAuthority>,
-    /// The installed epoch and the service bound to its slot.
-    current: Mutex<Current>,
-    /// Serialises rotations (each names the epoch it replaces).
-    rotation: tokio::sync::Mutex<()>,
+    /// The service bound to the latest installed epoch's origin slot.
+    service: Mutex<HttpService>,
     /// Numbers the sessions of the plans this provider seals.
     sessions: AtomicU64,
-}
-
-#[derive(Debug, Clone)]
-struct Current {
-    epoch: Epoch,
-    service: HttpService,
 }
 
 /// Why an [`HttpProvider`] could not be installed or rotated.
@@ -131,22 +122,19 @@ impl HttpProvider {
         let receipt = pools
             .install(Installation {
                 provider: id.clone(),
-                authority: authority.clone(),
+                authority,
                 expected: Epoch::ZERO,
                 credential,
-                config: config.clone(),
+                config,
             })
             .await?;
-        let current = bind(pools, &policy, &receipt)?;
+        let service = bind(pools, &policy, &receipt)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 pools: pools.clone(),
                 id,
-                authority,
-                config,
                 policy,
-                current: Mutex::new(current),
-                rotation: tokio::sync::Mutex::new(()),
+                service: Mutex::new(service),
                 sessions: AtomicU64::new(0),
             }),
         })
@@ -157,9 +145,13 @@ impl HttpProvider {
         &self.inner.id
     }
 
-    /// The installed epoch: 1 after install, one more after each rotation.
+    /// The installed epoch: 1 after install, one more after each rotation
+    /// (zero once the pools retired the provider).
     pub fn epoch(&self) -> Epoch {
-        self.current().epoch
+        self.inner
+            .pools
+            .describe(&self.inner.id)
+            .map_or(Epoch::ZERO, |d| d.epoch)
     }
 
     /// Sends `GET target` (an origin-form path and query, such as
@@ -220,52 +212,39 @@ impl HttpProvider {
             deadline,
         );
         request.extensions_mut().insert(plan);
-        let mut service = self.current().service;
+        let mut service = self.service();
         service.call(request).await
     }
 
     /// Rotates the secret: installs the next epoch with the same origin
-    /// and `secret`. Calls already admitted finish on the old epoch, which
-    /// is retired once they are done.
+    /// and `secret` ([`ProviderPools::rotate`]). Calls already admitted
+    /// finish on the old epoch, which is retired once they are done.
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future before it completes may leave the new epoch
-    /// installed while this handle still names the old one; the next
-    /// rotation is then refused as stale.
+    /// Once queued, the rotation completes or is refused whatever happens
+    /// to the future; calls go on working either way.
     ///
     /// # Errors
     ///
     /// [`HttpProviderError::Credential`] for a bad secret and
     /// [`HttpProviderError::Install`] when the pools refuse (no room for
-    /// both epochs, a stale epoch).
+    /// both epochs, a concurrent rotation, closed).
     pub async fn rotate(&self, secret: impl Into<Vec<u8>>) -> Result<Epoch, HttpProviderError> {
         let credential = Credential::new(secret.into())?;
-        let _serialised = self.inner.rotation.lock().await;
-        let receipt = self
-            .inner
-            .pools
-            .install(Installation {
-                provider: self.inner.id.clone(),
-                authority: self.inner.authority.clone(),
-                expected: self.epoch(),
-                credential,
-                config: self.inner.config.clone(),
-            })
-            .await?;
-        let next = bind(&self.inner.pools, &self.inner.policy, &receipt)?;
-        let epoch = next.epoch;
+        let receipt = self.inner.pools.rotate(&self.inner.id, credential).await?;
+        let service = bind(&self.inner.pools, &self.inner.policy, &receipt)?;
         *self
             .inner
-            .current
+            .service
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = next;
-        Ok(epoch)
+            .unwrap_or_else(PoisonError::into_inner) = service;
+        Ok(receipt.epoch)
     }
 
-    fn current(&self) -> Current {
+    fn service(&self) -> HttpService {
         self.inner
-            .current
+            .service
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -277,18 +256,15 @@ fn bind(
     pools: &ProviderPools,
     policy: &Arc<dyn DispatchAuthority>,
     receipt: &InstallReceipt,
-) -> Result<Current, HttpProviderError> {
+) -> Result<HttpService, HttpProviderError> {
     let slot = receipt
         .slot(OriginSlot::new(0))
         .ok_or(HttpProviderError::NoSlot)?;
-    Ok(Current {
-        epoch: receipt.epoch,
-        service: HttpService::new(
-            pools,
-            &receipt.provider,
-            slot,
-            Arc::clone(policy),
-            BodyLimits::default(),
-        ),
-    })
+    Ok(HttpService::new(
+        pools,
+        &receipt.provider,
+        slot,
+        Arc::clone(policy),
+        BodyLimits::default(),
+    ))
 }

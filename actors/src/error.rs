@@ -103,6 +103,12 @@ pub enum InstallError {
         /// The provider.
         provider: ProviderId,
     },
+    /// A rotation named a provider that has no installed epoch.
+    #[error("provider {provider} is not installed")]
+    NotInstalled {
+        /// The provider.
+        provider: ProviderId,
+    },
     /// Another provider already uses the service name.
     #[error("service name {service} belongs to provider {owner}")]
     ServiceTaken {
