@@ -171,11 +171,10 @@ async fn run() -> Result<bool, BoxError> {
             rotated = true;
             let rotated_to =
                 rotate(&pools, &config, &weather_id, Some(b"Bearer demo-token-2")).await?;
-            let startup = *pools.limits();
             pools
                 .lower_limits(Limits {
                     running_per_tenant: 4,
-                    ..startup
+                    ..pools.limits_in_force()
                 })
                 .await?;
             println!(

@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+#[cfg(feature = "http")]
+pub use http_provider::{HttpProvider, HttpProviderError, SECRET_HEADER};
 /// Internals for tests and benchmarks (feature `testing`).
 #[cfg(feature = "testing")]
 pub use provider_pools_actors::testing;
@@ -19,10 +21,18 @@ pub use provider_pools_actors::{
     RunningRequest, ServiceName, SessionId, Snapshot, SpawnError, StagedInput, StagedOutput,
     StartError, StreamLease, TenantDemand, TenantId, TextPart, TypedSlot, Usage,
 };
+/// The protocol adapters, each behind the feature of its name (`http`,
+/// `blob`, `s3`, `vault`, `nats`, `secret`); with none on, only
+/// [`adapters::LimitError`].
+pub use provider_pools_adapters as adapters;
 /// Cluster-wide provider ceilings (the `[cluster]` section of a node
-/// file, and the agent a clustered node runs).
+/// file, and the agent a clustered node runs; feature `cluster`).
+#[cfg(feature = "cluster")]
 pub use provider_pools_cluster as cluster;
 
+#[cfg(feature = "http")]
+mod http_provider;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "node")]
 pub mod node;

@@ -66,6 +66,7 @@ type OutcomeLabel = [(&'static str, &'static str); 1];
 
 /// Why no metrics were installed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MetricsError {
     /// The pools already have an admission observer.
     #[error("the pools already have an admission observer")]

@@ -100,6 +100,7 @@ pub struct CapabilityDecl {
 /// The protocol of a provider section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ProviderKind {
     /// HTTP origins.
     Http,
@@ -130,7 +131,8 @@ pub struct ProviderDecl {
 }
 
 /// A node file that could not be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeConfigError {
     /// Not valid TOML, or an unknown or mistyped key.
     #[error("node configuration, line {line}: {message}")]
@@ -151,7 +153,7 @@ pub enum NodeConfigError {
         message: String,
     },
     /// The limits are invalid.
-    #[error("node configuration, [limits]: {0}")]
+    #[error("node configuration, [limits]")]
     Limits(#[source] crate::LimitsError),
     /// The file is larger than [`MAX_NODE_FILE_BYTES`]; refused before
     /// parsing.
@@ -160,10 +162,46 @@ pub enum NodeConfigError {
         /// The bound, in bytes.
         max: usize,
     },
-    /// The file could not be read.
-    #[error("node configuration could not be read: {0}")]
-    Read(String),
+    /// The file could not be opened or read; the I/O error is the source.
+    #[error("node configuration could not be read")]
+    Read(#[source] std::io::Error),
+    /// The file is not UTF-8.
+    #[error("node configuration is not UTF-8")]
+    NotUtf8,
 }
+
+/// Equal when the variant and its fields are; two `Read` errors are equal
+/// when their I/O errors have the same kind and text (`io::Error` itself
+/// is not comparable).
+impl PartialEq for NodeConfigError {
+    fn eq(&self, other: &Self) -> bool {
+        use NodeConfigError as E;
+        match (self, other) {
+            (
+                E::Syntax { line, message },
+                E::Syntax {
+                    line: l,
+                    message: m,
+                },
+            ) => line == l && message == m,
+            (
+                E::Invalid { key, line, message },
+                E::Invalid {
+                    key: k,
+                    line: l,
+                    message: m,
+                },
+            ) => key == k && line == l && message == m,
+            (E::Limits(a), E::Limits(b)) => a == b,
+            (E::TooLarge { max }, E::TooLarge { max: m }) => max == m,
+            (E::Read(a), E::Read(b)) => a.kind() == b.kind() && a.to_string() == b.to_string(),
+            (E::NotUtf8, E::NotUtf8) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for NodeConfigError {}
 
 /// The largest node file parsed: 1 MiB. [`NodeConfig::read`] reads at most
 /// one byte more; [`NodeConfig::parse`] refuses longer text before parsing.
@@ -218,17 +256,18 @@ impl NodeConfig {
     ///
     /// # Errors
     ///
-    /// [`NodeConfigError::Read`] when it cannot be read or is not UTF-8,
+    /// [`NodeConfigError::Read`] when it cannot be opened or read (the I/O
+    /// error as its source), [`NodeConfigError::NotUtf8`],
     /// [`NodeConfigError::TooLarge`], then as [`NodeConfig::parse`].
     pub fn read(path: &std::path::Path) -> Result<Self, NodeConfigError> {
         use std::io::Read as _;
-        let file = std::fs::File::open(path).map_err(|e| NodeConfigError::Read(e.to_string()))?;
+        let read = NodeConfigError::Read;
+        let file = std::fs::File::open(path).map_err(read)?;
         let mut bytes = Vec::new();
         file.take(MAX_NODE_FILE_BYTES as u64 + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| NodeConfigError::Read(e.to_string()))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| NodeConfigError::Read("the file is not UTF-8".into()))?;
+            .map_err(read)?;
+        let text = String::from_utf8(bytes).map_err(|_| NodeConfigError::NotUtf8)?;
         Self::parse(&text)
     }
 

@@ -1,4 +1,4 @@
-//! The cluster agent (issue 21) on one node, on tokio's paused clock, over
+//! The cluster agent on one node, on tokio's paused clock, over
 //! an in-memory control plane that can be cut off: the share lapses by
 //! the node's own clock before its registration can, and comes back with
 //! the control plane.

@@ -1,4 +1,4 @@
-//! Cluster shares (issue 21) on a real three-member etcd cluster: three
+//! Cluster shares on a real three-member etcd cluster: three
 //! nodes in this process share one provider's global running ceiling
 //! through the cluster agent, tenants spread unevenly over them, all
 //! calling one loopback origin that counts what it serves at once.

@@ -1,4 +1,4 @@
-//! Cluster shares (issue 21) when a node stops without leaving: node `c`
+//! Cluster shares when a node stops without leaving: node `c`
 //! runs in a child process and is frozen with SIGSTOP while it holds a
 //! share, on a real three-member etcd cluster.
 //!

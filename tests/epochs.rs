@@ -456,3 +456,38 @@ async fn adapter_state_is_built_per_epoch_from_its_credential_and_dropped_with_i
     );
     assert!(!new_dropped.load(std::sync::atomic::Ordering::SeqCst));
 }
+
+/// A rotation takes the provider and the new credential only: the next
+/// epoch keeps the current authority and configuration (same digest,
+/// which excludes credentials), and a provider with nothing installed is
+/// refused naming it.
+#[tokio::test]
+async fn rotate_takes_the_provider_and_the_new_credential_only() {
+    let pools = start(Limits::DEFAULT).await;
+    let p = provider("alpha");
+    let first = pools
+        .install(installation(&p, 0, b"k1", http_config("alpha", 2)))
+        .await
+        .expect("install");
+
+    let credential = provider_pools::Credential::from_slice(b"k2").expect("credential");
+    let second = pools.rotate(&p, credential).await.expect("rotation");
+    assert_eq!(second.epoch, Epoch::new(2));
+    assert_eq!(second.digest, first.digest);
+    assert_eq!(second.slots.len(), 2);
+    let described = pools.describe(&p).expect("installed");
+    assert_eq!(
+        (described.epoch, &described.authority),
+        (
+            Epoch::new(2),
+            &installation(&p, 0, b"k", http_config("alpha", 2)).authority
+        )
+    );
+
+    let unknown = provider("nobody");
+    let credential = provider_pools::Credential::from_slice(b"k").expect("credential");
+    assert_eq!(
+        pools.rotate(&unknown, credential).await,
+        Err(InstallError::NotInstalled { provider: unknown })
+    );
+}

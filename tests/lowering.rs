@@ -1,7 +1,8 @@
 //! Saturation and live lowering: full queues refuse at once naming the
-//! bound; `lower_limits` never raises, never erases reservations, never goes
-//! below actual use, is all or nothing, and binds what is already
-//! configured (the connection limits of existing clients).
+//! bound; `lower_limits` never raises a limit above the one in force (so a
+//! second lowering never undoes the first), never erases reservations,
+//! never goes below actual use, is all or nothing, and binds what is
+//! already configured (the connection limits of existing clients).
 
 mod support;
 
@@ -91,7 +92,7 @@ async fn lower_limits_never_raises_or_changes_backoff() {
         Err(LowerError::Limits(LimitsError::Raised {
             field: LimitField::PendingRequests,
             value: 129,
-            startup: 128,
+            bound: 128,
         }))
     );
     let backoff = Limits {
@@ -102,6 +103,68 @@ async fn lower_limits_never_raises_or_changes_backoff() {
         pools.lower_limits(backoff).await,
         Err(LowerError::Limits(LimitsError::Fixed { .. }))
     ));
+}
+
+/// A second lowering built from the startup limits would raise the first
+/// one's field back: it is refused whole, and the first lowering stays in
+/// force (reported by `limits_in_force`, and enforced).
+#[tokio::test]
+async fn a_second_lowering_never_undoes_the_first() {
+    let (pools, _, _) = with_alpha(Limits::DEFAULT, 1).await;
+    let share = 64 * 1024;
+    pools
+        .lower_limits(Limits {
+            metadata_per_tenant: share,
+            ..pools.limits_in_force()
+        })
+        .await
+        .expect("the first lowering");
+
+    let from_startup = Limits {
+        running_per_tenant: 8,
+        ..*pools.limits()
+    };
+    assert_eq!(
+        pools.lower_limits(from_startup).await,
+        Err(LowerError::Limits(LimitsError::Raised {
+            field: LimitField::MetadataPerTenant,
+            value: u64::from(Limits::DEFAULT.metadata_per_tenant),
+            bound: u64::from(share),
+        }))
+    );
+    let in_force = pools.limits_in_force();
+    assert_eq!(in_force.metadata_per_tenant, share);
+    assert_eq!(
+        in_force.running_per_tenant,
+        Limits::DEFAULT.running_per_tenant
+    );
+    let over_the_share = pools.stage_input(&plan("a", 1), Bytes::from(vec![0u8; 128 * 1024]));
+    assert!(
+        matches!(
+            over_the_share,
+            Err(AdmitError::Capacity { resource: "metadata_per_tenant", limit, .. }) if limit == share
+        ),
+        "the first lowering is still enforced: {over_the_share:?}"
+    );
+
+    // Built from the limits in force, the second lowering keeps the first.
+    pools
+        .lower_limits(Limits {
+            running_per_tenant: 8,
+            ..pools.limits_in_force()
+        })
+        .await
+        .expect("the second lowering");
+    let in_force = pools.limits_in_force();
+    assert_eq!(
+        (in_force.metadata_per_tenant, in_force.running_per_tenant),
+        (share, 8)
+    );
+    assert_eq!(
+        *pools.limits(),
+        Limits::DEFAULT,
+        "the startup limits never change"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,4 +1,4 @@
-//! The node file's `[cluster]` section (issue 21): a valid section is
+//! The node file's `[cluster]` section: a valid section is
 //! checked into the cluster's configuration, and each wrong value is
 //! refused naming its key and the section's line, before anything starts.
 

@@ -320,3 +320,16 @@ async fn a_start_that_fails_halfway_leaves_no_provider_installed() {
         Ok(node) => panic!("expected a failed start, got {node:?}"),
     }
 }
+
+/// A node file that cannot be read keeps the `io::Error` as its source
+/// (not flattened to text), and the message does not repeat it.
+#[test]
+fn reading_a_missing_node_file_keeps_the_io_error_as_its_source() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let error = NodeConfig::read(&dir.path().join("absent.toml")).expect_err("no such file");
+    let source = std::error::Error::source(&error)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .expect("the io::Error is the source");
+    assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+    assert_eq!(error.to_string(), "node configuration could not be read");
+}

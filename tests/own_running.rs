@@ -1,4 +1,4 @@
-//! Own running ceilings (issue 21). A tenant's
+//! Own running ceilings. A tenant's
 //! (`ProviderPools::set_tenant_running`) holds the tenant below the
 //! node-wide share and leaves other tenants alone; a raise grants the
 //! tenant's waiters at once; it is refused below what the tenant runs,
@@ -112,7 +112,7 @@ async fn a_ceiling_above_the_startup_share_is_refused() {
         Err(LowerError::Limits(LimitsError::Raised {
             field: LimitField::RunningPerTenant,
             value: u64::from(startup + 1),
-            startup: u64::from(startup),
+            bound: u64::from(startup),
         }))
     );
 }
@@ -199,7 +199,7 @@ async fn a_provider_ceiling_below_use_or_above_the_startup_share_is_refused() {
         Err(LowerError::Limits(LimitsError::Raised {
             field: LimitField::RunningPerProvider,
             value: u64::from(startup + 1),
-            startup: u64::from(startup),
+            bound: u64::from(startup),
         }))
     );
     // Nothing changed: a third runs.

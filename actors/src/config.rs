@@ -63,6 +63,7 @@ pub struct ProviderConfig {
 
 /// A configuration part that is out of bounds or inconsistent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// More origins than a provider may have clients.
     #[error("configuration declares {count} origins, more than {max}")]
@@ -102,6 +103,7 @@ pub enum ConfigError {
 ///
 /// Displayed as `origin target`, `setting key` or `setting value`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TextPart {
     /// An [`OriginSpec::target`].
     OriginTarget,

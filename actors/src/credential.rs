@@ -15,6 +15,7 @@ pub(crate) const MAX_LEN: usize = Credential::MAX_LEN;
 
 /// Why credential bytes were refused. Never contains the bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum CredentialError {
     /// The credential was longer than [`Credential::MAX_LEN`].
     #[error("credential is {len} bytes, more than {max}")]

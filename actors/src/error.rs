@@ -12,6 +12,7 @@ use crate::limits::LimitsError;
 
 /// Starting a registry failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartError {
     /// The broker generation already has (or had) a registry.
     #[error("broker generation {generation} already has a registry")]
@@ -20,10 +21,10 @@ pub enum StartError {
         generation: u64,
     },
     /// The limits are invalid.
-    #[error("invalid limits: {0}")]
+    #[error("invalid limits")]
     Limits(#[from] LimitsError),
     /// The registry actor could not be started; the generation stays claimed.
-    #[error("registry actor failed to start: {cause}")]
+    #[error("registry actor failed to start")]
     Spawn {
         /// The phase that failed, with what ractor or the runtime reported.
         #[source]
@@ -38,6 +39,7 @@ pub enum StartError {
 /// are shared behind an `Arc`, and two `SpawnError`s are equal when they
 /// name the same phase with the same message.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
     /// ractor refused the actor, or its start-up failed (for the registry,
     /// also the start-up of one of its child actors).
@@ -77,6 +79,7 @@ impl Eq for SpawnError {}
 /// An installation or replacement was refused; any previous installation
 /// of the provider is untouched and still usable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InstallError {
     /// The pools are retired or shut down.
     #[error("provider pools are closed")]
@@ -100,6 +103,12 @@ pub enum InstallError {
         /// The provider.
         provider: ProviderId,
     },
+    /// A rotation named a provider that has no installed epoch.
+    #[error("provider {provider} is not installed")]
+    NotInstalled {
+        /// The provider.
+        provider: ProviderId,
+    },
     /// Another provider already uses the service name.
     #[error("service name {service} belongs to provider {owner}")]
     ServiceTaken {
@@ -109,7 +118,7 @@ pub enum InstallError {
         owner: ProviderId,
     },
     /// The public configuration is out of bounds.
-    #[error("invalid configuration: {0}")]
+    #[error("invalid configuration")]
     Config(#[from] ConfigError),
     /// The credential exceeds the per-epoch private configuration limit.
     #[error("private configuration is {len} bytes, more than private_config_bytes = {limit}")]
@@ -121,10 +130,10 @@ pub enum InstallError {
     },
     /// A budget had no room: retained configurations, clients, clients per
     /// provider, or metadata bytes.
-    #[error("no capacity to install: {0}")]
+    #[error("no capacity to install")]
     Capacity(#[from] Exhausted),
     /// The epoch actor could not be started.
-    #[error("epoch actor failed to start: {cause}")]
+    #[error("epoch actor failed to start")]
     Spawn {
         /// What ractor reported.
         #[source]
@@ -134,6 +143,7 @@ pub enum InstallError {
 
 /// A client lookup was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LookupError {
     /// The pools are retired or shut down.
     #[error("provider pools are closed")]
@@ -182,8 +192,9 @@ pub enum LookupError {
 
 /// A `lower_limits` call was refused; no limit changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LowerError {
-    /// The lowered limits are invalid, raise a startup limit, or change a
+    /// The lowered limits are invalid, raise a limit in force, or change a
     /// fixed one.
     #[error(transparent)]
     Limits(#[from] LimitsError),
@@ -232,9 +243,10 @@ mod tests {
         let error = InstallError::Spawn {
             cause: cause.clone(),
         };
+        assert_eq!(error.to_string(), "epoch actor failed to start");
         assert_eq!(
-            error.to_string(),
-            "epoch actor failed to start: Actor cannot be re-started more than once"
+            error.source().map(ToString::to_string).as_deref(),
+            Some("Actor cannot be re-started more than once")
         );
         let source = error.source().and_then(|s| s.downcast_ref::<SpawnError>());
         assert_eq!(source, Some(&cause));
@@ -242,15 +254,15 @@ mod tests {
     }
 
     #[test]
-    fn control_actors_that_never_report_read_as_before() {
+    fn control_actors_that_never_report_are_the_source() {
         let error = StartError::Spawn {
             cause: SpawnError::Controls,
         };
+        assert_eq!(error.to_string(), "registry actor failed to start");
         assert_eq!(
-            error.to_string(),
-            "registry actor failed to start: control actors did not start"
+            error.source().map(ToString::to_string).as_deref(),
+            Some("control actors did not start")
         );
-        assert!(error.source().is_some());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! - The control state only moves forward: running → retiring → completed,
 //!   or to failed from anywhere but completed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::budget::Budget;
@@ -60,6 +60,9 @@ pub(crate) struct Ledger {
     /// One sequence for grants and dispatches: a call is fresh for a grant
     /// when its number is higher.
     sequence: AtomicU64,
+    /// The limits in force: the startup limits, then each accepted
+    /// lowering (written by the registry actor alone, read by anyone).
+    in_force: Mutex<Limits>,
 }
 
 const RUNNING: u8 = 0;
@@ -81,7 +84,19 @@ impl Ledger {
             queue_age: AtomicU64::new(nanos(limits.queue_age)),
             idle_age: AtomicU64::new(nanos(limits.idle_age)),
             sequence: AtomicU64::new(0),
+            in_force: Mutex::new(*limits),
         })
+    }
+
+    /// The limits in force now.
+    pub(crate) fn limits_in_force(&self) -> Limits {
+        // A poisoned lock still holds a whole `Limits` (it is `Copy`).
+        *self.in_force.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records an accepted lowering (the registry actor, once it applied it).
+    pub(crate) fn set_limits_in_force(&self, limits: Limits) {
+        *self.in_force.lock().unwrap_or_else(PoisonError::into_inner) = limits;
     }
 
     pub(crate) fn control(&self) -> ControlState {

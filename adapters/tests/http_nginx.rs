@@ -379,7 +379,7 @@ async fn real_origin_figures_reuse_closure_and_no_retries() {
     assert_eq!(dialer.dials(), load_dials + after_conns as u64);
 }
 
-/// Issue 17's load with **default limits**: 16 tasks (four tenants × four)
+/// The connection-wait load with **default limits**: 16 tasks (four tenants × four)
 /// × `NGINX_GETS_PER_TASK` (2,000 unless set) GETs against one nginx. Each
 /// tenant's four tasks fill its `connections_per_tenant` share, the sixteen
 /// exceed the client's eight connections, so requests wait for a connection

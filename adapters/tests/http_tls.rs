@@ -320,3 +320,29 @@ async fn an_http2_dial_to_an_origin_that_does_not_select_h2_fails_as_a_handshake
     assert_eq!(refused.was_sent(), provider_pools_adapters::http::Sent::No);
     assert!(origin.seen().is_empty(), "no request reached the origin");
 }
+
+/// rustls' process-wide default crypto provider is the host's to choose:
+/// an https dial builds its configuration on the ring provider explicitly
+/// and installs nothing (no test in this binary installs one either).
+#[tokio::test]
+async fn an_https_dial_installs_no_process_default_crypto_provider() {
+    let ca = TestCa::new("provider-pools test ca");
+    let ca_file = ca.pem_file();
+    let origin = TlsOrigin::start(&ca).await;
+    let pools = start(Limits::DEFAULT).await;
+    let settings = [(CA_FILE_SETTING, path_of(&ca_file))];
+    let receipt = install(&pools, &origin.target, &settings, b"k").await;
+    let dialer = HttpDialer::new(pools.clone());
+    let request = running(&pools, &receipt, 1).await;
+    let response = bounded(
+        "a buffered call over TLS",
+        call(&pools, &request, &dialer, get("/ok"), BodyLimits::default()),
+    )
+    .await
+    .expect("200 over TLS");
+    assert_eq!(response.status, 200);
+    assert!(
+        rustls::crypto::CryptoProvider::get_default().is_none(),
+        "an https dial installed a process-wide crypto provider"
+    );
+}

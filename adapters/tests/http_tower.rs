@@ -1,4 +1,4 @@
-//! The HTTP adapter in tower (issue 22, item 2): the buffered adapter as a
+//! The HTTP adapter in tower: the buffered adapter as a
 //! tower service under a tower-http layer, and the admission layer around
 //! hyper-util's pooled client, each against a real loopback hyper server.
 //!

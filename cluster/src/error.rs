@@ -6,6 +6,7 @@ use provider_pools_control_plane::ControlPlaneError;
 
 /// A cluster agent's error.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClusterError {
     /// A configuration value that does not validate.
     #[error("cluster configuration: `{key}`: {message}")]
@@ -32,10 +33,10 @@ pub enum ClusterError {
         reason: String,
     },
     /// The control plane refused or failed a call.
-    #[error("control plane: {0}")]
+    #[error("the control plane refused or failed a call")]
     ControlPlane(#[from] ControlPlaneError),
     /// The engine refused a ceiling.
-    #[error("engine: {0}")]
+    #[error("the engine refused a ceiling")]
     Engine(#[from] LowerError),
     /// The agent has stopped.
     #[error("the cluster agent has stopped")]

@@ -1,4 +1,4 @@
-//! Cluster-wide provider ceilings with tenant fairness (issue 21).
+//! Cluster-wide provider ceilings with tenant fairness.
 //!
 //! When each node runs its own registry, every ceiling is local: a
 //! provider with a global limit sees N × its per-node ceiling, and a tenant

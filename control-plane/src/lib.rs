@@ -70,5 +70,5 @@ pub use transport::{
 /// feature); `tests/guide_translations.rs` checks that the Portuguese and
 /// French guides carry the same examples.
 #[cfg(all(doctest, feature = "server"))]
-#[doc = include_str!("../../docs/control-plane/en.md")]
+#[doc = include_str!("../GUIDE.md")]
 mod guide {}

@@ -13,6 +13,7 @@ pub const ROLLBACK_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Starting a node failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeError {
     /// The configuration is unusable.
     #[error(transparent)]
@@ -22,7 +23,7 @@ pub enum NodeError {
     Start(#[from] crate::StartError),
     /// A provider was refused; the registry started for the node was then
     /// shut down, so no provider stays installed.
-    #[error("installing provider {provider}: {source}")]
+    #[error("installing provider {provider} failed")]
     Install {
         /// The provider.
         provider: String,

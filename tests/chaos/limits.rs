@@ -54,34 +54,35 @@ pub(crate) fn restart(pace: Pace) -> RestartPolicy {
 }
 
 impl World {
-    /// Lowers limits at random (never above the startup limits); an
-    /// accepted lowering becomes the limits in force.
+    /// Lowers limits at random (never above the limits in force, which
+    /// `lower_limits` refuses); an accepted lowering becomes the limits in
+    /// force.
     pub(crate) async fn lower(&mut self) -> String {
-        let (r, pace) = (&mut self.rng, self.mode.pace());
+        let (r, pace, now) = (&mut self.rng, self.mode.pace(), self.limits);
         let mut pick = |max: u32| 1 + r.below(u64::from(max)) as u32;
-        let running = pick(LIMITS.running_requests);
-        let pending = pick(LIMITS.pending_requests);
-        let connections = pick(LIMITS.connections);
-        let per_client = pick(LIMITS.connections_per_client).min(connections);
-        let metadata = LIMITS.metadata_bytes / 2 + pick(LIMITS.metadata_bytes / 2);
+        let running = pick(now.running_requests);
+        let pending = pick(now.pending_requests);
+        let connections = pick(now.connections);
+        let per_client = pick(now.connections_per_client).min(connections);
+        let metadata = now.metadata_bytes / 2 + pick(now.metadata_bytes / 2);
         let lowered = Limits {
             running_requests: running,
-            running_per_tenant: pick(LIMITS.running_per_tenant).min(running),
-            running_per_provider: pick(LIMITS.running_per_provider).min(running),
+            running_per_tenant: pick(now.running_per_tenant).min(running),
+            running_per_provider: pick(now.running_per_provider).min(running),
             pending_requests: pending,
-            requests_per_tenant: pick(LIMITS.requests_per_tenant).min(pending),
-            requests_per_provider: pick(LIMITS.requests_per_provider).min(pending),
+            requests_per_tenant: pick(now.requests_per_tenant).min(pending),
+            requests_per_provider: pick(now.requests_per_provider).min(pending),
             connections,
             connections_per_client: per_client,
-            connections_per_tenant: pick(LIMITS.connections_per_tenant).min(per_client),
-            idle_connections: pick(LIMITS.idle_connections).min(connections),
-            provider_workers: pick(LIMITS.provider_workers),
-            cleanup_jobs: pick(LIMITS.cleanup_jobs),
+            connections_per_tenant: pick(now.connections_per_tenant).min(per_client),
+            idle_connections: pick(now.idle_connections).min(connections),
+            provider_workers: pick(now.provider_workers),
+            cleanup_jobs: pick(now.cleanup_jobs),
             metadata_bytes: metadata,
-            metadata_per_tenant: pick(LIMITS.metadata_per_tenant).min(metadata),
-            idle_age: pace.ms(u64::from(pick(5_000))),
-            queue_age: pace.ms(u64::from(pick(2_000))),
-            ..startup(pace)
+            metadata_per_tenant: pick(now.metadata_per_tenant).min(metadata),
+            idle_age: pace.ms(u64::from(pick(5_000))).min(now.idle_age),
+            queue_age: pace.ms(u64::from(pick(2_000))).min(now.queue_age),
+            ..now
         };
         match self.pools.lower_limits(lowered).await {
             Ok(()) => {

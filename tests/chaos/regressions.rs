@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools::{
-    BrokerGeneration, Bytes, DialError, DialTarget, Dialer, LimitField, Limits, LowerError,
-    PoolsConfig, ProviderPools, RestartPolicy,
+    BrokerGeneration, Bytes, DialError, DialTarget, Dialer, LimitField, Limits, LimitsError,
+    LowerError, PoolsConfig, ProviderPools, RestartPolicy,
 };
 
 use crate::support::{http_config, installation, plan, provider, quiesce, running, task};
@@ -92,13 +92,15 @@ async fn a_caller_waiting_on_an_epoch_actor_that_stops_for_good_is_no_longer_cou
     assert!(report.is_clean(), "nothing left owned: {report:?}");
 }
 
-/// Found on four worker threads (seed 11): `lower_limits` may raise a
-/// limit back towards its startup value, and it set every budget before it
+/// Found on four worker threads (seed 11), when `lower_limits` could raise
+/// a limit back towards its startup value: it set every budget before it
 /// asked the scheduler; when the scheduler refused, reservations taken
 /// meanwhile at the raised limit stayed, and the budget could not be put
-/// back (`connections` 3 in use over the 2 in force). The reproduction
-/// raises `metadata_bytes` in a lowering the scheduler refuses, while a
-/// task keeps trying to stage an input that fits only the raised limit.
+/// back (`connections` 3 in use over the 2 in force). A lowering now never
+/// raises a limit, so the raise is refused before anything is set. The
+/// reproduction asks to raise `metadata_bytes` in a lowering the scheduler
+/// would refuse too, while a task keeps trying to stage an input that fits
+/// only the raised limit.
 #[tokio::test(start_paused = true)]
 async fn a_refused_lowering_lets_nothing_through_at_a_limit_it_would_have_raised() {
     let startup = Limits {
@@ -151,12 +153,12 @@ async fn a_refused_lowering_lets_nothing_through_at_a_limit_it_would_have_raised
     assert!(
         matches!(
             refused,
-            Err(LowerError::InUse {
-                field: LimitField::RunningRequests,
+            Err(LowerError::Limits(LimitsError::Raised {
+                field: LimitField::MetadataBytes | LimitField::MetadataPerTenant,
                 ..
-            })
+            }))
         ),
-        "two requests run: {refused:?}"
+        "the raise is refused first: {refused:?}"
     );
     let staged = staging.await.expect("the staging task");
     assert!(

@@ -9,9 +9,9 @@
 //! the engine.
 //!
 //! Invariants:
-//! - rustls runs on the ring provider: [`install_ring_provider`] installs it
-//!   as the process default once (a provider installed earlier by someone
-//!   else is kept), and [`ring_client_config`] builds with it explicitly.
+//! - rustls runs on the ring provider: [`ring_client_config`] builds with it
+//!   explicitly. Nothing here installs a process-wide default provider, so
+//!   the host's choice (or its absence) stands.
 //! - A `ca_file` replaces the default roots: a deployment with a private CA
 //!   trusts that CA only.
 //! - A `ca_file` is read up to [`MAX_CA_FILE_BYTES`] (one byte more, to see
@@ -23,7 +23,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
@@ -55,16 +55,6 @@ pub enum CaFileError {
     /// The file holds no certificate.
     #[error("holds no certificate")]
     Empty,
-}
-
-/// Installs the ring provider as rustls's process default, once; a provider
-/// installed earlier by someone else is kept.
-pub fn install_ring_provider() {
-    static INSTALL: Once = Once::new();
-    INSTALL.call_once(|| {
-        // An error means a provider is already installed: keep it.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
 }
 
 /// The bundled web PKI roots.

@@ -12,6 +12,7 @@ use crate::limits::LimitField;
 
 /// Why a request was not admitted, not started, or not staged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AdmitError {
     /// The provider has no usable epoch (not installed).
     #[error("provider {provider} is unavailable")]
@@ -41,7 +42,7 @@ pub enum AdmitError {
     #[error("provider pools are closed")]
     Closed,
     /// The dispatch authority denied or revoked the call.
-    #[error("dispatch denied: {0}")]
+    #[error("dispatch denied")]
     Revoked(#[source] Denied),
     /// The call does not match the grant.
     #[error("provider call does not match the grant: {what}")]
@@ -56,7 +57,7 @@ pub enum AdmitError {
         provider: ProviderId,
     },
     /// The slot does not name a client of this provider.
-    #[error("invalid origin slot: {0}")]
+    #[error("invalid origin slot")]
     Slot(#[source] LookupError),
 }
 
@@ -66,6 +67,7 @@ pub enum AdmitError {
 /// Displayed as the word logs have always shown: `registry`, `session`,
 /// `ledger`, `provider` or `dispatch predates the grant`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CallMismatch {
     /// The call was dispatched by another registry (broker generation).
     Registry,

@@ -17,6 +17,7 @@ use crate::ledger::Ledger;
 /// Callers and metrics match on [`CleanupError::code`], which never changes
 /// for a variant; messages may be reworded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CleanupError {
     /// Every cleanup slot is taken (running, or held by a failure whose
     /// ticket was dropped); nothing waits for one.

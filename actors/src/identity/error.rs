@@ -9,6 +9,7 @@ use thiserror::Error;
 /// Displayed as its name in messages: `provider id`, `service name`,
 /// `tenant id` or `authority`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum IdentityKind {
     /// A [`ProviderId`](super::ProviderId).
     ProviderId,
@@ -43,6 +44,7 @@ impl fmt::Display for IdentityKind {
 /// `kind` names the identity ([`IdentityKind`]). Inputs may come from guests, so no variant echoes the input;
 /// [`IdentityError::BadChar`] carries only the single offending character.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum IdentityError {
     /// The input was the empty string.
     #[error("{kind} is empty")]

@@ -18,6 +18,7 @@ use serde::{Serialize, Serializer};
 /// assert_eq!(OriginKind::Vault.to_string(), "vault");
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum OriginKind {
     /// An HTTP or HTTPS origin.
     Http,

@@ -12,6 +12,7 @@ use super::LimitField;
 /// Values and bounds are as reported by [`Limits::get`](super::Limits::get); messages
 /// add an ` ms` suffix to duration values.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum LimitsError {
     /// The field is zero, which is meaningless for every limit.
     #[error("limit {field} must not be zero")]
@@ -44,15 +45,17 @@ pub enum LimitsError {
         /// The value of the bounding field.
         bound: u64,
     },
-    /// Lowering the limits would raise this field above its startup value.
-    #[error("lower_limits cannot raise {field} from {startup}{unit} to {value}{unit}", unit = unit(field))]
+    /// The field would be raised: `lower_limits` never raises a limit above
+    /// the one in force, nor an own running ceiling above the startup share.
+    #[error("cannot raise {field} from {bound}{unit} to {value}{unit}", unit = unit(field))]
     Raised {
         /// The raised field.
         field: LimitField,
         /// The requested (higher) value.
         value: u64,
-        /// The startup value it may not exceed.
-        startup: u64,
+        /// The value it may not exceed: the limit in force for
+        /// `lower_limits`, the startup limit for an own running ceiling.
+        bound: u64,
     },
     /// Lowering the limits would change a field that is fixed for the registry generation.
     #[error("{field} is fixed for the registry generation")]

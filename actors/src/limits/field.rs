@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// One field of [`Limits`](super::Limits), used to name a limit in errors and lookups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LimitField {
     /// Retained configurations (`retained_configurations`).
     RetainedConfigurations,

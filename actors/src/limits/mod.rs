@@ -1,7 +1,8 @@
 //! Holds the registry's resource limits: defaults, absolute ceilings and their validation.
 //! Invariant: a validated `Limits` has no zero field and no field above `Limits::CEILING`.
 //! Invariant: a validated `Limits` keeps every bounded field at or below its bounding field.
-//! Invariant: `lower_limits` can only lower limits and never changes the dial backoff.
+//! Invariant: `lower_limits` never raises a limit: every field must be at most the limit in
+//! force, so a later lowering never undoes an earlier one. It never changes the dial backoff.
 //! Invariant: durations are compared and reported in whole milliseconds, rounded up.
 
 mod backoff;
@@ -288,21 +289,21 @@ impl Limits {
         Ok(())
     }
 
-    /// Checks that `lowered` may replace these startup limits through `lower_limits`.
+    /// Checks that `lowered` may replace these limits in force through `lower_limits`.
     ///
     /// `lowered` must itself validate; then, in [`LimitField::ALL`] order, no field may
-    /// exceed its startup value ([`LimitsError::Raised`]); finally the dial backoff fields
+    /// exceed its value in `self` ([`LimitsError::Raised`]); finally the dial backoff fields
     /// must be identical, to the nanosecond ([`LimitsError::Fixed`]). `self` is not
     /// re-validated.
     pub fn check_lowering(&self, lowered: &Limits) -> Result<(), LimitsError> {
         lowered.validate()?;
         for field in LimitField::ALL.into_iter().filter(|f| !f.is_fixed()) {
-            let (value, startup) = (lowered.get(field), self.get(field));
-            if value > startup {
+            let (value, bound) = (lowered.get(field), self.get(field));
+            if value > bound {
                 return Err(LimitsError::Raised {
                     field,
                     value,
-                    startup,
+                    bound,
                 });
             }
         }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::{LimitField as F, Limits, LimitsError as E, RELATIONS};
 
-/// The specification's table: (field, default, ceiling); durations in milliseconds.
+/// The original design's table: (field, default, ceiling); durations in milliseconds.
 const TABLE: [(F, u64, u64); 23] = [
     (F::RetainedConfigurations, 32, 256),
     (F::ConfiguredClients, 128, 1_024),
@@ -99,12 +99,12 @@ fn zero(field: F) -> E {
     E::Zero { field }
 }
 
-/// `E::Raised` for `field` raised from `startup` to `value`.
-fn raised(field: F, value: u64, startup: u64) -> E {
+/// `E::Raised` for `field` raised from `bound` to `value`.
+fn raised(field: F, value: u64, bound: u64) -> E {
     E::Raised {
         field,
         value,
-        startup,
+        bound,
     }
 }
 
@@ -256,7 +256,7 @@ fn check_lowering_refuses_raises() {
     let more_pending = default_with(&[(F::PendingRequests, 200)]);
     let err = raised(F::PendingRequests, 200, 128);
     assert_eq!(startup.check_lowering(&more_pending), Err(err.clone()));
-    let message = "lower_limits cannot raise pending_requests from 128 to 200";
+    let message = "cannot raise pending_requests from 128 to 200";
     assert_eq!(err.to_string(), message);
     let older = default_with(&[(F::QueueAge, 6_000)]);
     let err = raised(F::QueueAge, 6_000, 5_000);

@@ -1,5 +1,6 @@
 //! Installation, lookups, observation and limits.
 
+use crate::credential::Credential;
 use crate::epoch::{ClientLease, TypedSlot};
 use crate::error::{InstallError, LookupError, LowerError};
 use crate::identity::{OriginKind, ProviderId};
@@ -75,6 +76,81 @@ impl ProviderPools {
             return Err(InstallError::Closed);
         }
         self.inner.registry.install(installation).await
+    }
+
+    /// Rotates `provider`'s credential: installs the next epoch with the
+    /// current epoch's authority and configuration and `credential`, the
+    /// one thing that changes. Requests admitted on the old epoch finish on
+    /// it; later ones use the new epoch.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`ProviderPools::install`]: once queued, the rotation completes
+    /// or is refused whatever happens to the future.
+    ///
+    /// # Errors
+    ///
+    /// [`InstallError::NotInstalled`] when nothing is installed for
+    /// `provider`, [`InstallError::EpochMismatch`] when another rotation
+    /// installed an epoch in between, and the other [`InstallError`]s of
+    /// [`ProviderPools::install`] (no room for both epochs, closed, busy).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{
+    ///     Authority, BrokerGeneration, Credential, Epoch, Installation, OriginKind, OriginSlot,
+    ///     PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName,
+    /// };
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    /// let weather = ProviderId::new("weather")?;
+    /// pools
+    ///     .install(Installation {
+    ///         provider: weather.clone(),
+    ///         authority: Authority::new("https://api.weather.example")?,
+    ///         expected: Epoch::ZERO,
+    ///         credential: Credential::new(b"token-1".to_vec())?,
+    ///         config: ProviderConfig::new(ServiceName::new("weather/v1")?).with_origin(
+    ///             OriginSlot::new(0),
+    ///             OriginKind::Http,
+    ///             "https://api.weather.example:443",
+    ///         ),
+    ///     })
+    ///     .await?;
+    ///
+    /// // The provider and the new credential: nothing else.
+    /// let rotated = pools.rotate(&weather, Credential::new(b"token-2".to_vec())?).await?;
+    /// assert_eq!(rotated.epoch, Epoch::new(2));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn rotate(
+        &self,
+        provider: &ProviderId,
+        credential: Credential,
+    ) -> Result<InstallReceipt, InstallError> {
+        let current =
+            self.inner
+                .directory
+                .current(provider)
+                .ok_or_else(|| InstallError::NotInstalled {
+                    provider: provider.clone(),
+                })?;
+        let installation = Installation {
+            provider: provider.clone(),
+            authority: current.authority.clone(),
+            expected: current.epoch,
+            credential,
+            config: current.config.clone(),
+        };
+        // The published epoch is not held across the install: a rotation
+        // retires it.
+        drop(current);
+        self.install(installation).await
     }
 
     /// Leases the configured client of `slot` on `provider`'s current epoch,
@@ -169,12 +245,14 @@ impl ProviderPools {
 
     /// Lowers limits for the rest of the generation.
     ///
-    /// Never raises above the startup limits, never changes the dial
+    /// `lower_limits` never raises a limit: every field must be at most
+    /// the limit in force ([`ProviderPools::limits_in_force`]), so a later
+    /// lowering never undoes an earlier one. It never changes the dial
     /// backoff, and never lowers a limit below what is in use now —
     /// counting retired epochs, clients retained by old calls, queued and
-    /// running requests. Shorter queue and idle ages apply to future
-    /// admissions and idle reuse; admitted requests keep their deadlines.
-    /// All or nothing: a refusal changes no limit.
+    /// running requests. All or nothing: a refusal changes no limit.
+    /// Shorter queue and idle ages apply to future admissions and idle
+    /// reuse; admitted requests keep their deadlines.
     ///
     /// # Cancel safety
     ///
@@ -203,15 +281,16 @@ impl ProviderPools {
     /// pools
     ///     .lower_limits(Limits {
     ///         connections_per_tenant: 2,
-    ///         ..Limits::DEFAULT
+    ///         ..pools.limits_in_force()
     ///     })
     ///     .await?;
     ///
-    /// // Nothing is ever raised above its startup value.
+    /// // A lowering built from the startup limits would raise the share
+    /// // back: it is refused, and the first lowering stays.
     /// let raised = pools
     ///     .lower_limits(Limits {
-    ///         connections_per_tenant: 5,
-    ///         ..Limits::DEFAULT
+    ///         running_per_tenant: 8,
+    ///         ..*pools.limits()
     ///     })
     ///     .await;
     /// assert!(matches!(
@@ -221,11 +300,14 @@ impl ProviderPools {
     ///         ..
     ///     }))
     /// ));
+    /// assert_eq!(pools.limits_in_force().connections_per_tenant, 2);
     /// # Ok(())
     /// # }
     /// ```
     pub async fn lower_limits(&self, lowered: Limits) -> Result<(), LowerError> {
-        self.inner.limits.check_lowering(&lowered)?;
+        // Refused at once when already raised; the registry checks again
+        // against the limits in force when it applies the lowering.
+        self.limits_in_force().check_lowering(&lowered)?;
         if !self.is_open() {
             return Err(LowerError::Closed);
         }

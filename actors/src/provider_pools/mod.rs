@@ -48,7 +48,9 @@ pub struct PoolsConfig {
     pub runtime: Handle,
     /// The broker generation this registry serves; claimed at start.
     pub generation: BrokerGeneration,
-    /// The startup limits; `lower_limits` can only lower them.
+    /// The startup limits. `lower_limits` never raises a limit: every
+    /// field must be at most the limit in force, so a later lowering never
+    /// undoes an earlier one.
     pub limits: Limits,
     /// How often a panicking epoch actor is restarted.
     pub restart: RestartPolicy,
@@ -168,6 +170,14 @@ impl ProviderPools {
     /// Starts a registry linked under the host's own supervisor, which then
     /// receives the registry's supervision events.
     ///
+    /// The host must handle them: ractor's default `handle_supervisor_evt`
+    /// stops the supervisor when a child terminates or fails, so a host
+    /// that keeps it is stopped by a routine [`ProviderPools::shutdown`]
+    /// (the registry terminates with reason `"shut down"`). Override
+    /// `handle_supervisor_evt` and match the registry by
+    /// [`ProviderPools::registry_cell`]'s id, as below; a host that needs
+    /// no supervision events uses [`ProviderPools::start`].
+    ///
     /// # Cancel safety
     ///
     /// As [`ProviderPools::start`]: not cancel safe; a dropped start may
@@ -182,7 +192,7 @@ impl ProviderPools {
     ///
     /// ```
     /// use provider_pools_actors::{BrokerGeneration, PoolsConfig, ProviderPools};
-    /// use ractor::{Actor, ActorProcessingErr, ActorRef};
+    /// use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
     ///
     /// /// The host's own supervisor: the registry's supervision events reach
     /// /// its `handle_supervisor_evt`.
@@ -196,6 +206,20 @@ impl ProviderPools {
     ///     async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
     ///         Ok(())
     ///     }
+    ///
+    ///     // Not ractor's default, which would stop the host whenever the
+    ///     // registry stops, a routine shutdown included.
+    ///     async fn handle_supervisor_evt(
+    ///         &self,
+    ///         _: ActorRef<()>,
+    ///         event: SupervisionEvent,
+    ///         _: &mut (),
+    ///     ) -> Result<(), ActorProcessingErr> {
+    ///         if let SupervisionEvent::ActorFailed(cell, error) = event {
+    ///             eprintln!("provider pools {} failed: {error}", cell.get_id());
+    ///         }
+    ///         Ok(())
+    ///     }
     /// }
     ///
     /// # #[tokio::main(flavor = "current_thread")]
@@ -206,6 +230,11 @@ impl ProviderPools {
     ///
     /// let registry = pools.registry_cell().get_id();
     /// assert!(host.get_children().iter().any(|child| child.get_id() == registry));
+    ///
+    /// let report = pools.shutdown(tokio::time::Instant::now() + std::time::Duration::from_secs(5)).await;
+    /// assert!(report.is_clean());
+    /// # tokio::task::yield_now().await;
+    /// assert_eq!(host.get_status(), ractor::ActorStatus::Running);
     /// # Ok(())
     /// # }
     /// ```
@@ -266,9 +295,39 @@ impl ProviderPools {
         })
     }
 
-    /// The startup limits.
+    /// The startup limits, as given in [`PoolsConfig::limits`]; they never
+    /// change. The limits enforced now are [`ProviderPools::limits_in_force`].
     pub fn limits(&self) -> &Limits {
         &self.inner.limits
+    }
+
+    /// The limits in force now: the startup limits, then each accepted
+    /// [`ProviderPools::lower_limits`]. Build a further lowering from these,
+    /// not from [`ProviderPools::limits`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use provider_pools_actors::{BrokerGeneration, Limits, PoolsConfig, ProviderPools};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+    /// let pools = ProviderPools::start(config).await?;
+    /// let in_force = pools.limits_in_force();
+    /// pools
+    ///     .lower_limits(Limits {
+    ///         running_per_tenant: 2,
+    ///         ..in_force
+    ///     })
+    ///     .await?;
+    /// assert_eq!(pools.limits_in_force().running_per_tenant, 2);
+    /// assert_eq!(pools.limits().running_per_tenant, Limits::DEFAULT.running_per_tenant);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn limits_in_force(&self) -> Limits {
+        self.inner.ledger.limits_in_force()
     }
 
     /// The broker generation this registry serves.

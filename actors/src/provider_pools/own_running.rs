@@ -1,4 +1,4 @@
-//! Own running ceilings (issue 21): a tenant's share of the running
+//! Own running ceilings (for cluster shares): a tenant's share of the running
 //! requests below the node-wide `running_per_tenant`, and a provider's
 //! below `running_per_provider`, set and cleared live under the rules of
 //! `lower_limits` — never above the startup limit, never below what is
@@ -196,7 +196,7 @@ impl ProviderPools {
             return Err(LimitsError::Raised {
                 field,
                 value: value.into(),
-                startup: startup.into(),
+                bound: startup.into(),
             }
             .into());
         }

@@ -18,6 +18,7 @@ pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>
 /// Callers and metrics match on [`JobError::code`], which never changes for
 /// a variant; messages may be reworded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum JobError {
     /// No worker slot or no metadata was free; nothing waits for one.
     #[error("capacity exhausted: {resource} has {used} of {limit} in use")]

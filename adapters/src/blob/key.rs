@@ -25,6 +25,7 @@ pub const MAX_NAME: usize = MAX_SEGMENT - TEMP_OVERHEAD;
 
 /// Why a key was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// Empty, or longer than [`MAX_KEY`].
     #[error("blob key is {len} bytes; it must be 1 to {MAX_KEY}")]

@@ -97,9 +97,10 @@ pub struct BlobMeta {
 
 /// Why a blob operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BlobError {
     /// A size or count bound is above its ceiling; refused before any I/O.
-    #[error("invalid limits: {0}")]
+    #[error("invalid limits")]
     Limit(#[from] crate::limits::LimitError),
     /// The key resolves to nothing usable.
     #[error(transparent)]
@@ -125,7 +126,7 @@ pub enum BlobError {
     #[error(transparent)]
     Connect(ConnectError),
     /// No worker could run the file-system call, or it panicked.
-    #[error("blob job failed: {0}")]
+    #[error("blob job failed")]
     Job(#[source] JobError),
     /// A result chunk could not be staged.
     #[error(transparent)]

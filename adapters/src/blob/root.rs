@@ -16,6 +16,7 @@ use crate::blob::BlobKey;
 
 /// Why a key does not resolve to a usable path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PathRefusal {
     /// Nothing is stored under the key.
     #[error("no blob under this key")]

@@ -40,20 +40,50 @@ use crate::http::admitted::{plan_of, Binding, ServiceError};
 
 /// Admits every call of the services it wraps.
 ///
-/// ```no_run
-/// # fn demo(
-/// #     pools: provider_pools_actors::ProviderPools,
-/// #     receipt: provider_pools_actors::InstallReceipt,
-/// # ) {
+/// ```
+/// # use std::time::Duration;
+/// # use provider_pools_actors::{
+/// #     Authority, BrokerGeneration, Credential, Epoch, ExecutionPlan, Installation, LedgerId,
+/// #     OriginSlot, PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName,
+/// #     SessionId, TenantId,
+/// # };
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+/// # let pools = ProviderPools::start(config).await?;
+/// # let origin = "https://api.weather.example";
+/// # let receipt = pools.install(Installation {
+/// #     provider: ProviderId::new("weather")?,
+/// #     authority: Authority::new(origin)?,
+/// #     expected: Epoch::ZERO,
+/// #     credential: Credential::new(b"token".to_vec())?,
+/// #     config: ProviderConfig::new(ServiceName::new("weather")?)
+/// #         .with_origin(OriginSlot::new(0), OriginKind::Http, origin),
+/// # }).await?;
+/// # let tenant = TenantId::new("acme")?;
+/// # let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+/// # let plan = ExecutionPlan::seal(tenant.clone(), SessionId::new(1), LedgerId::new(1), deadline, deadline);
+/// use std::convert::Infallible;
 /// use std::sync::Arc;
 /// use provider_pools_actors::{OriginKind, PolicyTable};
 /// use provider_pools_adapters::http::AdmissionLayer;
+/// use tower::{service_fn, ServiceExt};
 /// use tower_layer::Layer;
 ///
-/// let layer = AdmissionLayer::new(&pools, &receipt.provider, receipt.slots[0], OriginKind::Http, Arc::new(PolicyTable::new()));
-/// // let client = layer.layer(hyper_util::client::legacy::Client::builder(...).build_http());
-/// # let _ = layer;
-/// # }
+/// // The host's policy, given once: `tenant` may call this provider.
+/// let policy = Arc::new(PolicyTable::new());
+/// policy.allow(tenant, receipt.provider.clone());
+/// let layer = AdmissionLayer::new(&pools, &receipt.provider, receipt.slots[0], OriginKind::Http, policy);
+/// // Any tower client works as the inner service (hyper-util's, reqwest's
+/// // through a tower adapter); this one answers at once.
+/// let client = service_fn(|_: http::Request<String>| async {
+///     Ok::<_, Infallible>(http::Response::new(String::from("sunny")))
+/// });
+/// let mut request = http::Request::get("/forecast").body(String::new())?;
+/// request.extensions_mut().insert(plan); // the tenant and the deadline
+/// let response = layer.layer(client).oneshot(request).await?;
+/// assert_eq!(response.status(), 200);
+/// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
 pub struct AdmissionLayer {

@@ -21,12 +21,13 @@ use crate::http::error::HttpError;
 /// A call through [`HttpService`](crate::http::HttpService) or
 /// [`AdmissionLayer`](crate::http::AdmissionLayer) that failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServiceError<E = std::convert::Infallible> {
     /// The request carries no [`ExecutionPlan`] extension.
     #[error("the request carries no ExecutionPlan extension")]
     MissingPlan,
     /// Not admitted, not dispatched, or not started.
-    #[error("admission: {0}")]
+    #[error("not admitted")]
     Admission(#[from] AdmitError),
     /// The request's target is not an origin-form path and query.
     #[error("request target: {0}")]
@@ -35,13 +36,13 @@ pub enum ServiceError<E = std::convert::Infallible> {
     #[error("request body: {0}")]
     Body(String),
     /// The buffered exchange failed.
-    #[error("http: {0}")]
+    #[error("the http exchange failed")]
     Http(#[source] HttpError),
     /// The inner service did not answer before the request's deadline.
     #[error("the inner service did not answer before the request's deadline")]
     Timeout,
     /// The inner service failed.
-    #[error("inner service: {0}")]
+    #[error("the inner service failed")]
     Inner(#[source] E),
 }
 

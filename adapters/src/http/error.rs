@@ -30,10 +30,11 @@ pub enum Sent {
 /// Why an HTTP exchange failed; [`HttpError::was_sent`] says whether the
 /// origin may have seen the request.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// No connection was reserved: backoff, saturation, a failed dial, a
     /// deadline, or closed pools. Nothing was sent.
-    #[error("no connection: {0}")]
+    #[error("no connection")]
     Connect(#[from] ConnectError),
     /// The request body is over the limit; refused before any dial.
     #[error("request body of {len} bytes is over the limit of {max}")]
@@ -80,10 +81,10 @@ pub enum HttpError {
         sent: Sent,
     },
     /// The guest's request target was refused.
-    #[error("invalid request target: {0}")]
+    #[error("invalid request target")]
     Target(#[from] TargetError),
     /// The configured origin is not an approved `http://host:port`.
-    #[error("invalid configured origin: {0}")]
+    #[error("invalid configured origin")]
     Origin(#[from] OriginError),
     /// The opaque credential binding could not be applied.
     #[error("credential binding failed: {reason}")]
@@ -92,10 +93,10 @@ pub enum HttpError {
         reason: &'static str,
     },
     /// A body bound is above its ceiling; refused before any dial.
-    #[error("invalid body limits: {0}")]
+    #[error("invalid body limits")]
     Limit(#[from] LimitError),
     /// The response bytes could not be charged.
-    #[error("response not staged: {0}")]
+    #[error("response not staged")]
     Staging(#[source] AdmitError),
     /// A provider setting of the http adapter has a value it does not
     /// take; refused before any dial.
@@ -111,6 +112,7 @@ pub enum HttpError {
 /// The protocol library's error behind [`HttpError::Protocol`]: hyper's
 /// on HTTP/1.1, h2's on HTTP/2.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProtocolError {
     /// hyper's HTTP/1.1 error.
     #[error(transparent)]

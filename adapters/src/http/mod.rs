@@ -45,7 +45,7 @@
 //! A slot's origin must be `http://host[:port]` or `https://host[:port]`
 //! (`ApprovedOrigin`; default ports 80 and 443); a guest names only an
 //! origin-form `RequestTarget`. `https` runs rustls on the ring provider
-//! (installed as the process default once); it trusts the bundled
+//! (given to each configuration; no process default is installed); it trusts the bundled
 //! `webpki-roots`, or only the PEM bundle named by the provider setting
 //! `ca_file` ([`CA_FILE_SETTING`], an absolute path, read by each dial
 //! through `DialTarget::settings`; the reading is the `tls-roots/` crate's,

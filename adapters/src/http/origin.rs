@@ -22,6 +22,7 @@ pub const MAX_TARGET: usize = 8 * 1024;
 
 /// Why a configured origin was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum OriginError {
     /// The origin is neither `http://` nor `https://`.
     #[error("origin scheme must be http or https")]
@@ -168,6 +169,7 @@ impl From<AuthorityError> for OriginError {
 
 /// Why a guest request target was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TargetError {
     /// The target is empty.
     #[error("request target is empty")]

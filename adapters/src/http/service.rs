@@ -43,24 +43,58 @@ use crate::http::origin::RequestTarget;
 /// The buffered HTTP adapter of one provider's origin slot, as a tower
 /// service. Cheap to clone.
 ///
-/// ```no_run
-/// # async fn demo(
-/// #     pools: provider_pools_actors::ProviderPools,
-/// #     receipt: provider_pools_actors::InstallReceipt,
-/// #     plan: provider_pools_actors::ExecutionPlan,
-/// # ) -> Result<(), Box<dyn std::error::Error>> {
+/// ```
+/// # use std::time::Duration;
+/// # use provider_pools_actors::{
+/// #     Authority, BrokerGeneration, Credential, Epoch, ExecutionPlan, Installation, LedgerId,
+/// #     OriginKind, OriginSlot, PoolsConfig, ProviderConfig, ProviderId, ProviderPools,
+/// #     ServiceName, SessionId, TenantId,
+/// # };
+/// # use tokio::io::{AsyncReadExt, AsyncWriteExt};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // A loopback origin answering every request with 200 "sunny".
+/// # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let origin = format!("http://{}", listener.local_addr()?);
+/// # tokio::spawn(async move {
+/// #     while let Ok((mut socket, _)) = listener.accept().await {
+/// #         tokio::spawn(async move {
+/// #             let mut buffer = [0u8; 4096];
+/// #             while matches!(socket.read(&mut buffer).await, Ok(n) if n > 0) {
+/// #                 let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nsunny";
+/// #                 if socket.write_all(answer).await.is_err() { break; }
+/// #             }
+/// #         });
+/// #     }
+/// # });
+/// # let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
+/// # let pools = ProviderPools::start(config).await?;
+/// # let receipt = pools.install(Installation {
+/// #     provider: ProviderId::new("weather")?,
+/// #     authority: Authority::new(&origin)?,
+/// #     expected: Epoch::ZERO,
+/// #     credential: Credential::new(b"token".to_vec())?,
+/// #     config: ProviderConfig::new(ServiceName::new("weather")?)
+/// #         .with_origin(OriginSlot::new(0), OriginKind::Http, origin.as_str()),
+/// # }).await?;
+/// # let tenant = TenantId::new("acme")?;
+/// # let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+/// # let plan = ExecutionPlan::seal(tenant.clone(), SessionId::new(1), LedgerId::new(1), deadline, deadline);
 /// use std::sync::Arc;
 /// use provider_pools_actors::PolicyTable;
 /// use provider_pools_adapters::http::{BodyLimits, HttpService};
 /// use tower_service::Service;
 ///
+/// // The host's policy, given once: `tenant` may call this provider.
 /// let policy = Arc::new(PolicyTable::new());
+/// policy.allow(tenant, receipt.provider.clone());
 /// let mut service = HttpService::new(&pools, &receipt.provider, receipt.slots[0], policy, BodyLimits::default());
 /// let body = http_body_util::Empty::<bytes::Bytes>::new();
 /// let mut request = http::Request::get("/forecast?city=paris").body(body)?;
 /// request.extensions_mut().insert(plan); // the tenant and the deadline
 /// let response = service.call(request).await?;
 /// assert!(response.status().is_success());
+/// assert_eq!(response.body().bytes().as_ref(), b"sunny");
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Debug)]
@@ -172,6 +206,12 @@ impl StagedBody {
             output,
             sent: false,
         }
+    }
+
+    /// The whole body, read without consuming it (its charge is held until
+    /// the body is dropped).
+    pub fn bytes(&self) -> &Bytes {
+        self.output.bytes()
     }
 }
 

@@ -4,7 +4,8 @@
 //!
 //! Invariants:
 //! - Trust anchors and the ring provider come from [`crate::tls_roots`]
-//!   and [`provider_pools_tls_roots`].
+//!   and [`provider_pools_tls_roots`]; the provider is given to each
+//!   configuration, never installed as the process default.
 //! - The server name checked is the approved origin's host, nothing a guest
 //!   supplies.
 
@@ -53,9 +54,8 @@ pub(crate) fn client_config(
     settings: &BTreeMap<String, String>,
     alpn: Alpn,
 ) -> Result<Arc<ClientConfig>, DialError> {
-    provider_pools_tls_roots::install_ring_provider();
     match tls_roots::configured_roots(settings)? {
-        Some(roots) => Ok(Arc::new(with_roots(roots, alpn))),
+        Some(roots) => Ok(Arc::new(with_roots(roots, alpn)?)),
         None => {
             static HTTP1: OnceLock<Arc<ClientConfig>> = OnceLock::new();
             static H2: OnceLock<Arc<ClientConfig>> = OnceLock::new();
@@ -63,19 +63,22 @@ pub(crate) fn client_config(
                 Alpn::Http1 => &HTTP1,
                 Alpn::H2 => &H2,
             };
-            Ok(Arc::clone(shared.get_or_init(|| {
-                Arc::new(with_roots(provider_pools_tls_roots::default_roots(), alpn))
-            })))
+            if let Some(config) = shared.get() {
+                return Ok(Arc::clone(config));
+            }
+            let config = Arc::new(with_roots(provider_pools_tls_roots::default_roots(), alpn)?);
+            Ok(Arc::clone(shared.get_or_init(|| config)))
         }
     }
 }
 
-fn with_roots(roots: RootCertStore, alpn: Alpn) -> ClientConfig {
-    let mut config = ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+/// A configuration on the ring provider, given explicitly: the process
+/// default provider is neither read nor installed.
+fn with_roots(roots: RootCertStore, alpn: Alpn) -> Result<ClientConfig, DialError> {
+    let mut config = provider_pools_tls_roots::ring_client_config(roots)
+        .map_err(|error| DialError::new(DialErrorKind::Handshake, error.to_string()))?;
     config.alpn_protocols = vec![alpn.protocol().to_vec()];
-    config
+    Ok(config)
 }
 
 /// Fails unless the handshake on `stream` selected `h2` by ALPN.

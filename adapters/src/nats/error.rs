@@ -18,6 +18,7 @@ pub(crate) const DENIED_DIAL: &str = "the nats server refused the credential";
 
 /// What was not found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Missing {
     /// No stream takes the subject, or the configured stream does not exist.
     Stream,
@@ -42,9 +43,10 @@ impl fmt::Display for Missing {
 
 /// Why a NATS operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum NatsError {
     /// A size or count bound is above its ceiling; refused before any I/O.
-    #[error("invalid limits: {0}")]
+    #[error("invalid limits")]
     Limit(#[from] crate::limits::LimitError),
     /// The stream, consumer, bucket or key does not exist. The connection
     /// stays reusable.
@@ -68,7 +70,7 @@ pub enum NatsError {
     },
     /// No connection was reserved: backoff, saturation, a failed dial, a
     /// deadline, or closed pools. Nothing was sent.
-    #[error("no connection: {0}")]
+    #[error("no connection")]
     Connect(#[source] ConnectError),
     /// The request's deadline passed mid-operation; the connection was
     /// destroyed.
@@ -93,16 +95,16 @@ pub enum NatsError {
         reason: &'static str,
     },
     /// The configured target is not an approved `nats://` or `tls://` server.
-    #[error("invalid nats target: {0}")]
+    #[error("invalid nats target")]
     Target(#[from] NatsTargetError),
     /// A guest name was refused.
-    #[error("invalid name: {0}")]
+    #[error("invalid name")]
     Name(#[from] NameError),
     /// An argument is outside its bounds (for example `max_messages`).
     #[error("invalid argument: {0}")]
     Argument(&'static str),
     /// Result bytes could not be charged.
-    #[error("result not staged: {0}")]
+    #[error("result not staged")]
     Staging(#[source] AdmitError),
 }
 

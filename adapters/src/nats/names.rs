@@ -31,6 +31,7 @@ pub const MAX_NAME: usize = 64;
 
 /// Why a guest name was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NameError {
     /// The name is empty.
     #[error("name is empty")]

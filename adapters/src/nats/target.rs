@@ -16,6 +16,7 @@ pub const DEFAULT_PORT: u16 = 4222;
 
 /// Why a configured target was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NatsTargetError {
     /// The scheme is neither `nats://` nor `tls://`.
     #[error("nats target scheme must be nats or tls")]

@@ -26,6 +26,7 @@ pub const PATH_STYLE_SETTING: &str = "path_style";
 
 /// Why an S3 provider's configuration or credential was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum S3ConfigError {
     /// A required setting is missing.
     #[error("s3 setting `{setting}` is missing")]
@@ -42,7 +43,7 @@ pub enum S3ConfigError {
         reason: &'static str,
     },
     /// The origin's target is not an approved endpoint origin.
-    #[error("s3 endpoint origin is invalid: {0}")]
+    #[error("s3 endpoint origin is invalid")]
     Endpoint(#[from] OriginError),
     /// The origin is not an [`OriginKind::S3`] origin.
     #[error("the origin is not an s3 origin")]

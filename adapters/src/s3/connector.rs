@@ -59,7 +59,7 @@ pub(crate) enum Failure {
     #[error("request body could not be read")]
     RequestBody,
     /// No connection was reserved.
-    #[error("no connection: {0}")]
+    #[error("no connection")]
     Connect(#[source] ConnectError),
     /// The response body is over the limit; the connection was destroyed.
     #[error("response body is over the limit of {max} bytes")]
@@ -76,7 +76,7 @@ pub(crate) enum Failure {
     Timeout,
     /// A response body chunk could not be charged to the request; the
     /// connection was destroyed.
-    #[error("response body not charged: {0}")]
+    #[error("response body not charged")]
     Staging(#[source] AdmitError),
 }
 

@@ -21,9 +21,10 @@ const MAX_CODE: usize = 64;
 
 /// Why an S3 operation failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum S3Error {
     /// A size or count bound is above its ceiling; refused before any I/O.
-    #[error("invalid limits: {0}")]
+    #[error("invalid limits")]
     Limit(#[from] crate::limits::LimitError),
     /// The guest's key or prefix was refused.
     #[error(transparent)]
@@ -72,7 +73,7 @@ pub enum S3Error {
     },
     /// No connection was reserved: backoff, saturation, a failed dial, or
     /// closed pools. Nothing was sent.
-    #[error("no connection: {0}")]
+    #[error("no connection")]
     Connect(#[source] ConnectError),
     /// The request's deadline passed.
     #[error("deadline passed during the s3 call")]
@@ -92,7 +93,7 @@ pub enum S3Error {
         what: &'static str,
     },
     /// A result chunk could not be staged.
-    #[error("s3 result not staged: {0}")]
+    #[error("s3 result not staged")]
     Staging(#[source] AdmitError),
 }
 

@@ -14,6 +14,7 @@ pub const MAX_KEY: usize = 1024;
 
 /// Why a key was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// Empty, or longer than [`MAX_KEY`].
     #[error("s3 key is {len} bytes; it must be 1 to {MAX_KEY}")]

@@ -6,6 +6,7 @@ use provider_pools_actors::{AdmitError, JobError, LookupError};
 
 /// Why a secret reload or read failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SecretError {
     /// A setting is not a decimal integer from 1 to its ceiling.
     #[error("secret setting `{setting}` must be an integer from 1 to {max}")]
@@ -19,7 +20,7 @@ pub enum SecretError {
     #[error("the origin is not a secret origin")]
     NotSecret,
     /// The operator's slot names no usable client.
-    #[error("secret origin lookup failed: {0}")]
+    #[error("secret origin lookup failed")]
     Lookup(#[source] LookupError),
     /// The configured directory cannot be used (missing, not a directory,
     /// or a relative target).
@@ -63,10 +64,10 @@ pub enum SecretError {
     #[error("a later reload of this secret already installed newer material")]
     Superseded,
     /// The metadata budget had no room for the reload's prepayment.
-    #[error("no room to prepay the reload: {0}")]
+    #[error("no room to prepay the reload")]
     Capacity(#[source] AdmitError),
     /// No worker could run the reload, or it panicked.
-    #[error("secret reload job failed: {0}")]
+    #[error("secret reload job failed")]
     Job(#[source] JobError),
     /// Nothing is loaded under the name.
     #[error("no material is loaded under this name")]

@@ -16,6 +16,7 @@ pub const MAX_NAME: usize = 255;
 
 /// Why a secret name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NameError {
     /// Empty, or longer than [`MAX_NAME`].
     #[error("secret name is {len} bytes; it must be 1 to {MAX_NAME}")]

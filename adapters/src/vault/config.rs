@@ -39,6 +39,7 @@ pub const MAX_TOKEN: usize = 1024;
 
 /// Why a guest's secret path was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PathError {
     /// The path is empty.
     #[error("secret path is empty")]

@@ -17,9 +17,10 @@ pub(crate) const MAX_SERVER_MESSAGE: usize = 200;
 
 /// Why a Vault call failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VaultError {
     /// A size or count bound is above its ceiling; refused before any I/O.
-    #[error("invalid limits: {0}")]
+    #[error("invalid limits")]
     Limit(#[from] crate::limits::LimitError),
     /// No secret (or no such version) at the path: HTTP 404.
     #[error("no secret at this path")]
@@ -43,7 +44,7 @@ pub enum VaultError {
         max: usize,
     },
     /// The guest's secret path was refused.
-    #[error("invalid secret path: {0}")]
+    #[error("invalid secret path")]
     Path(#[from] PathError),
     /// The data to write is not representable as a KV-v2 write (a
     /// check-and-set version above what Vault's API accepts).
@@ -74,7 +75,7 @@ pub enum VaultError {
     },
     /// No connection was reserved: backoff, saturation, a failed dial, a
     /// deadline, or closed pools. Nothing was sent on this request's behalf.
-    #[error("no connection: {0}")]
+    #[error("no connection")]
     Connect(#[from] ConnectError),
     /// The request's deadline passed (or the connect timeout did); the
     /// connection was destroyed.
@@ -96,7 +97,7 @@ pub enum VaultError {
         messages: Vec<String>,
     },
     /// The result could not be charged.
-    #[error("result not staged: {0}")]
+    #[error("result not staged")]
     Staging(#[source] AdmitError),
 }
 

@@ -3,8 +3,8 @@
 //!
 //! Invariants:
 //! - rustls runs on the ring provider: the configuration is built with it
-//!   explicitly, and it is installed as the process default once (a
-//!   provider installed earlier by someone else is kept).
+//!   explicitly; the process default provider is neither read nor
+//!   installed.
 //! - A `ca_file` replaces the bundled web PKI roots: a deployment with a
 //!   private CA trusts that CA only.
 //! - A `ca_file` is a PEM bundle of at most [`MAX_CA_FILE_BYTES`] holding at
@@ -24,7 +24,6 @@ pub use provider_pools_tls_roots::MAX_CA_FILE_BYTES;
 /// A client configuration trusting `ca_file`'s certificates, or the web PKI
 /// roots when there is none.
 pub(crate) fn client_config(ca_file: Option<&Path>) -> Result<ClientConfig, ControlPlaneError> {
-    provider_pools_tls_roots::install_ring_provider();
     let roots = match ca_file {
         Some(path) => read_roots(path)?,
         None => provider_pools_tls_roots::default_roots(),

@@ -62,6 +62,7 @@ pub use watch::{close_watch, CloseNotifier, CloseWatch};
 /// error during backoff, so waiters learn more than "unavailable".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum DialErrorKind {
     /// The origin refused or reset the connection.
     Refused,
@@ -234,6 +235,7 @@ pub trait Dialer: Send + Sync {
 /// within its own deadline and answers [`ConnectError::Timeout`] when none
 /// frees in time.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConnectError {
     /// The client is in backoff after failed dials (a real failure to
     /// connect, or a dial the pools cancelled), or the dial this request

@@ -1,10 +1,11 @@
-//! Live lowering (`ProviderPools::lower_limits`): all or nothing, in two
-//! steps. Every field first goes to the lower of the limits in force and
-//! the requested ones — each step that can refuse (budgets, worker and
-//! cleanup slots, shares), the scheduler last — and a refusal puts back
-//! everything set; only once all passed are the raises applied, which
-//! nothing refuses. So a refused call never lets a reservation through at a
-//! limit it would have raised, and no limit ever goes below use.
+//! Live lowering (`ProviderPools::lower_limits`). `lower_limits` never
+//! raises a limit: every field must be at most the limit in force, so a
+//! later lowering never undoes an earlier one (checked here, where
+//! lowerings are serialised). It never goes below use and is all or
+//! nothing: every step only lowers; each step that can refuse (budgets, worker and
+//! cleanup slots, shares), the scheduler last, and a refusal puts back
+//! everything set. So a refused call changes no limit, and no limit ever
+//! goes below use.
 //!
 //! The steps write what they changed into a [`Lowering`], a transaction
 //! guard that puts every change back, newest first, when it is dropped
@@ -27,37 +28,27 @@ impl State {
         if self.ledger.is_closed() {
             return Err(LowerError::Closed);
         }
-        // Until every check passed, what the registry sets itself only goes
-        // down: a limit raised back towards its startup value while the
-        // scheduler is asked would let reservations through that a refusal
-        // could not take back.
-        self.set_owned(&floor(&self.limits, &lowered), Some(&lowered))
-            .await?;
-        // Every check passed: the raises, which nothing refuses.
-        let _ = self.set_owned(&lowered, None).await;
+        // Nothing is raised: a limit raised while the scheduler is asked
+        // would let reservations through that a refusal could not take back.
+        self.limits.check_lowering(&lowered)?;
+        self.set_owned(&lowered).await?;
         self.ledger.set_queue_age(lowered.queue_age);
         self.ledger.set_idle_age(lowered.idle_age);
         self.limits = lowered;
+        self.ledger.set_limits_in_force(lowered);
         tracing::info!(?lowered, "limits lowered");
         Ok(())
     }
 
     /// Sets the limits the registry keeps itself (budgets, worker and
     /// cleanup slots, tenant shares) to `target`, then gives the scheduler
-    /// the ceilings of `scheduler`, if any; on a refusal, puts back
-    /// everything it set.
-    async fn set_owned(
-        &self,
-        target: &Limits,
-        scheduler: Option<&Limits>,
-    ) -> Result<(), LowerError> {
+    /// its ceilings; on a refusal, puts back everything it set.
+    async fn set_owned(&self, target: &Limits) -> Result<(), LowerError> {
         let mut lowering = Lowering::default();
         self.lower_budgets(&mut lowering, target)?;
         self.lower_slots(&mut lowering, target)?;
         self.lower_shares(&mut lowering, target)?;
-        if let Some(ceilings) = scheduler {
-            self.lower_scheduler(ceilings).await?;
-        }
+        self.lower_scheduler(target).await?;
         lowering.commit();
         Ok(())
     }
@@ -237,26 +228,5 @@ fn refused(field: LimitField, used: u32, requested: u32) -> LowerError {
         field,
         used,
         requested,
-    }
-}
-
-/// `a` and `b`, field by field, the lower of each limit the registry sets
-/// itself ([`State::set_owned`]); the rest as in `b`.
-fn floor(a: &Limits, b: &Limits) -> Limits {
-    Limits {
-        retained_configurations: a.retained_configurations.min(b.retained_configurations),
-        configured_clients: a.configured_clients.min(b.configured_clients),
-        clients_per_provider: a.clients_per_provider.min(b.clients_per_provider),
-        connections: a.connections.min(b.connections),
-        connections_per_client: a.connections_per_client.min(b.connections_per_client),
-        connections_per_tenant: a.connections_per_tenant.min(b.connections_per_tenant),
-        idle_connections: a.idle_connections.min(b.idle_connections),
-        requests_per_tenant: a.requests_per_tenant.min(b.requests_per_tenant),
-        provider_workers: a.provider_workers.min(b.provider_workers),
-        workers_per_tenant: a.workers_per_tenant.min(b.workers_per_tenant),
-        cleanup_jobs: a.cleanup_jobs.min(b.cleanup_jobs),
-        metadata_bytes: a.metadata_bytes.min(b.metadata_bytes),
-        metadata_per_tenant: a.metadata_per_tenant.min(b.metadata_per_tenant),
-        ..*b
     }
 }

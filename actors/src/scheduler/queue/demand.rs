@@ -1,6 +1,6 @@
 //! What each tenant asks of one provider (its queued and running
-//! requests there, read for a cluster's allocation, issue 21), and every
-//! tenant's and provider's totals (read for per-tenant gauges, issue 22).
+//! requests there, read for a cluster's allocation), and every
+//! tenant's and provider's totals (read for per-tenant gauges).
 //!
 //! Invariants:
 //! - The answer lists exactly the tenants with something queued or
