@@ -15,9 +15,10 @@ pub use provider_pools_actors::{
     IngressRequest, InstallError, InstallReceipt, Installation, JobError, JobHandle, LedgerId,
     LimitField, Limits, LimitsError, LookupError, LowerError, Multiplexed, OriginKind, OriginSlot,
     OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PoolsConfig, Prepaid,
-    ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, RestartPolicy,
-    RunningRequest, ServiceName, SessionId, Snapshot, SpawnError, StagedInput, StagedOutput,
-    StartError, StreamLease, TenantDemand, TenantId, TextPart, TypedSlot, Usage,
+    ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, ProviderRate,
+    RateError, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot,
+    SpawnError, StagedInput, StagedOutput, StartError, StreamLease, TenantDemand, TenantId,
+    TextPart, TypedSlot, Usage,
 };
 /// Cluster-wide provider ceilings (the `[cluster]` section of a node
 /// file, and the agent a clustered node runs).

@@ -289,6 +289,11 @@ pub(super) fn ended_error(ended: Ended) -> AdmitError {
             let field = scheduler::bound_field(refused.bound);
             AdmitError::capacity(field, refused.used, refused.limit)
         }
+        Ended::RateLimited(late) => AdmitError::RateLimited {
+            requests: late.rate.requests,
+            period: late.rate.period,
+            wait: late.wait,
+        },
         Ended::Closed => AdmitError::Closed,
         Ended::TimedOut => AdmitError::Timeout,
         Ended::Busy => AdmitError::Busy,

@@ -47,6 +47,10 @@ pub(super) struct Provider<P> {
     pub(super) own_ceiling: Option<u32>,
     /// When its own ceiling falls back, and to what.
     pub(super) own_expiry: Option<super::Expiry>,
+    /// Its request rate and TAT, if it has a rate.
+    pub(super) rate: Option<super::Gcra>,
+    /// Listed as awaiting a token (see `rate.rs`).
+    pub(super) awaiting: bool,
     /// Only the [`CREATED`] lane is used, so both entry kinds share its index.
     links: [Links; 2],
 }
@@ -66,7 +70,12 @@ impl<K> Tenant<K> {
 }
 
 impl<P> Provider<P> {
-    pub(super) fn new(key: P, own_ceiling: Option<u32>, own_expiry: Option<super::Expiry>) -> Self {
+    pub(super) fn new(
+        key: P,
+        own_ceiling: Option<u32>,
+        own_expiry: Option<super::Expiry>,
+        rate: Option<super::Gcra>,
+    ) -> Self {
         Self {
             key,
             pending: 0,
@@ -74,6 +83,8 @@ impl<P> Provider<P> {
             blocked: List::new(0),
             own_ceiling,
             own_expiry,
+            rate,
+            awaiting: false,
             links: [Links::DETACHED; 2],
         }
     }
@@ -178,9 +189,14 @@ where
         let p = p.or_else(|| {
             let own = self.own_provider_ceilings.get(&provider).copied();
             let expiry = self.own_provider_expiries.get(&provider).copied();
+            let rate = if self.rates.table.is_empty() {
+                None
+            } else {
+                self.rates.table.get(&provider).copied()
+            };
             let (p, _) = self
                 .providers
-                .insert(Provider::new(provider.clone(), own, expiry))
+                .insert(Provider::new(provider.clone(), own, expiry, rate))
                 .ok()?;
             self.created_providers.push_back(&mut self.providers, p);
             self.provider_ix.insert(provider, p);
@@ -243,6 +259,10 @@ where
             self.created_providers.remove(&mut self.providers, p);
             if let Some(provider) = self.providers.remove(p) {
                 debug_assert!(provider.blocked.is_empty());
+                if let Some(gcra) = provider.rate {
+                    // The TAT outlives the entry: idling resets nothing.
+                    self.rates.table.insert(provider.key.clone(), gcra);
+                }
                 self.provider_ix.remove(&provider.key);
             }
         }

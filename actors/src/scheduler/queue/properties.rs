@@ -45,7 +45,15 @@ where
             own.min(c.running_per_provider)
         });
         assert!(p.pending <= c.pending_per_provider && p.running <= ceiling);
-        assert!(p.blocked.is_empty() || p.running >= ceiling);
+        // Parked groups wait for a running slot, or for a token (listed).
+        let awaiting = p.rate.is_some() && p.awaiting;
+        assert!(p.blocked.is_empty() || p.running >= ceiling || awaiting);
+        let listed = (q.rates.awaiting.iter()).filter(|&&(x, generation)| {
+            q.providers.generation(x) == Some(generation)
+                && q.providers.get(x).is_some_and(|y| y.key == p.key)
+        });
+        assert!(!p.awaiting || listed.count() >= 1, "awaiting but unlisted");
+        assert_eq!(p.rate.is_some(), q.rates.table.contains_key(&p.key));
         assert_eq!(p.own_ceiling, q.own_provider_ceilings.get(&p.key).copied());
     }
     let in_fifos: u32 = tenants.iter().map(|t| t.groups.len()).sum::<u32>()

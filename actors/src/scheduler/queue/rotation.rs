@@ -71,6 +71,9 @@ where
         if blocked {
             if let Some(provider) = self.providers.get_mut(p) {
                 provider.blocked.push_back(&mut self.groups, g);
+                if provider.rate.is_some() {
+                    self.await_token(p);
+                }
             }
         } else if let Some(tenant) = self.tenants.get_mut(t) {
             tenant.groups.push_back(&mut self.groups, g);
@@ -101,10 +104,15 @@ where
         self.place_group(g, true);
     }
 
-    /// Whether provider `p` is at (or above) its running ceiling.
+    /// Whether provider `p` is at (or above) its running ceiling, or
+    /// out of tokens for its rate.
     pub(super) fn provider_full(&self, p: u32) -> bool {
-        (self.providers.get(p))
-            .is_some_and(|provider| provider.running >= self.ceiling_of(provider))
+        (self.providers.get(p)).is_some_and(|provider| {
+            provider.running >= self.ceiling_of(provider)
+                || provider
+                    .rate
+                    .is_some_and(|gcra| !gcra.ready(Instant::now()))
+        })
     }
 
     /// The running ceiling in force for `provider`: the node-wide one, or
@@ -122,6 +130,10 @@ where
     /// FIFO order, to the back of their tenants' provider rotations.
     pub(super) fn unblock_provider(&mut self, p: u32) {
         if self.provider_full(p) {
+            // Parked for a token, it awaits the next one.
+            if (self.providers.get(p)).is_some_and(|x| x.rate.is_some() && !x.blocked.is_empty()) {
+                self.await_token(p);
+            }
             return;
         }
         while let Some(g) = self
@@ -181,6 +193,9 @@ where
             group.waiters.remove(&mut self.waiters, index);
         }
         let waiter: Waiter<T> = self.waiters.remove(index)?;
+        if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
+            gcra.take(Instant::now());
+        }
         self.count(Some(t), Some(p), Move::Grant);
         // The group goes to the back of its tenant's provider rotation.
         self.detach_group(g);

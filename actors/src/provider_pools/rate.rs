@@ -1,0 +1,207 @@
+//! Providers' request rates: how many requests of a provider may start
+//! per period, shared between the tenants waiting for it.
+//!
+//! A provider's rate is configured once ([`ProviderPools::configure_provider_rate`])
+//! and changed live ([`ProviderPools::set_provider_rate`]) under the rules of
+//! `lower_limits`: never above what was configured, and nothing already
+//! granted is taken back. Admission grants a request only when a running
+//! slot and a token of its provider's rate are both free; tenants waiting
+//! for tokens take them in the fair rotation, and a request whose turn
+//! cannot come before its deadline is refused at once
+//! ([`AdmitError::RateLimited`](crate::AdmitError::RateLimited)). See
+//! docs/decisions/0090-a-provider-rate-is-a-gcra-in-the-fair-queue.md.
+
+use std::time::Duration;
+
+use crate::identity::ProviderId;
+use crate::provider_pools::ProviderPools;
+use crate::scheduler::{Rate, RateRefused};
+
+/// A request rate: at most `requests` per `period` on average, and at most
+/// `burst` at once after a quiet spell.
+///
+/// Over any window of length `w`, at most `burst + w × requests / period`
+/// requests of the provider are granted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RateLimit {
+    /// Requests per period; at least one.
+    pub requests: u32,
+    /// The period; at least one nanosecond per request.
+    pub period: Duration,
+    /// Requests granted at once after a quiet spell; at least one.
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// `requests` per `period`, with a burst of `burst`.
+    pub const fn new(requests: u32, period: Duration, burst: u32) -> Self {
+        Self {
+            requests,
+            period,
+            burst,
+        }
+    }
+
+    /// The time between two grants at the steady rate.
+    pub fn interval(&self) -> Duration {
+        self.period / self.requests.max(1)
+    }
+
+    fn valid(self) -> Result<Rate, RateError> {
+        if self.requests == 0 || self.burst == 0 || self.interval().is_zero() {
+            return Err(RateError::Invalid { rate: self });
+        }
+        Ok(Rate {
+            requests: self.requests,
+            period: self.period,
+            burst: self.burst,
+        })
+    }
+
+    pub(crate) fn of(rate: Rate) -> Self {
+        Self::new(rate.requests, rate.period, rate.burst)
+    }
+}
+
+/// What a provider's rate shows at one instant
+/// ([`ProviderPools::provider_rate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderRate {
+    /// The rate in force.
+    pub rate: RateLimit,
+    /// The rate configured: the most any change may set.
+    pub configured: RateLimit,
+    /// Tokens ready now (at most the burst): requests that could be
+    /// granted at once.
+    pub tokens: u32,
+}
+
+/// Why a rate was not configured or changed; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RateError {
+    /// A rate of no requests, no burst, or under a nanosecond per request.
+    #[error("invalid rate: {} requests per {:?} with a burst of {}", rate.requests, rate.period, rate.burst)]
+    Invalid {
+        /// The refused rate.
+        rate: RateLimit,
+    },
+    /// The provider has a configured rate already.
+    #[error("the provider's rate is configured already: {} requests per {:?}, burst {}", configured.requests, configured.period, configured.burst)]
+    Configured {
+        /// The rate configured.
+        configured: RateLimit,
+    },
+    /// The provider has no configured rate to change.
+    #[error("the provider has no configured rate")]
+    Unconfigured,
+    /// The rate is faster, or its burst larger, than the configured one.
+    #[error("a rate cannot be raised above the configured {} requests per {:?}, burst {}", configured.requests, configured.period, configured.burst)]
+    Raised {
+        /// The rate configured.
+        configured: RateLimit,
+    },
+    /// Too many providers have a rate already.
+    #[error("at most {limit} providers may have a rate")]
+    Full {
+        /// The most providers with a rate.
+        limit: u32,
+    },
+    /// The pools are closed.
+    #[error("provider pools are closed")]
+    Closed,
+}
+
+impl RateError {
+    fn of(refused: RateRefused) -> Self {
+        match refused {
+            RateRefused::Configured(rate) => Self::Configured {
+                configured: RateLimit::of(rate),
+            },
+            RateRefused::Unconfigured => Self::Unconfigured,
+            RateRefused::Raised(rate) => Self::Raised {
+                configured: RateLimit::of(rate),
+            },
+            RateRefused::Full { limit } => Self::Full { limit },
+        }
+    }
+}
+
+impl ProviderPools {
+    /// Configures `provider`'s request rate: in force at once with a full
+    /// burst, and the most that [`Self::set_provider_rate`] may set later.
+    /// It outlives the provider's idle spells and epochs.
+    ///
+    /// A provider without a rate is limited by its running ceilings only,
+    /// and its admissions pay nothing for the feature.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # async fn demo(pools: provider_pools_actors::ProviderPools) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use provider_pools_actors::{ProviderId, RateLimit};
+    ///
+    /// let provider = ProviderId::new("payments-api")?;
+    /// // 100 requests a second, at most 10 at once.
+    /// pools.configure_provider_rate(&provider, RateLimit::new(100, Duration::from_secs(1), 10))?;
+    /// // Halved live: never above what was configured.
+    /// pools.set_provider_rate(&provider, RateLimit::new(50, Duration::from_secs(1), 10))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`RateError::Invalid`], [`RateError::Configured`] when it has one
+    /// already, [`RateError::Full`] when 1,024 other providers have one,
+    /// [`RateError::Closed`] after retirement. A refusal changes nothing.
+    pub fn configure_provider_rate(
+        &self,
+        provider: &ProviderId,
+        rate: RateLimit,
+    ) -> Result<(), RateError> {
+        let rate = rate.valid()?;
+        if !self.is_open() {
+            return Err(RateError::Closed);
+        }
+        (self.inner.admission)
+            .configure_rate(provider.clone(), rate)
+            .map_err(RateError::of)
+    }
+
+    /// Changes `provider`'s rate in force, live, to at most the configured
+    /// one (its requests per period and its burst). Grants already made
+    /// stand: a lowering spaces the grants still to come, and the tokens
+    /// already spent count against it; a raise grants what it makes ready.
+    ///
+    /// # Errors
+    ///
+    /// [`RateError::Invalid`], [`RateError::Unconfigured`],
+    /// [`RateError::Raised`] for a rate faster or burstier than the
+    /// configured one, [`RateError::Closed`] after retirement. A refusal
+    /// changes nothing.
+    pub fn set_provider_rate(
+        &self,
+        provider: &ProviderId,
+        rate: RateLimit,
+    ) -> Result<(), RateError> {
+        let rate = rate.valid()?;
+        if !self.is_open() {
+            return Err(RateError::Closed);
+        }
+        (self.inner.admission)
+            .set_rate(provider, rate)
+            .map_err(RateError::of)
+    }
+
+    /// `provider`'s rate in force, the configured one and its tokens now;
+    /// `None` when it has no rate.
+    pub fn provider_rate(&self, provider: &ProviderId) -> Option<ProviderRate> {
+        let reading = self.inner.admission.rate_reading(provider)?;
+        Some(ProviderRate {
+            rate: RateLimit::of(reading.rate),
+            configured: RateLimit::of(reading.configured),
+            tokens: reading.tokens,
+        })
+    }
+}

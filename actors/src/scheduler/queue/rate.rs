@@ -1,0 +1,312 @@
+//! Providers' request rates: a generic cell rate algorithm (GCRA) per
+//! rate-limited provider, consulted where the running ceiling is.
+//!
+//! A rate of `requests` per `period` with a `burst` grants one request
+//! every `interval = period / requests`, and up to `burst` at once after a
+//! quiet spell. Its whole state is one instant, the *theoretical arrival
+//! time* (TAT): a token is ready at `now` when `TAT <= now + tolerance`
+//! (`tolerance = (burst - 1) × interval`), and a grant moves the TAT to
+//! `max(TAT, now) + interval`. So over any window of length `w` at most
+//! `burst + w / interval` requests are granted.
+//!
+//! - A provider without a token is treated as one at its running ceiling:
+//!   its groups park in its blocked FIFO, in the order they met it, and
+//!   keep that order when its next token comes. Tenants waiting on it
+//!   therefore take its tokens in rotation, and a tenant that stops
+//!   asking leaves its turns to the others.
+//! - A provider whose groups park for a token is *awaiting* it: listed in
+//!   [`FairQueue::next_token`], which the scheduler's one alarm also
+//!   serves (no timer of its own); [`FairQueue::refill`] unblocks every
+//!   awaiting provider whose token came.
+//! - A provider's rate outlives its bookkeeping (its TAT is written back
+//!   when its entry goes idle), so idling never resets what was granted.
+//! - A provider without a rate pays one branch on an `Option` per check.
+//!
+//! # Invariants
+//!
+//! - Grants of a rate-limited provider over any window `w` ≤ `burst + w /
+//!   interval` for the rate in force; a change of rate keeps the TAT, so
+//!   nothing granted is taken back and nothing is granted twice.
+//! - Every provider with groups parked while its token is not ready is in
+//!   the awaiting list.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::FairQueue;
+
+#[cfg(test)]
+mod tests;
+
+/// A request rate: `requests` per `period`, up to `burst` at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rate {
+    /// Requests per period; at least one.
+    pub(crate) requests: u32,
+    /// The period; at least one nanosecond per request.
+    pub(crate) period: Duration,
+    /// Grants allowed at once after a quiet spell; at least one.
+    pub(crate) burst: u32,
+}
+
+impl Rate {
+    /// Time between two grants at the steady rate.
+    pub(crate) fn interval(&self) -> Duration {
+        self.period / self.requests.max(1)
+    }
+
+    /// How far ahead of `now` the TAT may be while a token is ready.
+    fn tolerance(&self) -> Duration {
+        self.interval().saturating_mul(self.burst.saturating_sub(1))
+    }
+
+    /// True when `self` grants no faster and no more at once than `other`.
+    pub(crate) fn within(&self, other: &Rate) -> bool {
+        // requests / period <= other.requests / other.period, exactly.
+        let mine = u128::from(self.requests) * other.period.as_nanos();
+        let theirs = u128::from(other.requests) * self.period.as_nanos();
+        mine <= theirs && self.burst <= other.burst
+    }
+}
+
+/// Why a rate change was refused; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RateRefused {
+    /// The provider has a configured rate already.
+    Configured(Rate),
+    /// The provider has no configured rate to change.
+    Unconfigured,
+    /// The rate is faster or burstier than the configured one.
+    Raised(Rate),
+    /// `limit` providers have a rate already.
+    Full { limit: u32 },
+}
+
+/// One provider's rate and its theoretical arrival time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gcra {
+    /// The rate in force.
+    pub(crate) rate: Rate,
+    /// The rate configured: no change goes above it.
+    pub(crate) configured: Rate,
+    /// When the next token would be ready if the burst were one.
+    tat: Instant,
+}
+
+impl Gcra {
+    /// A full bucket at `now`.
+    fn new(rate: Rate, now: Instant) -> Self {
+        Self {
+            rate,
+            configured: rate,
+            tat: now,
+        }
+    }
+
+    /// True when a token is ready at `now`.
+    pub(crate) fn ready(&self, now: Instant) -> bool {
+        self.tat <= now + self.rate.tolerance()
+    }
+
+    /// Takes a token at `now` (the caller checked [`Self::ready`]).
+    pub(crate) fn take(&mut self, now: Instant) {
+        self.tat = self.tat.max(now) + self.rate.interval();
+    }
+
+    /// The instant the token after `ahead` more grants is ready, at the
+    /// earliest: now, or later when the tokens are spent.
+    pub(crate) fn turn(&self, now: Instant, ahead: u32) -> Instant {
+        let tat = self.tat.max(now) + self.rate.interval().saturating_mul(ahead);
+        let tolerance = self.rate.tolerance();
+        if tat <= now + tolerance {
+            now
+        } else {
+            tat - tolerance
+        }
+    }
+
+    /// Tokens ready at `now` (at most the burst).
+    pub(crate) fn tokens(&self, now: Instant) -> u32 {
+        let room = (now + self.rate.tolerance() + self.rate.interval())
+            .saturating_duration_since(self.tat.max(now));
+        let tokens = room.as_nanos() / self.rate.interval().as_nanos().max(1);
+        u32::try_from(tokens)
+            .unwrap_or(u32::MAX)
+            .min(self.rate.burst)
+    }
+}
+
+/// The rates of providers, kept while their bookkeeping comes and goes.
+#[derive(Debug)]
+pub(super) struct Rates<P> {
+    /// Each rate-limited provider's rate, and its TAT while it is idle
+    /// (its entry holds the live one while it has work).
+    pub(super) table: HashMap<P, Gcra>,
+    /// Providers (slot, generation) whose groups may be parked for a token.
+    pub(super) awaiting: Vec<(u32, u32)>,
+}
+
+impl<P> Default for Rates<P> {
+    fn default() -> Self {
+        Self {
+            table: HashMap::new(),
+            awaiting: Vec::new(),
+        }
+    }
+}
+
+/// What a provider's rate shows at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RateReading {
+    /// The rate in force.
+    pub(crate) rate: Rate,
+    /// The rate configured.
+    pub(crate) configured: Rate,
+    /// Tokens ready now.
+    pub(crate) tokens: u32,
+}
+
+impl<T, K, P> FairQueue<T, K, P>
+where
+    K: Clone + Eq + Hash,
+    P: Clone + Eq + Hash,
+{
+    /// Configures `provider`'s request rate, with a full burst: the rate
+    /// in force and the most any later change may set. Refused when it
+    /// has one already, or `most` other providers have one.
+    pub(crate) fn configure_rate(
+        &mut self,
+        provider: P,
+        rate: Rate,
+        most: usize,
+    ) -> Result<(), RateRefused> {
+        if let Some(gcra) = self.rates.table.get(&provider) {
+            return Err(RateRefused::Configured(gcra.configured));
+        }
+        if self.rates.table.len() >= most {
+            return Err(RateRefused::Full { limit: most as u32 });
+        }
+        let gcra = Gcra::new(rate, Instant::now());
+        self.rates.table.insert(provider.clone(), gcra);
+        if let Some(p) = self.provider_ix.get(&provider).copied() {
+            if let Some(entry) = self.providers.get_mut(p) {
+                entry.rate = Some(gcra);
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes `provider`'s rate in force to `rate`, at most the one
+    /// configured. Its TAT stays: a lower rate spaces the grants still to
+    /// come, none already made is taken back; a higher one unblocks what
+    /// it makes ready.
+    pub(crate) fn set_rate(&mut self, provider: &P, rate: Rate) -> Result<(), RateRefused> {
+        let Some(configured) = self.rates.table.get(provider).map(|x| x.configured) else {
+            return Err(RateRefused::Unconfigured);
+        };
+        if !rate.within(&configured) {
+            return Err(RateRefused::Raised(configured));
+        }
+        if let Some(gcra) = self.rates.table.get_mut(provider) {
+            gcra.rate = rate;
+        }
+        if let Some(p) = self.provider_ix.get(provider).copied() {
+            if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
+                gcra.rate = rate;
+            }
+            self.unblock_provider(p);
+        }
+        Ok(())
+    }
+
+    /// True when some provider has a rate: admission then asks
+    /// [`Self::rate_turn`].
+    pub(crate) fn has_rates(&self) -> bool {
+        !self.rates.table.is_empty()
+    }
+
+    /// When a request pushed now for (`tenant`, `provider`) could be
+    /// granted at the earliest under the provider's rate: its own group's
+    /// waiters are all granted before it (FIFO), each taking a token.
+    /// `None` when the provider has no rate.
+    pub(crate) fn rate_turn(&self, tenant: &K, provider: &P) -> Option<(Rate, Instant)> {
+        let p = self.provider_ix.get(provider).copied();
+        let gcra = match p.and_then(|p| self.providers.get(p)) {
+            Some(entry) => entry.rate?,
+            None => *self.rates.table.get(provider)?,
+        };
+        let ahead = (self.tenant_ix.get(tenant).copied())
+            .zip(p)
+            .and_then(|key| self.group_ix.get(&key))
+            .and_then(|&g| self.groups.get(g))
+            .map_or(0, |group| group.waiters.len());
+        Some((gcra.rate, gcra.turn(Instant::now(), ahead)))
+    }
+
+    /// The rate of `provider` and its tokens now, if it has a rate.
+    pub(crate) fn rate_reading(&self, provider: &P) -> Option<RateReading> {
+        let p = self.provider_ix.get(provider).copied();
+        let gcra = match p.and_then(|p| self.providers.get(p)) {
+            Some(entry) => entry.rate?,
+            None => *self.rates.table.get(provider)?,
+        };
+        Some(RateReading {
+            rate: gcra.rate,
+            configured: gcra.configured,
+            tokens: gcra.tokens(Instant::now()),
+        })
+    }
+
+    /// The earliest instant a provider awaiting a token gets one, for the
+    /// alarm; `None` when none awaits one it lacks now.
+    pub(crate) fn next_token(&self) -> Option<Instant> {
+        let now = Instant::now();
+        (self.rates.awaiting.iter())
+            .filter(|&&(p, generation)| self.providers.generation(p) == Some(generation))
+            .filter_map(|&(p, _)| self.providers.get(p)?.rate)
+            .filter(|gcra| !gcra.ready(now))
+            .map(|gcra| gcra.turn(now, 0))
+            .min()
+    }
+
+    /// Unblocks every awaiting provider whose token came; forgets those
+    /// with nothing parked any more.
+    pub(crate) fn refill(&mut self) {
+        let mut i = 0;
+        while let Some(&(p, generation)) = self.rates.awaiting.get(i) {
+            if self.providers.generation(p) == Some(generation) {
+                self.unblock_provider(p);
+                let parked = self.providers.get(p).is_some_and(|x| !x.blocked.is_empty());
+                if parked {
+                    i += 1;
+                    continue;
+                }
+                if let Some(entry) = self.providers.get_mut(p) {
+                    entry.awaiting = false;
+                }
+            }
+            self.rates.awaiting.swap_remove(i);
+        }
+    }
+
+    /// Lists provider `p` as awaiting a token, once.
+    pub(super) fn await_token(&mut self, p: u32) {
+        let Some(generation) = self.providers.generation(p) else {
+            return;
+        };
+        if let Some(entry) = self.providers.get_mut(p).filter(|x| !x.awaiting) {
+            entry.awaiting = true;
+            // Entries of providers forgotten since go first, so the list
+            // stays within twice the providers with work.
+            if self.rates.awaiting.len() >= 2 * self.providers.len() + 64 {
+                let providers = &self.providers;
+                (self.rates.awaiting)
+                    .retain(|&(p, generation)| providers.generation(p) == Some(generation));
+            }
+            self.rates.awaiting.push((p, generation));
+        }
+    }
+}
