@@ -1,0 +1,236 @@
+//! A provider's request rate (`ProviderPools::configure_provider_rate`),
+//! end to end through the admission core and the scheduler actor's alarm,
+//! on the paused clock: a lone tenant's grants follow the rate exactly,
+//! one burst at once then one per interval; a request whose turn cannot
+//! come before its deadline is refused at enqueue, and one whose turn
+//! comes exactly at its deadline is granted; a live lowering spaces later
+//! grants and revokes none, and is never above the configured rate.
+//! Fairness between tenants is proven on the queue itself
+//! (`scheduler/queue/rate/tests.rs`).
+
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+
+use provider_pools::{
+    AdmitError, InstallReceipt, PoolReady, ProviderPools, ProviderRate, RateError, RateLimit,
+};
+use support::{bounded, plan, plan_until, request, task, with_mem};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+type Admit = Pin<Box<dyn Future<Output = Result<PoolReady, AdmitError>> + Send>>;
+
+fn per_second(requests: u32, burst: u32) -> RateLimit {
+    RateLimit::new(requests, Duration::from_secs(1), burst)
+}
+
+/// An admission of `tenant` until `deadline`, polled once: `Ok` holds the
+/// waiting future, `Err` the answer it gave at once.
+async fn admit_once(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+    deadline: Instant,
+) -> Result<Admit, Result<PoolReady, AdmitError>> {
+    let admitting = pools.clone();
+    let admit = request(
+        pools,
+        plan_until(tenant, session, deadline, deadline),
+        receipt,
+        b"",
+    );
+    let mut future: Admit = Box::pin(async move { admitting.admit(admit).await });
+    match std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
+        Poll::Pending => Ok(future),
+        Poll::Ready(answer) => Err(answer),
+    }
+}
+
+/// Admits `n` requests of `tenant` as tasks; each sends the offset from
+/// `start` at which it was granted, then releases its grant at once.
+fn admit_all(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &'static str,
+    n: u64,
+    start: Instant,
+) -> mpsc::UnboundedReceiver<Duration> {
+    let (sent, granted) = mpsc::unbounded_channel();
+    for session in 0..n {
+        let admit = request(pools, plan(tenant, session), receipt, b"");
+        let (pools, sent) = (pools.clone(), sent.clone());
+        task(async move {
+            let ready = pools
+                .admit(admit)
+                .await
+                .expect("granted within its deadline");
+            let _ = sent.send(Instant::now() - start);
+            drop(ready);
+        });
+    }
+    granted
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lone_tenant_gets_the_burst_then_one_grant_per_interval() {
+    let (pools, receipt) = with_mem(provider_pools::Limits::DEFAULT).await;
+    pools
+        .configure_provider_rate(&receipt.provider, per_second(10, 2))
+        .expect("a first rate");
+    let start = Instant::now();
+    let mut granted = admit_all(&pools, &receipt, "a", 12, start);
+    let mut offsets = Vec::new();
+    while offsets.len() < 12 {
+        offsets.push(
+            bounded("the next grant", granted.recv())
+                .await
+                .expect("a grant"),
+        );
+    }
+    let expected: Vec<_> = [0, 0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1_000]
+        .map(Duration::from_millis)
+        .to_vec();
+    assert_eq!(offsets, expected, "the burst at once, then one per 100 ms");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_whose_turn_comes_after_its_deadline_is_refused_at_enqueue() {
+    let (pools, receipt) = with_mem(provider_pools::Limits::DEFAULT).await;
+    pools
+        .configure_provider_rate(&receipt.provider, per_second(10, 1))
+        .expect("a first rate");
+    let now = Instant::now();
+    let far = now + Duration::from_secs(60);
+    let first = admit_once(&pools, &receipt, "a", 1, far).await;
+    let Err(Ok(_first)) = first else {
+        panic!("the one token is granted at once");
+    };
+    // The next token comes at 100 ms: a deadline then is met.
+    let second = admit_once(&pools, &receipt, "a", 2, now + Duration::from_millis(100))
+        .await
+        .expect("its turn comes at its deadline: it waits");
+    // One of a's ahead: the turn after it is at 200 ms.
+    let late = admit_once(&pools, &receipt, "a", 3, now + Duration::from_millis(199)).await;
+    match late {
+        Err(Err(AdmitError::RateLimited {
+            requests,
+            period,
+            wait,
+        })) => {
+            assert_eq!((requests, period), (10, Duration::from_secs(1)));
+            assert_eq!(wait, Duration::from_millis(200));
+        }
+        other => panic!("expected a refusal naming the rate, got {:?}", other.err()),
+    }
+    let on_time = admit_once(&pools, &receipt, "a", 4, now + Duration::from_millis(200))
+        .await
+        .expect("a turn exactly at the deadline waits");
+    let second = bounded("the second grant", second).await;
+    assert!(
+        second.is_ok(),
+        "granted at its deadline: {:?}",
+        second.err()
+    );
+    assert_eq!(Instant::now() - now, Duration::from_millis(100));
+    let on_time = bounded("the third grant", on_time).await;
+    assert!(
+        on_time.is_ok(),
+        "granted at its deadline: {:?}",
+        on_time.err()
+    );
+    assert_eq!(Instant::now() - now, Duration::from_millis(200));
+    assert_eq!(
+        AdmitError::RateLimited {
+            requests: 10,
+            period: Duration::from_secs(1),
+            wait: Duration::from_millis(200)
+        }
+        .code(),
+        "rate_limited"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_lowering_spaces_later_grants_and_revokes_none() {
+    let (pools, receipt) = with_mem(provider_pools::Limits::DEFAULT).await;
+    let provider = receipt.provider.clone();
+    pools
+        .configure_provider_rate(&provider, per_second(10, 2))
+        .expect("a first rate");
+    let now = Instant::now();
+    let far = now + Duration::from_secs(60);
+    let held: Vec<_> = [1, 2]
+        .map(|session| {
+            let pools = pools.clone();
+            let admit = request(&pools, plan("a", session), &receipt, b"");
+            async move { bounded("the burst", pools.admit(admit)).await }
+        })
+        .into_iter()
+        .collect();
+    let mut running = Vec::new();
+    for admit in held {
+        running.push(admit.await.expect("the burst is granted at once"));
+    }
+    assert_eq!(
+        pools.set_provider_rate(&provider, per_second(11, 2)),
+        Err(RateError::Raised {
+            configured: per_second(10, 2)
+        })
+    );
+    assert_eq!(
+        pools.set_provider_rate(&provider, per_second(10, 3)),
+        Err(RateError::Raised {
+            configured: per_second(10, 2)
+        })
+    );
+    pools
+        .set_provider_rate(&provider, per_second(2, 1))
+        .expect("a lowering");
+    assert_eq!(
+        pools.provider_rate(&provider),
+        Some(ProviderRate {
+            rate: per_second(2, 1),
+            configured: per_second(10, 2),
+            tokens: 0,
+        })
+    );
+    assert_eq!(
+        pools.snapshot().running_requests,
+        2,
+        "the grants made stand"
+    );
+    let third = admit_once(&pools, &receipt, "a", 3, far)
+        .await
+        .expect("waits");
+    let fourth = admit_once(&pools, &receipt, "a", 4, far)
+        .await
+        .expect("waits");
+    let third = bounded("the third grant", third).await.expect("granted");
+    // The two grants at 10 a second spent the TAT up to 200 ms.
+    assert_eq!(Instant::now() - now, Duration::from_millis(200));
+    let fourth = bounded("the fourth grant", fourth).await.expect("granted");
+    assert_eq!(
+        Instant::now() - now,
+        Duration::from_millis(700),
+        "500 ms apart"
+    );
+    drop((third, fourth, running));
+    assert_eq!(
+        pools.configure_provider_rate(&provider, per_second(1, 1)),
+        Err(RateError::Configured {
+            configured: per_second(10, 2)
+        }),
+        "configured once"
+    );
+    assert_eq!(
+        pools.configure_provider_rate(&provider, per_second(0, 1)),
+        Err(RateError::Invalid {
+            rate: per_second(0, 1)
+        })
+    );
+}
