@@ -3,8 +3,12 @@
 //! Plain `Vec`s and linear scans: counts are recomputed from the waiting and
 //! running lists, and tenant eligibility is recomputed for every tenant after
 //! every elementary step (`sync`), instead of being maintained incrementally.
+//! A provider's rate is its rate and TAT in a list, read on the tokio clock;
+//! the providers awaiting a token are a list in the order they began to.
 
-use super::{Bound, Ceilings, InUse, Owner, Refused};
+use tokio::time::Instant;
+
+use super::{Bound, Ceilings, InUse, Owner, Rate, RateRefused, Refused};
 
 /// Tenants and providers are `u8`, items `u32`.
 pub(super) struct Model {
@@ -23,6 +27,10 @@ pub(super) struct Model {
     own: Vec<(u8, u32)>,
     /// Providers' own running ceilings.
     own_providers: Vec<(u8, u32)>,
+    /// Providers' (provider, rate in force, configured rate, TAT).
+    rates: Vec<(u8, Rate, Rate, Instant)>,
+    /// Providers awaiting a token, in the order they began to.
+    awaiting: Vec<u8>,
 }
 
 impl Model {
@@ -36,6 +44,8 @@ impl Model {
             rotation: Vec::new(),
             own: Vec::new(),
             own_providers: Vec::new(),
+            rates: Vec::new(),
+            awaiting: Vec::new(),
         }
     }
 
@@ -103,7 +113,78 @@ impl Model {
         let ceiling = own.map_or(self.c.running_per_provider, |own| {
             own.min(self.c.running_per_provider)
         });
-        self.provider_counts(p).1 >= ceiling
+        self.provider_counts(p).1 >= ceiling || !self.token_ready(p)
+    }
+
+    fn rate_of(&self, p: u8) -> Option<(Rate, Instant)> {
+        let at = self.rates.iter().position(|x| x.0 == p)?;
+        Some((self.rates[at].1, self.rates[at].3))
+    }
+
+    /// True when `p` has no rate, or a token of it now.
+    fn token_ready(&self, p: u8) -> bool {
+        self.rate_of(p).is_none_or(|(rate, tat)| {
+            let tolerance = rate.interval() * rate.burst.saturating_sub(1);
+            tat <= Instant::now() + tolerance
+        })
+    }
+
+    /// Lists `p` as awaiting a token, once, if it has a rate.
+    fn await_token(&mut self, p: u8) {
+        if self.rate_of(p).is_some() && !self.awaiting.contains(&p) {
+            self.awaiting.push(p);
+        }
+    }
+
+    /// Parks tenant `t`'s group of `p` behind `p`.
+    fn park(&mut self, t: u8, p: u8) {
+        self.blocked_of(p).push(t);
+        self.await_token(p);
+    }
+
+    pub(super) fn configure_rate(&mut self, p: u8, rate: Rate) -> Result<(), RateRefused> {
+        if let Some(x) = self.rates.iter().find(|x| x.0 == p) {
+            return Err(RateRefused::Configured(x.2));
+        }
+        self.rates.push((p, rate, rate, Instant::now()));
+        Ok(())
+    }
+
+    pub(super) fn set_rate(&mut self, p: u8, rate: Rate) -> Result<(), RateRefused> {
+        let Some(at) = self.rates.iter().position(|x| x.0 == p) else {
+            return Err(RateRefused::Unconfigured);
+        };
+        let configured = self.rates[at].2;
+        // Faster (more requests per period) or burstier than configured.
+        let faster = f64::from(rate.requests) / rate.period.as_secs_f64()
+            > f64::from(configured.requests) / configured.period.as_secs_f64();
+        if faster || rate.burst > configured.burst {
+            return Err(RateRefused::Raised(configured));
+        }
+        self.rates[at].1 = rate;
+        self.unblock(p);
+        Ok(())
+    }
+
+    /// The earliest instant an awaiting provider without a token gets one.
+    pub(super) fn next_token(&self) -> Option<Instant> {
+        (self.awaiting.iter())
+            .filter(|&&p| !self.token_ready(p))
+            .filter_map(|&p| {
+                let (rate, tat) = self.rate_of(p)?;
+                Some(tat - rate.interval() * rate.burst.saturating_sub(1))
+            })
+            .min()
+    }
+
+    /// Unblocks the awaiting providers in order; keeps those still parked.
+    pub(super) fn refill(&mut self) {
+        for p in std::mem::take(&mut self.awaiting) {
+            self.unblock(p);
+            if !self.blocked_of(p).is_empty() && !self.awaiting.contains(&p) {
+                self.awaiting.push(p);
+            }
+        }
     }
 
     /// Gives a tenant or provider its own running ceiling, or takes it away.
@@ -163,14 +244,22 @@ impl Model {
             .filter(|&p| self.provider_counts(p) == (0, 0))
             .collect();
         self.providers.retain(|x| !idle_p.contains(&x.0));
+        self.awaiting.retain(|p| !idle_p.contains(p));
     }
 
     fn unblock(&mut self, p: u8) {
-        if self.providers.iter().any(|x| x.0 == p) && !self.provider_full(p) {
-            for t in std::mem::take(self.blocked_of(p)) {
-                self.groups_of(t).push(p);
-                self.sync();
+        if !self.providers.iter().any(|x| x.0 == p) {
+            return;
+        }
+        if self.provider_full(p) {
+            if !self.blocked_of(p).is_empty() {
+                self.await_token(p);
             }
+            return;
+        }
+        for t in std::mem::take(self.blocked_of(p)) {
+            self.groups_of(t).push(p);
+            self.sync();
         }
     }
 
@@ -201,7 +290,7 @@ impl Model {
         }
         if self.group_len(t, p) == 0 {
             if self.provider_full(p) {
-                self.blocked_of(p).push(t);
+                self.park(t, p);
             } else {
                 self.groups_of(t).push(p);
             }
@@ -232,12 +321,15 @@ impl Model {
             let p = self.groups_of(t)[0];
             if self.provider_full(p) {
                 self.groups_of(t).remove(0);
-                self.blocked_of(p).push(t);
+                self.park(t, p);
                 self.sync();
                 continue;
             }
             let at = (self.waiting.iter().position(|w| w.1 == t && w.2 == p)).expect("waiter");
             let (item, _, _) = self.waiting.remove(at);
+            if let Some(x) = self.rates.iter_mut().find(|x| x.0 == p) {
+                x.3 = x.3.max(Instant::now()) + x.1.interval();
+            }
             self.running.push((t, p));
             self.groups_of(t).remove(0);
             if self.group_len(t, p) > 0 {

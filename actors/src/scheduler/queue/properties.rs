@@ -8,7 +8,11 @@ use std::hash::Hash;
 use proptest::prelude::*;
 
 use super::model::Model;
-use super::{Ceilings, FairQueue, Owner, RunningKey, WaiterKey};
+use std::time::Duration;
+
+use proptest::test_runner::TestCaseError;
+
+use super::{Ceilings, FairQueue, Owner, Rate, RunningKey, WaiterKey};
 
 /// Checks the module's invariants on the queue's internals.
 pub(super) fn assert_invariants<T, K, P>(q: &FairQueue<T, K, P>)
@@ -91,6 +95,21 @@ enum Op {
     Release(usize),
     SetCeilings(Ceilings),
     SetOwnCeiling(Owner<u8, u8>, Option<u32>),
+    /// Configure provider's rate: (provider, requests per 100 ms, burst).
+    ConfigureRate(u8, u32, u32),
+    /// Change a provider's rate in force, likewise.
+    SetRate(u8, u32, u32),
+    /// Advance the clock by so many ms, then ring the alarm (refill).
+    Tick(u64),
+}
+
+/// A rate of `requests` per 100 ms with `burst`.
+fn rate(requests: u32, burst: u32) -> Rate {
+    Rate {
+        requests,
+        period: Duration::from_millis(100),
+        burst,
+    }
 }
 
 fn ceilings() -> impl Strategy<Value = Ceilings> {
@@ -115,6 +134,9 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(t, c)| Op::SetOwnCeiling(Owner::Tenant(t), c)),
         1 => (0u8..4, proptest::option::of(0u32..=4))
             .prop_map(|(p, c)| Op::SetOwnCeiling(Owner::Provider(p), c)),
+        1 => (0u8..4, 1u32..=4, 1u32..=3).prop_map(|(p, r, b)| Op::ConfigureRate(p, r, b)),
+        1 => (0u8..4, 1u32..=4, 1u32..=3).prop_map(|(p, r, b)| Op::SetRate(p, r, b)),
+        3 => (0u64..80).prop_map(Op::Tick),
     ]
 }
 
@@ -126,6 +148,19 @@ proptest! {
         initial in ceilings(),
         ops in proptest::collection::vec(op(), 1..300),
     ) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        runtime.block_on(against_the_model(initial, ops))?;
+    }
+}
+
+/// Applies `ops` to the queue and the model on the paused clock, comparing
+/// every answer and count after each.
+async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    {
         let mut queue: FairQueue<u32, u8, u8> = FairQueue::new(initial);
         let mut model = Model::new(initial);
         let mut keys: Vec<(WaiterKey, u32)> = Vec::new();
@@ -175,8 +210,26 @@ proptest! {
                         model.set_own_ceiling(owner, c)
                     );
                 }
+                Op::ConfigureRate(p, r, b) => {
+                    prop_assert_eq!(
+                        queue.configure_rate(p, rate(r, b), 4),
+                        model.configure_rate(p, rate(r, b))
+                    );
+                }
+                Op::SetRate(p, r, b) => {
+                    prop_assert_eq!(
+                        queue.set_rate(&p, rate(r, b)),
+                        model.set_rate(p, rate(r, b))
+                    );
+                }
+                Op::Tick(ms) => {
+                    tokio::time::advance(Duration::from_millis(ms)).await;
+                    queue.refill();
+                    model.refill();
+                }
                 Op::Cancel(_) | Op::Release(_) => {}
             }
+            prop_assert_eq!(queue.next_token(), model.next_token());
             prop_assert_eq!(queue.pending(), model.pending());
             prop_assert_eq!(queue.running(), model.running());
             for t in 0..6 {
@@ -195,6 +248,7 @@ proptest! {
             assert_invariants(&queue);
         }
     }
+    Ok(())
 }
 
 /// 64 tenants over up to 8 providers, tenant 0 with 100× the waiters,

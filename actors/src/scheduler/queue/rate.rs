@@ -272,24 +272,25 @@ where
             .min()
     }
 
-    /// Unblocks every awaiting provider whose token came; forgets those
-    /// with nothing parked any more.
+    /// Unblocks every awaiting provider whose token came, in the order
+    /// they began awaiting; forgets those with nothing parked any more.
     pub(crate) fn refill(&mut self) {
-        let mut i = 0;
-        while let Some(&(p, generation)) = self.rates.awaiting.get(i) {
-            if self.providers.generation(p) == Some(generation) {
-                self.unblock_provider(p);
-                let parked = self.providers.get(p).is_some_and(|x| !x.blocked.is_empty());
-                if parked {
-                    i += 1;
-                    continue;
-                }
-                if let Some(entry) = self.providers.get_mut(p) {
-                    entry.awaiting = false;
-                }
+        let awaiting = std::mem::take(&mut self.rates.awaiting);
+        let mut kept = Vec::with_capacity(awaiting.len());
+        for (p, generation) in awaiting {
+            if self.providers.generation(p) != Some(generation) {
+                continue;
             }
-            self.rates.awaiting.swap_remove(i);
+            self.unblock_provider(p);
+            match self.providers.get_mut(p) {
+                Some(entry) if !entry.blocked.is_empty() => kept.push((p, generation)),
+                Some(entry) => entry.awaiting = false,
+                None => {}
+            }
         }
+        // Unblocking parks nothing, so nothing was listed meanwhile.
+        kept.append(&mut self.rates.awaiting);
+        self.rates.awaiting = kept;
     }
 
     /// Lists provider `p` as awaiting a token, once.
