@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::identity::ProviderId;
 use crate::provider_pools::ProviderPools;
-use crate::scheduler::{Rate, RateRefused};
+use crate::scheduler::{Rate, RateReading, RateRefused};
 
 /// A request rate: at most `requests` per `period` on average, and at most
 /// `burst` at once after a quiet spell.
@@ -74,6 +74,21 @@ pub struct ProviderRate {
     /// Tokens ready now (at most the burst): requests that could be
     /// granted at once.
     pub tokens: u32,
+}
+
+impl ProviderRate {
+    fn of(reading: RateReading) -> Self {
+        Self {
+            rate: RateLimit::of(reading.rate),
+            configured: RateLimit::of(reading.configured),
+            tokens: reading.tokens,
+        }
+    }
+
+    /// The rate in force, in requests per second.
+    pub fn per_second(&self) -> f64 {
+        f64::from(self.rate.requests) / self.rate.period.as_secs_f64()
+    }
 }
 
 /// Why a rate was not configured or changed; nothing changed.
@@ -198,10 +213,17 @@ impl ProviderPools {
     /// `None` when it has no rate.
     pub fn provider_rate(&self, provider: &ProviderId) -> Option<ProviderRate> {
         let reading = self.inner.admission.rate_reading(provider)?;
-        Some(ProviderRate {
-            rate: RateLimit::of(reading.rate),
-            configured: RateLimit::of(reading.configured),
-            tokens: reading.tokens,
-        })
+        Some(ProviderRate::of(reading))
+    }
+
+    /// Every provider with a rate (at most 1,024), with its reading, by
+    /// provider. It takes the admission queue's lock: meant for a scrape
+    /// or a report, not for every request.
+    pub fn provider_rates(&self) -> Vec<(ProviderId, ProviderRate)> {
+        let mut rates: Vec<_> = (self.inner.admission.rate_readings().into_iter())
+            .map(|(provider, reading)| (provider, ProviderRate::of(reading)))
+            .collect();
+        rates.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        rates
     }
 }

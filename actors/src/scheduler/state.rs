@@ -335,6 +335,11 @@ impl State {
         self.queue.rate_reading(provider)
     }
 
+    /// Every rate-limited provider's rate and tokens now.
+    pub(crate) fn rate_readings(&self) -> Vec<(ProviderId, RateReading)> {
+        self.queue.rate_readings()
+    }
+
     /// Closes admission: every queued waiter hears `Closed`, and every
     /// later admit too. Running grants still come back.
     pub(crate) fn close(&mut self) {
@@ -377,6 +382,18 @@ impl State {
         gauges
             .running_requests
             .store(self.queue.running(), Ordering::Release);
+    }
+
+    /// The instant the alarm was last asked for, if any.
+    #[cfg(test)]
+    pub(crate) fn asked_alarm(&self) -> Option<Instant> {
+        self.alarm
+    }
+
+    /// The earliest awaited token not ready yet.
+    #[cfg(test)]
+    pub(crate) fn next_token(&self) -> Option<Instant> {
+        self.queue.next_token()
     }
 
     #[cfg(test)]

@@ -103,6 +103,11 @@ impl Core {
         self.lock().rate_reading(provider)
     }
 
+    /// Every rate-limited provider's rate and tokens now.
+    pub(crate) fn rate_readings(&self) -> Vec<(ProviderId, RateReading)> {
+        self.lock().rate_readings()
+    }
+
     /// Closes admission: every queued waiter and every later admit hears
     /// `Closed`; running grants still return their capacity.
     pub(crate) fn close(&self) {

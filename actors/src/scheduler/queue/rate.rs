@@ -260,6 +260,13 @@ where
         })
     }
 
+    /// Every rate-limited provider's reading, in no particular order.
+    pub(crate) fn rate_readings(&self) -> Vec<(P, RateReading)> {
+        (self.rates.table.keys())
+            .filter_map(|provider| Some((provider.clone(), self.rate_reading(provider)?)))
+            .collect()
+    }
+
     /// The earliest instant a provider awaiting a token gets one, for the
     /// alarm; `None` when none awaits one it lacks now.
     pub(crate) fn next_token(&self) -> Option<Instant> {
