@@ -385,13 +385,13 @@ impl State {
     }
 
     /// The instant the alarm was last asked for, if any.
-    #[cfg(test)]
+    #[cfg(all(test, loom))]
     pub(crate) fn asked_alarm(&self) -> Option<Instant> {
         self.alarm
     }
 
     /// The earliest awaited token not ready yet.
-    #[cfg(test)]
+    #[cfg(all(test, loom))]
     pub(crate) fn next_token(&self) -> Option<Instant> {
         self.queue.next_token()
     }
