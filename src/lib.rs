@@ -15,8 +15,8 @@ pub use provider_pools_actors::{
     IngressRequest, InstallError, InstallReceipt, Installation, JobError, JobHandle, LedgerId,
     LimitField, Limits, LimitsError, LookupError, LowerError, Multiplexed, OriginKind, OriginSlot,
     OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PoolsConfig, Prepaid,
-    ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, ProviderRate,
-    RateError, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot,
+    ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, RateError,
+    RateInForce, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot,
     SpawnError, StagedInput, StagedOutput, StartError, StreamLease, TenantDemand, TenantId,
     TextPart, TypedSlot, Usage,
 };

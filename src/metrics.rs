@@ -341,7 +341,7 @@ impl Collector for PoolsMetrics {
 /// The rate gauges of every provider with a rate.
 fn encode_rates(
     encoder: &mut DescriptorEncoder,
-    rates: &[(crate::ProviderId, crate::ProviderRate)],
+    rates: &[(crate::ProviderId, crate::RateInForce)],
 ) -> Result<(), std::fmt::Error> {
     let mut metric = encoder.encode_descriptor(
         "provider_pools_provider_rate_per_second",

@@ -16,7 +16,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use provider_pools::{
-    AdmitError, InstallReceipt, PoolReady, ProviderPools, ProviderRate, RateError, RateLimit,
+    AdmitError, InstallReceipt, PoolReady, ProviderPools, RateError, RateInForce, RateLimit,
 };
 use support::{bounded, plan, plan_until, request, task, with_mem};
 use tokio::sync::mpsc;
@@ -193,7 +193,7 @@ async fn a_live_lowering_spaces_later_grants_and_revokes_none() {
         .expect("a lowering");
     assert_eq!(
         pools.provider_rate(&provider),
-        Some(ProviderRate {
+        Some(RateInForce {
             rate: per_second(2, 1),
             configured: per_second(10, 2),
             tokens: 0,
@@ -231,6 +231,53 @@ async fn a_live_lowering_spaces_later_grants_and_revokes_none() {
         pools.configure_provider_rate(&provider, per_second(0, 1)),
         Err(RateError::Invalid {
             rate: per_second(0, 1)
+        })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tenants_own_rate_spaces_its_grants_and_leaves_the_others_alone() {
+    let (pools, receipt) = with_mem(provider_pools::Limits::DEFAULT).await;
+    let acme = provider_pools::TenantId::new("acme").expect("tenant");
+    pools
+        .configure_tenant_rate(&acme, per_second(10, 1))
+        .expect("a tenant's first rate");
+    let start = Instant::now();
+    let mut acme_granted = admit_all(&pools, &receipt, "acme", 3, start);
+    let mut globex_granted = admit_all(&pools, &receipt, "globex", 3, start);
+    let mut globex = Vec::new();
+    for _ in 0..3 {
+        globex.push(bounded("globex's grant", globex_granted.recv()).await);
+    }
+    assert_eq!(
+        globex,
+        [Some(Duration::ZERO); 3],
+        "a tenant without a rate is granted at once"
+    );
+    let mut acme_offsets = Vec::new();
+    for _ in 0..3 {
+        let offset = bounded("acme's grant", acme_granted.recv()).await;
+        acme_offsets.push(offset.expect("a grant"));
+    }
+    assert_eq!(acme_offsets, [0, 100, 200].map(Duration::from_millis));
+    // Its token spent at 200 ms: a request due before 300 ms is refused at
+    // once, naming the tenant's rate.
+    let soon = Instant::now() + Duration::from_millis(99);
+    let refused = admit_once(&pools, &receipt, "acme", 9, soon).await;
+    match refused {
+        Err(Err(AdmitError::RateLimited { requests, wait, .. })) => {
+            assert_eq!((requests, wait), (10, Duration::from_millis(100)));
+        }
+        other => panic!("expected a refusal naming the rate, got {:?}", other.err()),
+    }
+    assert_eq!(
+        pools.tenant_rate(&acme).map(|r| (r.rate, r.tokens)),
+        Some((per_second(10, 1), 0))
+    );
+    assert_eq!(
+        pools.set_tenant_rate(&acme, per_second(20, 1)),
+        Err(RateError::Raised {
+            configured: per_second(10, 1)
         })
     );
 }

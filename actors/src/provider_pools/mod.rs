@@ -39,7 +39,7 @@ use crate::supervision::RestartPolicy;
 use crate::workers::WorkerPool;
 
 pub use prepay::Prepaid;
-pub use rate::{ProviderRate, RateError, RateLimit};
+pub use rate::{RateError, RateInForce, RateLimit};
 #[cfg(feature = "testing")]
 pub use settled::NotSettled;
 

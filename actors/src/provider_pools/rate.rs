@@ -13,9 +13,9 @@
 
 use std::time::Duration;
 
-use crate::identity::ProviderId;
+use crate::identity::{ProviderId, TenantId};
 use crate::provider_pools::ProviderPools;
-use crate::scheduler::{Rate, RateReading, RateRefused};
+use crate::scheduler::{Rate, RateOwner, RateReading, RateRefused};
 
 /// A request rate: at most `requests` per `period` on average, and at most
 /// `burst` at once after a quiet spell.
@@ -63,10 +63,10 @@ impl RateLimit {
     }
 }
 
-/// What a provider's rate shows at one instant
-/// ([`ProviderPools::provider_rate`]).
+/// A provider's or tenant's rate at one instant
+/// ([`ProviderPools::provider_rate`], [`ProviderPools::tenant_rate`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProviderRate {
+pub struct RateInForce {
     /// The rate in force.
     pub rate: RateLimit,
     /// The rate configured: the most any change may set.
@@ -76,7 +76,7 @@ pub struct ProviderRate {
     pub tokens: u32,
 }
 
-impl ProviderRate {
+impl RateInForce {
     fn of(reading: RateReading) -> Self {
         Self {
             rate: RateLimit::of(reading.rate),
@@ -100,14 +100,14 @@ pub enum RateError {
         /// The refused rate.
         rate: RateLimit,
     },
-    /// The provider has a configured rate already.
-    #[error("the provider's rate is configured already: {} requests per {:?}, burst {}", configured.requests, configured.period, configured.burst)]
+    /// The provider (or tenant) has a configured rate already.
+    #[error("a rate is configured already: {} requests per {:?}, burst {}", configured.requests, configured.period, configured.burst)]
     Configured {
         /// The rate configured.
         configured: RateLimit,
     },
-    /// The provider has no configured rate to change.
-    #[error("the provider has no configured rate")]
+    /// The provider (or tenant) has no configured rate to change.
+    #[error("no rate is configured to change")]
     Unconfigured,
     /// The rate is faster, or its burst larger, than the configured one.
     #[error("a rate cannot be raised above the configured {} requests per {:?}, burst {}", configured.requests, configured.period, configured.burst)]
@@ -115,10 +115,10 @@ pub enum RateError {
         /// The rate configured.
         configured: RateLimit,
     },
-    /// Too many providers have a rate already.
-    #[error("at most {limit} providers may have a rate")]
+    /// Too many providers (or tenants) have a rate already.
+    #[error("at most {limit} providers, and as many tenants, may have a rate")]
     Full {
-        /// The most providers with a rate.
+        /// The most providers (or tenants) with a rate.
         limit: u32,
     },
     /// The pools are closed.
@@ -175,13 +175,7 @@ impl ProviderPools {
         provider: &ProviderId,
         rate: RateLimit,
     ) -> Result<(), RateError> {
-        let rate = rate.valid()?;
-        if !self.is_open() {
-            return Err(RateError::Closed);
-        }
-        (self.inner.admission)
-            .configure_rate(provider.clone(), rate)
-            .map_err(RateError::of)
+        self.configure_rate(RateOwner::Provider(provider.clone()), rate)
     }
 
     /// Changes `provider`'s rate in force, live, to at most the configured
@@ -200,30 +194,83 @@ impl ProviderPools {
         provider: &ProviderId,
         rate: RateLimit,
     ) -> Result<(), RateError> {
-        let rate = rate.valid()?;
-        if !self.is_open() {
-            return Err(RateError::Closed);
-        }
-        (self.inner.admission)
-            .set_rate(provider, rate)
-            .map_err(RateError::of)
+        self.set_rate(&RateOwner::Provider(provider.clone()), rate)
     }
 
     /// `provider`'s rate in force, the configured one and its tokens now;
     /// `None` when it has no rate.
-    pub fn provider_rate(&self, provider: &ProviderId) -> Option<ProviderRate> {
-        let reading = self.inner.admission.rate_reading(provider)?;
-        Some(ProviderRate::of(reading))
+    pub fn provider_rate(&self, provider: &ProviderId) -> Option<RateInForce> {
+        let owner = RateOwner::Provider(provider.clone());
+        let reading = self.inner.admission.rate_reading(&owner)?;
+        Some(RateInForce::of(reading))
     }
 
     /// Every provider with a rate (at most 1,024), with its reading, by
     /// provider. It takes the admission queue's lock: meant for a scrape
     /// or a report, not for every request.
-    pub fn provider_rates(&self) -> Vec<(ProviderId, ProviderRate)> {
+    pub fn provider_rates(&self) -> Vec<(ProviderId, RateInForce)> {
         let mut rates: Vec<_> = (self.inner.admission.rate_readings().into_iter())
-            .map(|(provider, reading)| (provider, ProviderRate::of(reading)))
+            .map(|(provider, reading)| (provider, RateInForce::of(reading)))
             .collect();
         rates.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         rates
+    }
+
+    /// Configures `tenant`'s own request rate: how many of its requests
+    /// start per period on this node, over every provider (as its own
+    /// running ceiling spans providers). The rules of
+    /// [`Self::configure_provider_rate`]: in force at once with a full
+    /// burst, the most any change may set, outliving idle spells. A tenant
+    /// without a token leaves the rotation until its next one; its
+    /// requests need a token of their provider's rate too.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::configure_provider_rate`], [`RateError::Full`] past 1,024
+    /// tenants.
+    pub fn configure_tenant_rate(
+        &self,
+        tenant: &TenantId,
+        rate: RateLimit,
+    ) -> Result<(), RateError> {
+        self.configure_rate(RateOwner::Tenant(tenant.clone()), rate)
+    }
+
+    /// Changes `tenant`'s own rate in force, live, to at most its
+    /// configured one; the rules of [`Self::set_provider_rate`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::set_provider_rate`].
+    pub fn set_tenant_rate(&self, tenant: &TenantId, rate: RateLimit) -> Result<(), RateError> {
+        self.set_rate(&RateOwner::Tenant(tenant.clone()), rate)
+    }
+
+    /// `tenant`'s own rate in force, the configured one and its tokens
+    /// now; `None` when it has no rate of its own.
+    pub fn tenant_rate(&self, tenant: &TenantId) -> Option<RateInForce> {
+        let owner = RateOwner::Tenant(tenant.clone());
+        let reading = self.inner.admission.rate_reading(&owner)?;
+        Some(RateInForce::of(reading))
+    }
+
+    fn configure_rate(&self, owner: RateOwner, rate: RateLimit) -> Result<(), RateError> {
+        let rate = rate.valid()?;
+        if !self.is_open() {
+            return Err(RateError::Closed);
+        }
+        (self.inner.admission)
+            .configure_rate(owner, rate)
+            .map_err(RateError::of)
+    }
+
+    fn set_rate(&self, owner: &RateOwner, rate: RateLimit) -> Result<(), RateError> {
+        let rate = rate.valid()?;
+        if !self.is_open() {
+            return Err(RateError::Closed);
+        }
+        (self.inner.admission)
+            .set_rate(owner, rate)
+            .map_err(RateError::of)
     }
 }

@@ -21,7 +21,7 @@ use loom::thread;
 use super::core::{Core, BATCH, PASSES};
 use super::fixtures::{admit, attached, granted, provider, waiting, StandIn};
 use super::queue::Ceilings;
-use super::{Admission, Ended, Rate, RunningGrant, Waiting};
+use super::{Admission, Ended, Rate, RateOwner, RunningGrant, Waiting};
 use crate::ledger::Ledger;
 use crate::limits::Limits;
 
@@ -213,7 +213,8 @@ fn a_token_awaited_by_a_group_any_owner_parks_reaches_the_alarm() {
                 period: Duration::from_secs(10),
                 burst: 1,
             };
-            core.configure_rate(provider(), rate).expect("a first rate");
+            core.configure_rate(RateOwner::Provider(provider()), rate)
+                .expect("a first rate");
             let racing = {
                 let core = Arc::clone(&core);
                 thread::spawn(move || admit(&core, "b"))

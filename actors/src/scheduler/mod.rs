@@ -142,6 +142,10 @@ pub(crate) const OWN_CEILINGS: usize = 1_024;
 pub(crate) type OwnCeiling = queue::Owner<TenantId, ProviderId>;
 pub(crate) use queue::Expiry;
 
+/// Whose request rate, in the engine's identities: a tenant's or a
+/// provider's.
+pub(crate) type RateOwner = queue::Owner<TenantId, ProviderId>;
+
 /// A tenant's or provider's own running ceiling refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OwnCeilingRefused {

@@ -19,7 +19,9 @@ use crate::scheduler::queue::{
     Bound, Ceilings, Expiry, FairQueue, Rate, RateReading, RateRefused, Refused, RunningKey,
     TenantDemand, Usage,
 };
-use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused, RateBound, OWN_CEILINGS};
+use crate::scheduler::{
+    CeilingInUse, OwnCeiling, OwnCeilingRefused, RateBound, RateOwner, OWN_CEILINGS,
+};
 
 /// An operation left for the queue owner by a caller that found the queue
 /// owned.
@@ -311,28 +313,24 @@ impl State {
         Ok(())
     }
 
-    /// Configures `provider`'s request rate (see
-    /// [`FairQueue::configure_rate`]), at most [`OWN_CEILINGS`] providers.
+    /// Configures a provider's or tenant's request rate (see
+    /// [`FairQueue::configure_rate`]), at most [`OWN_CEILINGS`] of each kind.
     pub(crate) fn configure_rate(
         &mut self,
-        provider: ProviderId,
+        owner: RateOwner,
         rate: Rate,
     ) -> Result<(), RateRefused> {
-        self.queue.configure_rate(provider, rate, OWN_CEILINGS)
+        self.queue.configure_rate(owner, rate, OWN_CEILINGS)
     }
 
-    /// Changes `provider`'s rate in force (see [`FairQueue::set_rate`]).
-    pub(crate) fn set_rate(
-        &mut self,
-        provider: &ProviderId,
-        rate: Rate,
-    ) -> Result<(), RateRefused> {
-        self.queue.set_rate(provider, rate)
+    /// Changes a rate in force (see [`FairQueue::set_rate`]).
+    pub(crate) fn set_rate(&mut self, owner: &RateOwner, rate: Rate) -> Result<(), RateRefused> {
+        self.queue.set_rate(owner, rate)
     }
 
-    /// `provider`'s rate and tokens now, if it has a rate.
-    pub(crate) fn rate_reading(&self, provider: &ProviderId) -> Option<RateReading> {
-        self.queue.rate_reading(provider)
+    /// `owner`'s rate and tokens now, if it has a rate.
+    pub(crate) fn rate_reading(&self, owner: &RateOwner) -> Option<RateReading> {
+        self.queue.rate_reading(owner)
     }
 
     /// Every rate-limited provider's rate and tokens now.

@@ -8,7 +8,7 @@ use super::{Core, HANDED, PASSES, STOPPED};
 use crate::identity::{ProviderId, TenantId};
 use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantDemand, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
-use crate::scheduler::{Rate, RateReading, RateRefused};
+use crate::scheduler::{Rate, RateOwner, RateReading, RateRefused};
 use crate::sync::Ordering;
 
 impl Core {
@@ -75,32 +75,27 @@ impl Core {
         set
     }
 
-    /// Configures `provider`'s request rate: in force at once, and the
-    /// most any later change may set.
-    pub(crate) fn configure_rate(
-        &self,
-        provider: ProviderId,
-        rate: Rate,
-    ) -> Result<(), RateRefused> {
+    /// Configures a provider's or tenant's request rate: in force at once,
+    /// and the most any later change may set.
+    pub(crate) fn configure_rate(&self, owner: RateOwner, rate: Rate) -> Result<(), RateRefused> {
         let mut state = self.lock();
-        let set = state.configure_rate(provider, rate);
+        let set = state.configure_rate(owner, rate);
         self.settle(&mut state);
         set
     }
 
-    /// Changes `provider`'s rate in force, at most its configured one;
-    /// what a raise makes ready is granted, and the alarm is asked for
-    /// the next token.
-    pub(crate) fn set_rate(&self, provider: &ProviderId, rate: Rate) -> Result<(), RateRefused> {
+    /// Changes a rate in force, at most its configured one; what a raise
+    /// makes ready is granted, and the alarm is asked for the next token.
+    pub(crate) fn set_rate(&self, owner: &RateOwner, rate: Rate) -> Result<(), RateRefused> {
         let mut state = self.lock();
-        let set = state.set_rate(provider, rate);
+        let set = state.set_rate(owner, rate);
         self.settle(&mut state);
         set
     }
 
-    /// `provider`'s rate and its tokens now, if it has a rate.
-    pub(crate) fn rate_reading(&self, provider: &ProviderId) -> Option<RateReading> {
-        self.lock().rate_reading(provider)
+    /// `owner`'s rate and its tokens now, if it has a rate.
+    pub(crate) fn rate_reading(&self, owner: &RateOwner) -> Option<RateReading> {
+        self.lock().rate_reading(owner)
     }
 
     /// Every rate-limited provider's rate and tokens now.

@@ -31,6 +31,10 @@ pub(super) struct Tenant<K> {
     /// Its own running ceiling, if it has one (capped by the node-wide
     /// `running_per_tenant` when read).
     pub(super) own_ceiling: Option<u32>,
+    /// Its request rate and TAT, if it has a rate.
+    pub(super) rate: Option<super::Gcra>,
+    /// Listed as awaiting a token (see `rate.rs`).
+    pub(super) awaiting: bool,
     links: [Links; 2],
 }
 
@@ -56,7 +60,7 @@ pub(super) struct Provider<P> {
 }
 
 impl<K> Tenant<K> {
-    pub(super) fn new(key: K, own_ceiling: Option<u32>) -> Self {
+    pub(super) fn new(key: K, own_ceiling: Option<u32>, rate: Option<super::Gcra>) -> Self {
         Self {
             key,
             pending: 0,
@@ -64,6 +68,8 @@ impl<K> Tenant<K> {
             groups: List::new(0),
             active: false,
             own_ceiling,
+            rate,
+            awaiting: false,
             links: [Links::DETACHED; 2],
         }
     }
@@ -181,7 +187,14 @@ where
     ) -> Option<(u32, u32, u32)> {
         let t = t.or_else(|| {
             let own = self.own_ceilings.get(&tenant).copied();
-            let (t, _) = self.tenants.insert(Tenant::new(tenant.clone(), own)).ok()?;
+            let rate = if self.rates.tenants.is_empty() {
+                None
+            } else {
+                self.rates.tenants.get(&tenant).copied()
+            };
+            let (t, _) = (self.tenants)
+                .insert(Tenant::new(tenant.clone(), own, rate))
+                .ok()?;
             self.created_tenants.push_back(&mut self.tenants, t);
             self.tenant_ix.insert(tenant, t);
             Some(t)
@@ -189,10 +202,10 @@ where
         let p = p.or_else(|| {
             let own = self.own_provider_ceilings.get(&provider).copied();
             let expiry = self.own_provider_expiries.get(&provider).copied();
-            let rate = if self.rates.table.is_empty() {
+            let rate = if self.rates.providers.is_empty() {
                 None
             } else {
-                self.rates.table.get(&provider).copied()
+                self.rates.providers.get(&provider).copied()
             };
             let (p, _) = self
                 .providers
@@ -248,6 +261,10 @@ where
             self.created_tenants.remove(&mut self.tenants, t);
             if let Some(tenant) = self.tenants.remove(t) {
                 debug_assert!(!tenant.active && tenant.groups.is_empty());
+                if let Some(gcra) = tenant.rate {
+                    // The TAT outlives the entry: idling resets nothing.
+                    self.rates.tenants.insert(tenant.key.clone(), gcra);
+                }
                 self.tenant_ix.remove(&tenant.key);
             }
         }
@@ -261,7 +278,7 @@ where
                 debug_assert!(provider.blocked.is_empty());
                 if let Some(gcra) = provider.rate {
                     // The TAT outlives the entry: idling resets nothing.
-                    self.rates.table.insert(provider.key.clone(), gcra);
+                    self.rates.providers.insert(provider.key.clone(), gcra);
                 }
                 self.provider_ix.remove(&provider.key);
             }

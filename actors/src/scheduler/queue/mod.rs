@@ -134,8 +134,9 @@ pub(crate) struct FairQueue<T, K, P> {
     own_provider_ceilings: HashMap<P, u32>,
     /// When providers' own ceilings fall back, for those that do.
     own_provider_expiries: HashMap<P, Expiry>,
-    /// Providers' request rates, likewise, and those awaiting a token.
-    rates: Rates<P>,
+    /// Providers' and tenants' request rates, likewise, and those
+    /// awaiting a token.
+    rates: Rates<K, P>,
     group_ix: IndexMap<(u32, u32), u32>,
     /// Running grants per (tenant slot, provider slot), for [`Self::demand`];
     /// an entry exists only while its count is above zero.

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::FairQueue;
+use super::{FairQueue, Owner};
 
 #[cfg(test)]
 mod tests;
@@ -139,26 +139,33 @@ impl Gcra {
     }
 }
 
-/// The rates of providers, kept while their bookkeeping comes and goes.
+/// The rates of providers and tenants, kept while their bookkeeping comes
+/// and goes, and those awaiting a token.
 #[derive(Debug)]
-pub(super) struct Rates<P> {
+pub(super) struct Rates<K, P> {
     /// Each rate-limited provider's rate, and its TAT while it is idle
     /// (its entry holds the live one while it has work).
-    pub(super) table: HashMap<P, Gcra>,
+    pub(super) providers: HashMap<P, Gcra>,
+    /// Each rate-limited tenant's, likewise.
+    pub(super) tenants: HashMap<K, Gcra>,
     /// Providers (slot, generation) whose groups may be parked for a token.
     pub(super) awaiting: Vec<(u32, u32)>,
+    /// Tenants (slot, generation) out of the rotation for want of a token.
+    pub(super) awaiting_tenants: Vec<(u32, u32)>,
 }
 
-impl<P> Default for Rates<P> {
+impl<K, P> Default for Rates<K, P> {
     fn default() -> Self {
         Self {
-            table: HashMap::new(),
+            providers: HashMap::new(),
+            tenants: HashMap::new(),
             awaiting: Vec::new(),
+            awaiting_tenants: Vec::new(),
         }
     }
 }
 
-/// What a provider's rate shows at one instant.
+/// What a provider's or tenant's rate shows at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RateReading {
     /// The rate in force.
@@ -174,85 +181,116 @@ where
     K: Clone + Eq + Hash,
     P: Clone + Eq + Hash,
 {
-    /// Configures `provider`'s request rate, with a full burst: the rate
-    /// in force and the most any later change may set. Refused when it
-    /// has one already, or `most` other providers have one.
+    /// Configures `owner`'s request rate, with a full burst: the rate in
+    /// force and the most any later change may set. Refused when it has
+    /// one already, or `most` others of its kind have one.
     pub(crate) fn configure_rate(
         &mut self,
-        provider: P,
+        owner: Owner<K, P>,
         rate: Rate,
         most: usize,
     ) -> Result<(), RateRefused> {
-        if let Some(gcra) = self.rates.table.get(&provider) {
-            return Err(RateRefused::Configured(gcra.configured));
-        }
-        if self.rates.table.len() >= most {
-            return Err(RateRefused::Full { limit: most as u32 });
-        }
         let gcra = Gcra::new(rate, Instant::now());
-        self.rates.table.insert(provider.clone(), gcra);
-        if let Some(p) = self.provider_ix.get(&provider).copied() {
-            if let Some(entry) = self.providers.get_mut(p) {
-                entry.rate = Some(gcra);
+        match owner {
+            Owner::Provider(provider) => {
+                configure(&mut self.rates.providers, provider.clone(), gcra, most)?;
+                let p = self.provider_ix.get(&provider).copied();
+                if let Some(entry) = p.and_then(|p| self.providers.get_mut(p)) {
+                    entry.rate = Some(gcra);
+                }
+            }
+            Owner::Tenant(tenant) => {
+                configure(&mut self.rates.tenants, tenant.clone(), gcra, most)?;
+                let t = self.tenant_ix.get(&tenant).copied();
+                if let Some(entry) = t.and_then(|t| self.tenants.get_mut(t)) {
+                    entry.rate = Some(gcra);
+                }
             }
         }
         Ok(())
     }
 
-    /// Changes `provider`'s rate in force to `rate`, at most the one
+    /// Changes `owner`'s rate in force to `rate`, at most the one
     /// configured. Its TAT stays: a lower rate spaces the grants still to
-    /// come, none already made is taken back; a higher one unblocks what
-    /// it makes ready.
-    pub(crate) fn set_rate(&mut self, provider: &P, rate: Rate) -> Result<(), RateRefused> {
-        let Some(configured) = self.rates.table.get(provider).map(|x| x.configured) else {
-            return Err(RateRefused::Unconfigured);
-        };
-        if !rate.within(&configured) {
-            return Err(RateRefused::Raised(configured));
-        }
-        if let Some(gcra) = self.rates.table.get_mut(provider) {
-            gcra.rate = rate;
-        }
-        if let Some(p) = self.provider_ix.get(provider).copied() {
-            if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
-                gcra.rate = rate;
+    /// come, none already made is taken back; a higher one grants what it
+    /// makes ready.
+    pub(crate) fn set_rate(&mut self, owner: &Owner<K, P>, rate: Rate) -> Result<(), RateRefused> {
+        match owner {
+            Owner::Provider(provider) => {
+                change(self.rates.providers.get_mut(provider), rate)?;
+                if let Some(p) = self.provider_ix.get(provider).copied() {
+                    if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
+                        gcra.rate = rate;
+                    }
+                    self.unblock_provider(p);
+                }
             }
-            self.unblock_provider(p);
+            Owner::Tenant(tenant) => {
+                change(self.rates.tenants.get_mut(tenant), rate)?;
+                if let Some(t) = self.tenant_ix.get(tenant).copied() {
+                    if let Some(gcra) = self.tenants.get_mut(t).and_then(|x| x.rate.as_mut()) {
+                        gcra.rate = rate;
+                    }
+                    self.sync_tenant(t);
+                }
+            }
         }
         Ok(())
     }
 
-    /// True when some provider has a rate: admission then asks
+    /// True when some provider or tenant has a rate: admission then asks
     /// [`Self::rate_turn`].
     pub(crate) fn has_rates(&self) -> bool {
-        !self.rates.table.is_empty()
+        !(self.rates.providers.is_empty() && self.rates.tenants.is_empty())
     }
 
     /// When a request pushed now for (`tenant`, `provider`) could be
-    /// granted at the earliest under the provider's rate: its own group's
-    /// waiters are all granted before it (FIFO), each taking a token.
-    /// `None` when the provider has no rate.
+    /// granted at the earliest under the provider's and the tenant's
+    /// rates: its own group's waiters are all granted before it (FIFO),
+    /// each taking a token of both. The later of the two turns, with the
+    /// rate that sets it; `None` when neither has a rate.
     pub(crate) fn rate_turn(&self, tenant: &K, provider: &P) -> Option<(Rate, Instant)> {
         let p = self.provider_ix.get(provider).copied();
-        let gcra = match p.and_then(|p| self.providers.get(p)) {
-            Some(entry) => entry.rate?,
-            None => *self.rates.table.get(provider)?,
-        };
-        let ahead = (self.tenant_ix.get(tenant).copied())
+        let t = self.tenant_ix.get(tenant).copied();
+        let ahead = t
             .zip(p)
             .and_then(|key| self.group_ix.get(&key))
             .and_then(|&g| self.groups.get(g))
             .map_or(0, |group| group.waiters.len());
-        Some((gcra.rate, gcra.turn(Instant::now(), ahead)))
+        let now = Instant::now();
+        let turn = |gcra: Gcra| (gcra.rate, gcra.turn(now, ahead));
+        let by_provider = self.gcra_of(&Owner::Provider(provider.clone())).map(turn);
+        let by_tenant = self.gcra_of(&Owner::Tenant(tenant.clone())).map(turn);
+        match (by_provider, by_tenant) {
+            (Some(a), Some(b)) => Some(if b.1 > a.1 { b } else { a }),
+            (a, b) => a.or(b),
+        }
     }
 
-    /// The rate of `provider` and its tokens now, if it has a rate.
-    pub(crate) fn rate_reading(&self, provider: &P) -> Option<RateReading> {
-        let p = self.provider_ix.get(provider).copied();
-        let gcra = match p.and_then(|p| self.providers.get(p)) {
-            Some(entry) => entry.rate?,
-            None => *self.rates.table.get(provider)?,
-        };
+    /// `owner`'s rate and TAT: its entry's while it has work, else the
+    /// table's.
+    fn gcra_of(&self, owner: &Owner<K, P>) -> Option<Gcra> {
+        match owner {
+            Owner::Provider(provider) => {
+                let p = self.provider_ix.get(provider).copied();
+                match p.and_then(|p| self.providers.get(p)) {
+                    Some(entry) => entry.rate,
+                    None => self.rates.providers.get(provider).copied(),
+                }
+            }
+            Owner::Tenant(tenant) => {
+                let t = self.tenant_ix.get(tenant).copied();
+                match t.and_then(|t| self.tenants.get(t)) {
+                    Some(entry) => entry.rate,
+                    None => self.rates.tenants.get(tenant).copied(),
+                }
+            }
+        }
+    }
+
+    /// The rate of `owner` and its tokens now, if it has a rate.
+    pub(crate) fn rate_reading(&self, owner: &Owner<K, P>) -> Option<RateReading> {
+        let gcra = self.gcra_of(owner)?;
         Some(RateReading {
             rate: gcra.rate,
             configured: gcra.configured,
@@ -262,26 +300,53 @@ where
 
     /// Every rate-limited provider's reading, in no particular order.
     pub(crate) fn rate_readings(&self) -> Vec<(P, RateReading)> {
-        (self.rates.table.keys())
-            .filter_map(|provider| Some((provider.clone(), self.rate_reading(provider)?)))
+        (self.rates.providers.keys())
+            .filter_map(|provider| {
+                let reading = self.rate_reading(&Owner::Provider(provider.clone()))?;
+                Some((provider.clone(), reading))
+            })
             .collect()
     }
 
-    /// The earliest instant a provider awaiting a token gets one, for the
-    /// alarm; `None` when none awaits one it lacks now.
+    /// The earliest instant a provider or tenant awaiting a token gets
+    /// one, for the alarm; `None` when none awaits one it lacks now.
     pub(crate) fn next_token(&self) -> Option<Instant> {
         let now = Instant::now();
-        (self.rates.awaiting.iter())
+        let providers = (self.rates.awaiting.iter())
             .filter(|&&(p, generation)| self.providers.generation(p) == Some(generation))
-            .filter_map(|&(p, _)| self.providers.get(p)?.rate)
+            .filter_map(|&(p, _)| self.providers.get(p)?.rate);
+        let tenants = (self.rates.awaiting_tenants.iter())
+            .filter(|&&(t, generation)| self.tenants.generation(t) == Some(generation))
+            .filter_map(|&(t, _)| self.tenants.get(t)?.rate);
+        (providers.chain(tenants))
             .filter(|gcra| !gcra.ready(now))
             .map(|gcra| gcra.turn(now, 0))
             .min()
     }
 
-    /// Unblocks every awaiting provider whose token came, in the order
-    /// they began awaiting; forgets those with nothing parked any more.
+    /// Puts every awaiting tenant whose token came back in the rotation,
+    /// then unblocks every awaiting provider whose token came, each in the
+    /// order they began awaiting; forgets those that await no more.
     pub(crate) fn refill(&mut self) {
+        let awaiting = std::mem::take(&mut self.rates.awaiting_tenants);
+        let mut kept = Vec::with_capacity(awaiting.len());
+        for (t, generation) in awaiting {
+            if self.tenants.generation(t) != Some(generation) {
+                continue;
+            }
+            self.sync_tenant(t);
+            let now = Instant::now();
+            match self.tenants.get_mut(t) {
+                Some(entry) if entry.rate.is_some_and(|gcra| !gcra.ready(now)) => {
+                    kept.push((t, generation));
+                }
+                Some(entry) => entry.awaiting = false,
+                None => {}
+            }
+        }
+        // Syncing lists no tenant anew: those lacking a token were listed.
+        kept.append(&mut self.rates.awaiting_tenants);
+        self.rates.awaiting_tenants = kept;
         let awaiting = std::mem::take(&mut self.rates.awaiting);
         let mut kept = Vec::with_capacity(awaiting.len());
         for (p, generation) in awaiting {
@@ -317,4 +382,50 @@ where
             self.rates.awaiting.push((p, generation));
         }
     }
+
+    /// Lists tenant `t` as awaiting a token, once.
+    pub(super) fn await_tenant_token(&mut self, t: u32) {
+        let Some(generation) = self.tenants.generation(t) else {
+            return;
+        };
+        if let Some(entry) = self.tenants.get_mut(t).filter(|x| !x.awaiting) {
+            entry.awaiting = true;
+            if self.rates.awaiting_tenants.len() >= 2 * self.tenants.len() + 64 {
+                let tenants = &self.tenants;
+                (self.rates.awaiting_tenants)
+                    .retain(|&(t, generation)| tenants.generation(t) == Some(generation));
+            }
+            self.rates.awaiting_tenants.push((t, generation));
+        }
+    }
+}
+
+/// Configures a first rate in `table`, or refuses.
+fn configure<X: Eq + Hash>(
+    table: &mut HashMap<X, Gcra>,
+    key: X,
+    gcra: Gcra,
+    most: usize,
+) -> Result<(), RateRefused> {
+    if let Some(configured) = table.get(&key) {
+        return Err(RateRefused::Configured(configured.configured));
+    }
+    if table.len() >= most {
+        return Err(RateRefused::Full { limit: most as u32 });
+    }
+    table.insert(key, gcra);
+    Ok(())
+}
+
+/// Changes the rate in force of a table's entry, at most its configured
+/// one, or refuses.
+fn change(entry: Option<&mut Gcra>, rate: Rate) -> Result<(), RateRefused> {
+    let Some(gcra) = entry else {
+        return Err(RateRefused::Unconfigured);
+    };
+    if !rate.within(&gcra.configured) {
+        return Err(RateRefused::Raised(gcra.configured));
+    }
+    gcra.rate = rate;
+    Ok(())
 }

@@ -20,7 +20,9 @@ where
     K: Clone + Eq + Hash,
     P: Clone + Eq + Hash,
 {
-    /// Puts tenant `t` in the rotation (at the back) exactly when eligible.
+    /// Puts tenant `t` in the rotation (at the back) exactly when eligible:
+    /// with groups, under its running ceiling, and with a token of its own
+    /// rate if it has one (else it awaits the next).
     pub(super) fn sync_tenant(&mut self, t: u32) {
         let node_wide = self.ceilings.running_per_tenant;
         let Some(tenant) = self.tenants.get_mut(t) else {
@@ -30,7 +32,10 @@ where
         let ceiling = tenant
             .own_ceiling
             .map_or(node_wide, |own| own.min(node_wide));
-        let eligible = !tenant.groups.is_empty() && tenant.running < ceiling;
+        let waits = !tenant.groups.is_empty() && tenant.running < ceiling;
+        // Out of tokens for its own rate, it awaits the next one.
+        let lacks = waits && (tenant.rate).is_some_and(|gcra| !gcra.ready(Instant::now()));
+        let eligible = waits && !lacks;
         if eligible != tenant.active {
             tenant.active = eligible;
             if eligible {
@@ -38,6 +43,9 @@ where
             } else {
                 self.rotation.remove(&mut self.tenants, t);
             }
+        }
+        if lacks {
+            self.await_tenant_token(t);
         }
     }
 
@@ -194,6 +202,9 @@ where
         }
         let waiter: Waiter<T> = self.waiters.remove(index)?;
         if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
+            gcra.take(Instant::now());
+        }
+        if let Some(gcra) = self.tenants.get_mut(t).and_then(|x| x.rate.as_mut()) {
             gcra.take(Instant::now());
         }
         self.count(Some(t), Some(p), Move::Grant);

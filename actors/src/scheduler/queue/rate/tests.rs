@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::super::properties::assert_invariants;
-use super::super::{Ceilings, FairQueue};
+use super::super::{Ceilings, FairQueue, Owner};
 use super::{Rate, RateRefused};
 
 type Q = FairQueue<u32, &'static str, u32>;
@@ -36,7 +36,7 @@ fn rate(requests: u32, period_ms: u64, burst: u32) -> Rate {
 
 fn limited(r: Rate) -> Q {
     let mut q = Q::new(wide());
-    q.configure_rate(P, r, 16)
+    q.configure_rate(Owner::Provider(P), r, 16)
         .expect("a first rate is configured");
     q
 }
@@ -172,16 +172,17 @@ async fn a_live_lowering_spaces_later_grants_and_revokes_none() {
     let first = [q.next_grant(), q.next_grant()].map(|g| g.expect("the burst").running);
     assert!(q.next_grant().is_none(), "the burst is spent");
     assert_eq!(
-        q.set_rate(&P, rate(20, 1_000, 2)),
+        q.set_rate(&Owner::Provider(P), rate(20, 1_000, 2)),
         Err(RateRefused::Raised(rate(10, 1_000, 2))),
         "never above the configured rate"
     );
     assert_eq!(
-        q.set_rate(&P, rate(10, 1_000, 3)),
+        q.set_rate(&Owner::Provider(P), rate(10, 1_000, 3)),
         Err(RateRefused::Raised(rate(10, 1_000, 2))),
         "nor a larger burst"
     );
-    q.set_rate(&P, rate(2, 1_000, 1)).expect("a lowering");
+    q.set_rate(&Owner::Provider(P), rate(2, 1_000, 1))
+        .expect("a lowering");
     assert_eq!(q.running(), 2, "the grants made stand");
     // The TAT stands at 200 ms (two grants at 10 a second): the next token
     // comes then, and one every 500 ms after it.
@@ -242,19 +243,98 @@ async fn the_turn_counts_the_requests_of_the_same_line_ahead() {
 fn a_rate_is_configured_once_and_at_most_so_many_providers_have_one() {
     let mut q = Q::new(wide());
     assert_eq!(
-        q.set_rate(&P, rate(1, 1_000, 1)),
+        q.set_rate(&Owner::Provider(P), rate(1, 1_000, 1)),
         Err(RateRefused::Unconfigured)
     );
-    q.configure_rate(P, rate(5, 1_000, 1), 2)
+    q.configure_rate(Owner::Provider(P), rate(5, 1_000, 1), 2)
         .expect("the first");
     assert_eq!(
-        q.configure_rate(P, rate(1, 1_000, 1), 2),
+        q.configure_rate(Owner::Provider(P), rate(1, 1_000, 1), 2),
         Err(RateRefused::Configured(rate(5, 1_000, 1)))
     );
-    q.configure_rate(8, rate(5, 1_000, 1), 2)
+    q.configure_rate(Owner::Provider(8), rate(5, 1_000, 1), 2)
         .expect("the second");
     assert_eq!(
-        q.configure_rate(9, rate(5, 1_000, 1), 2),
+        q.configure_rate(Owner::Provider(9), rate(5, 1_000, 1), 2),
         Err(RateRefused::Full { limit: 2 })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tenants_own_rate_holds_it_and_its_unused_turns_go_to_the_others() {
+    // The provider grants 100 a second; a may start 10 a second of its
+    // own. Max-min fair: a gets its 10, b and c split the other 90. a's
+    // burst of 2 absorbs the wait for the provider's token and its turn
+    // in the rotation after each of its own tokens comes (with a burst of
+    // 1 that wait would be lost every time, and a would get about 8.4).
+    let mut q = limited(rate(100, 1_000, 1));
+    q.configure_rate(Owner::Tenant("a"), rate(10, 1_000, 2), 16)
+        .expect("a tenant's first rate");
+    let mut item = 0;
+    for tenant in ["a", "b", "c"] {
+        for _ in 0..600 {
+            item += 1;
+            q.push(tenant, P, item).expect("room");
+        }
+    }
+    let start = Instant::now();
+    let end = start + Duration::from_secs(5);
+    let mut log = Vec::new();
+    grant_ready(&mut q, &mut log);
+    while let Some(next) = q.next_token().filter(|&next| next <= end) {
+        advance_to(next).await;
+        grant_ready(&mut q, &mut log);
+    }
+    let of = |who: &str| -> Vec<Instant> {
+        log.iter()
+            .filter(|&&(_, t)| t == who)
+            .map(|&(at, _)| at)
+            .collect()
+    };
+    let a = of("a");
+    // Its burst, then one per 100 ms until 5 s (each up to two provider
+    // tokens late).
+    assert!((50..=52).contains(&a.len()), "a got {}", a.len());
+    assert_within_one_burst(
+        &a.iter().map(|&at| (at, "a")).collect::<Vec<_>>(),
+        rate(10, 1_000, 2),
+    );
+    let (b, c) = (of("b").len() as f64, of("c").len() as f64);
+    assert_eq!(log.len(), 1 + 500, "the provider's whole rate was used");
+    let fair = (log.len() - a.len()) as f64 / 2.0;
+    for share in [b, c] {
+        assert!((share - fair).abs() <= 0.02 * fair, "{share} vs {fair}");
+    }
+    assert_within_one_burst(&log, rate(100, 1_000, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_turn_is_the_later_of_the_providers_and_the_tenants() {
+    let mut q = limited(rate(10, 1_000, 1));
+    q.configure_rate(Owner::Tenant("a"), rate(1, 1_000, 1), 16)
+        .expect("a tenant's first rate");
+    let now = Instant::now();
+    q.push("a", P, 1).expect("room");
+    let running = q.next_grant().expect("both tokens ready");
+    let turn = |q: &Q, tenant| q.rate_turn(&tenant, &P).map(|(r, at)| (r, at - now));
+    // a's own rate sets its turn; b only waits for the provider's.
+    assert_eq!(
+        turn(&q, "a"),
+        Some((rate(1, 1_000, 1), Duration::from_secs(1)))
+    );
+    assert_eq!(
+        turn(&q, "b"),
+        Some((rate(10, 1_000, 1), Duration::from_millis(100)))
+    );
+    q.release_running(running.running);
+    // a went idle: its TAT stays.
+    assert_eq!(q.tenant_counts(&"a"), (0, 0));
+    assert_eq!(
+        turn(&q, "a"),
+        Some((rate(1, 1_000, 1), Duration::from_secs(1)))
+    );
+    assert_eq!(
+        q.set_rate(&Owner::Tenant("a"), rate(2, 1_000, 1)),
+        Err(RateRefused::Raised(rate(1, 1_000, 1)))
     );
 }
