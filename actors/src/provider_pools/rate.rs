@@ -1,14 +1,16 @@
-//! Providers' request rates: how many requests of a provider may start
-//! per period, shared between the tenants waiting for it.
+//! Request rates: how many requests of a provider may start per period,
+//! shared between the tenants waiting for it, and how many of a tenant's
+//! may start per period on this node.
 //!
-//! A provider's rate is configured once ([`ProviderPools::configure_provider_rate`])
-//! and changed live ([`ProviderPools::set_provider_rate`]) under the rules of
-//! `lower_limits`: never above what was configured, and nothing already
-//! granted is taken back. Admission grants a request only when a running
-//! slot and a token of its provider's rate are both free; tenants waiting
-//! for tokens take them in the fair rotation, and a request whose turn
-//! cannot come before its deadline is refused at once
-//! ([`AdmitError::RateLimited`](crate::AdmitError::RateLimited)). See
+//! A rate is configured once ([`ProviderPools::configure_provider_rate`],
+//! [`ProviderPools::configure_tenant_rate`]) and changed live
+//! ([`ProviderPools::set_provider_rate`], [`ProviderPools::set_tenant_rate`])
+//! under the rules of `lower_limits`: never above what was configured, and
+//! nothing already granted is taken back. Admission grants a request only
+//! when a running slot and a token of each rate it is under are free;
+//! tenants waiting for a provider's tokens take them in the fair rotation,
+//! and a request whose turn cannot come before its deadline is refused at
+//! once ([`AdmitError::RateLimited`](crate::AdmitError::RateLimited)). See
 //! docs/decisions/0090-a-provider-rate-is-a-gcra-in-the-fair-queue.md.
 
 use std::time::Duration;

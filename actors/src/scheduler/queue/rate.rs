@@ -1,5 +1,5 @@
-//! Providers' request rates: a generic cell rate algorithm (GCRA) per
-//! rate-limited provider, consulted where the running ceiling is.
+//! Request rates of providers and tenants: a generic cell rate algorithm
+//! (GCRA) each, consulted where the running ceilings are.
 //!
 //! A rate of `requests` per `period` with a `burst` grants one request
 //! every `interval = period / requests`, and up to `burst` at once after a
@@ -14,21 +14,30 @@
 //!   keep that order when its next token comes. Tenants waiting on it
 //!   therefore take its tokens in rotation, and a tenant that stops
 //!   asking leaves its turns to the others.
-//! - A provider whose groups park for a token is *awaiting* it: listed in
+//! - A tenant without a token of its own rate is treated as one at its
+//!   running ceiling: it leaves the rotation, and rejoins at the back.
+//! - A grant takes a token of its provider's rate and of its tenant's.
+//! - A provider whose groups park for a token, or a tenant out of the
+//!   rotation for one, is *awaiting* it: listed for
 //!   [`FairQueue::next_token`], which the scheduler's one alarm also
-//!   serves (no timer of its own); [`FairQueue::refill`] unblocks every
-//!   awaiting provider whose token came.
-//! - A provider's rate outlives its bookkeeping (its TAT is written back
-//!   when its entry goes idle), so idling never resets what was granted.
-//! - A provider without a rate pays one branch on an `Option` per check.
+//!   serves (no timer of its own); [`FairQueue::refill`] puts the awaiting
+//!   tenants whose token came back in the rotation, then unblocks the
+//!   awaiting providers whose token came, each in the order they began
+//!   awaiting.
+//! - A rate outlives its owner's bookkeeping (the TAT is written back when
+//!   the entry goes idle), so idling never resets what was granted.
+//! - A provider or tenant without a rate pays one branch on an `Option`
+//!   per check.
 //!
 //! # Invariants
 //!
-//! - Grants of a rate-limited provider over any window `w` ≤ `burst + w /
-//!   interval` for the rate in force; a change of rate keeps the TAT, so
-//!   nothing granted is taken back and nothing is granted twice.
-//! - Every provider with groups parked while its token is not ready is in
-//!   the awaiting list.
+//! - Grants of a rate-limited provider (tenant) over any window `w` ≤
+//!   `burst + w / interval` for the rate in force; a change of rate keeps
+//!   the TAT, so nothing granted is taken back and nothing is granted
+//!   twice.
+//! - Every provider with groups parked while its token is not ready, and
+//!   every tenant out of the rotation only for want of a token, is listed
+//!   as awaiting exactly once.
 
 use std::collections::HashMap;
 use std::hash::Hash;
