@@ -49,10 +49,21 @@ impl RateLimit {
         self.period / self.requests.max(1)
     }
 
-    fn valid(self) -> Result<Rate, RateError> {
+    /// Checks the rate can be configured: at least one request per
+    /// period, a burst of at least one, at least a nanosecond per request.
+    ///
+    /// # Errors
+    ///
+    /// [`RateError::Invalid`] otherwise.
+    pub fn validate(&self) -> Result<(), RateError> {
         if self.requests == 0 || self.burst == 0 || self.interval().is_zero() {
-            return Err(RateError::Invalid { rate: self });
+            return Err(RateError::Invalid { rate: *self });
         }
+        Ok(())
+    }
+
+    fn valid(self) -> Result<Rate, RateError> {
+        self.validate()?;
         Ok(Rate {
             requests: self.requests,
             period: self.period,
