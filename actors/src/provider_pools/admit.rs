@@ -62,8 +62,10 @@ impl ProviderPools {
     /// # Errors
     ///
     /// [`AdmitError::Capacity`] (naming the bound), [`AdmitError::Busy`],
-    /// [`AdmitError::Timeout`], [`AdmitError::Closed`],
-    /// [`AdmitError::Unavailable`] and [`AdmitError::Slot`].
+    /// [`AdmitError::RateLimited`] at once when a request rate cannot grant
+    /// it before its deadline, [`AdmitError::Timeout`],
+    /// [`AdmitError::Closed`], [`AdmitError::Unavailable`] and
+    /// [`AdmitError::Slot`].
     ///
     /// # Examples
     ///

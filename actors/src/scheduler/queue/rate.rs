@@ -268,32 +268,38 @@ where
             .map_or(0, |group| group.waiters.len());
         let now = Instant::now();
         let turn = |gcra: Gcra| (gcra.rate, gcra.turn(now, ahead));
-        let by_provider = self.gcra_of(&Owner::Provider(provider.clone())).map(turn);
-        let by_tenant = self.gcra_of(&Owner::Tenant(tenant.clone())).map(turn);
+        let by_provider = self.provider_gcra(p, provider).map(turn);
+        let by_tenant = self.tenant_gcra(t, tenant).map(turn);
         match (by_provider, by_tenant) {
             (Some(a), Some(b)) => Some(if b.1 > a.1 { b } else { a }),
             (a, b) => a.or(b),
         }
     }
 
-    /// `owner`'s rate and TAT: its entry's while it has work, else the
-    /// table's.
+    /// `provider`'s rate and TAT (its slot `p`, if it has one): its entry's
+    /// while it has work, else the table's.
+    fn provider_gcra(&self, p: Option<u32>, provider: &P) -> Option<Gcra> {
+        match p.and_then(|p| self.providers.get(p)) {
+            Some(entry) => entry.rate,
+            None => self.rates.providers.get(provider).copied(),
+        }
+    }
+
+    /// `tenant`'s, likewise.
+    fn tenant_gcra(&self, t: Option<u32>, tenant: &K) -> Option<Gcra> {
+        match t.and_then(|t| self.tenants.get(t)) {
+            Some(entry) => entry.rate,
+            None => self.rates.tenants.get(tenant).copied(),
+        }
+    }
+
+    /// `owner`'s rate and TAT.
     fn gcra_of(&self, owner: &Owner<K, P>) -> Option<Gcra> {
         match owner {
             Owner::Provider(provider) => {
-                let p = self.provider_ix.get(provider).copied();
-                match p.and_then(|p| self.providers.get(p)) {
-                    Some(entry) => entry.rate,
-                    None => self.rates.providers.get(provider).copied(),
-                }
+                self.provider_gcra(self.provider_ix.get(provider).copied(), provider)
             }
-            Owner::Tenant(tenant) => {
-                let t = self.tenant_ix.get(tenant).copied();
-                match t.and_then(|t| self.tenants.get(t)) {
-                    Some(entry) => entry.rate,
-                    None => self.rates.tenants.get(tenant).copied(),
-                }
-            }
+            Owner::Tenant(tenant) => self.tenant_gcra(self.tenant_ix.get(tenant).copied(), tenant),
         }
     }
 
