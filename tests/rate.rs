@@ -227,12 +227,19 @@ async fn a_live_lowering_spaces_later_grants_and_revokes_none() {
         }),
         "configured once"
     );
-    assert_eq!(
-        pools.configure_provider_rate(&provider, per_second(0, 1)),
-        Err(RateError::Invalid {
-            rate: per_second(0, 1)
-        })
-    );
+    for invalid in [
+        per_second(0, 1),
+        per_second(1, 0),
+        per_second(1, RateLimit::MAX_BURST + 1),
+        RateLimit::new(1, RateLimit::MAX_PERIOD + Duration::from_nanos(1), 1),
+        RateLimit::new(2, Duration::from_nanos(1), 1),
+    ] {
+        assert_eq!(
+            pools.set_provider_rate(&provider, invalid),
+            Err(RateError::Invalid { rate: invalid }),
+            "{invalid:?}"
+        );
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -49,14 +49,24 @@ impl RateLimit {
         self.period / self.requests.max(1)
     }
 
+    /// The longest period a rate may have: one day.
+    pub const MAX_PERIOD: Duration = Duration::from_secs(86_400);
+    /// The largest burst a rate may have.
+    pub const MAX_BURST: u32 = 1_000_000;
+
     /// Checks the rate can be configured: at least one request per
-    /// period, a burst of at least one, at least a nanosecond per request.
+    /// period, a period of at most [`Self::MAX_PERIOD`], a burst of 1 to
+    /// [`Self::MAX_BURST`], at least a nanosecond per request.
     ///
     /// # Errors
     ///
     /// [`RateError::Invalid`] otherwise.
     pub fn validate(&self) -> Result<(), RateError> {
-        if self.requests == 0 || self.burst == 0 || self.interval().is_zero() {
+        let invalid = self.requests == 0
+            || self.period > Self::MAX_PERIOD
+            || !(1..=Self::MAX_BURST).contains(&self.burst)
+            || self.interval().is_zero();
+        if invalid {
             return Err(RateError::Invalid { rate: *self });
         }
         Ok(())
@@ -107,7 +117,8 @@ impl RateInForce {
 /// Why a rate was not configured or changed; nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RateError {
-    /// A rate of no requests, no burst, or under a nanosecond per request.
+    /// A rate of no requests, no burst, a burst or period over its bound,
+    /// or under a nanosecond per request.
     #[error("invalid rate: {} requests per {:?} with a burst of {}", rate.requests, rate.period, rate.burst)]
     Invalid {
         /// The refused rate.

@@ -55,9 +55,10 @@ mod tests;
 pub(crate) struct Rate {
     /// Requests per period; at least one.
     pub(crate) requests: u32,
-    /// The period; at least one nanosecond per request.
+    /// The period; at least one nanosecond per request, at most a day
+    /// (so the instants below never overflow).
     pub(crate) period: Duration,
-    /// Grants allowed at once after a quiet spell; at least one.
+    /// Grants allowed at once after a quiet spell; 1 to 10⁶.
     pub(crate) burst: u32,
 }
 
