@@ -35,9 +35,10 @@ pub enum AdmitError {
         /// The limit in force.
         limit: u32,
     },
-    /// The provider's request rate cannot grant the request before its
-    /// deadline, given the requests of its tenant queued ahead of it for
-    /// that provider: refused at once instead of waiting to time out.
+    /// A request rate — the provider's, or the tenant's own — cannot grant
+    /// the request before its deadline, given the requests of its tenant
+    /// queued ahead of it for that provider: refused at once instead of
+    /// waiting to time out. It names the rate that sets the turn.
     #[error("rate limited: {requests} requests per {period:?} grant this request in {wait:?} at the earliest, after its deadline")]
     RateLimited {
         /// The rate in force: requests per `period`.

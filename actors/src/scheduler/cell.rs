@@ -31,7 +31,7 @@ pub(crate) enum Answer {
     Granted(RunningKey),
     /// A pending bound refused the request.
     Refused(Refused),
-    /// Its provider's rate cannot grant it before its deadline.
+    /// Its provider's or tenant's rate cannot grant it before its deadline.
     RateLimited(RateBound),
     /// Admission closed before the request was granted.
     Closed,

@@ -95,7 +95,8 @@ pub(crate) fn ceilings(limits: &Limits) -> Ceilings {
 pub(crate) enum Ended {
     /// A pending bound refused the request.
     Refused(Refused),
-    /// The provider's rate cannot grant the request before its deadline.
+    /// The provider's or tenant's rate cannot grant the request before its
+    /// deadline.
     RateLimited(RateBound),
     /// Admission closed before the request was granted.
     Closed,
@@ -105,8 +106,8 @@ pub(crate) enum Ended {
     Busy,
 }
 
-/// A request refused at once because its provider's rate cannot grant it
-/// before its deadline.
+/// A request refused at once because its provider's or tenant's rate
+/// cannot grant it before its deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RateBound {
     /// The rate in force.

@@ -49,7 +49,7 @@ pub(crate) enum Admitted {
     Queued(Arc<Cell>),
     /// A pending bound refused it.
     Refused(Refused),
-    /// Its provider's rate cannot grant it before its deadline.
+    /// Its provider's or tenant's rate cannot grant it before its deadline.
     RateLimited(RateBound),
     /// Admission is closed.
     Closed,
@@ -155,8 +155,9 @@ impl State {
     }
 
     /// The refusal of a request for (`tenant`, `provider`) whose turn under
-    /// the provider's rate comes after `deadline`; `None` when it can come
-    /// in time, or the provider has no rate (one branch when none has).
+    /// the provider's or tenant's rate comes after `deadline`; `None` when
+    /// it can come in time, or neither has a rate (one branch when nobody
+    /// has).
     fn rate_late(
         &self,
         tenant: &TenantId,

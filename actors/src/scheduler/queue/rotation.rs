@@ -201,6 +201,7 @@ where
             group.waiters.remove(&mut self.waiters, index);
         }
         let waiter: Waiter<T> = self.waiters.remove(index)?;
+        // A token of each rate the grant is under.
         if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
             gcra.take(Instant::now());
         }
