@@ -352,3 +352,32 @@ async fn a_flooding_tenant_leaves_the_others_their_max_min_fair_share_of_the_rat
     let jain = (a + b + c).powi(2) / (3.0 * (a * a + b * b + c * c));
     assert!(jain >= 0.99, "Jain's index {jain}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_share_of_a_rate_held_until_an_instant_falls_back_by_the_nodes_clock() {
+    let (pools, receipt) = with_mem(provider_pools::Limits::DEFAULT).await;
+    let provider = receipt.provider.clone();
+    pools
+        .configure_provider_rate(&provider, per_second(100, 5))
+        .expect("a first rate");
+    let until = Instant::now() + Duration::from_secs(1);
+    assert_eq!(
+        pools.set_provider_rate_until(&provider, per_second(50, 5), until, per_second(60, 1)),
+        Err(RateError::FallbackAbove {
+            then: per_second(60, 1)
+        })
+    );
+    assert_eq!(
+        pools.set_provider_rate_until(&provider, per_second(200, 5), until, per_second(1, 1)),
+        Err(RateError::Raised {
+            configured: per_second(100, 5)
+        })
+    );
+    pools
+        .set_provider_rate_until(&provider, per_second(50, 5), until, per_second(2, 1))
+        .expect("a share and its floor");
+    let rate = |pools: &ProviderPools| pools.provider_rate(&provider).map(|r| r.rate);
+    assert_eq!(rate(&pools), Some(per_second(50, 5)));
+    tokio::time::sleep_until(until).await;
+    assert_eq!(rate(&pools), Some(per_second(2, 1)), "no call needed");
+}

@@ -15,9 +15,11 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::identity::{ProviderId, TenantId};
 use crate::provider_pools::ProviderPools;
-use crate::scheduler::{Rate, RateOwner, RateReading, RateRefused};
+use crate::scheduler::{Fallback, Rate, RateOwner, RateReading, RateRefused};
 
 /// A request rate: at most `requests` per `period` on average, and at most
 /// `burst` at once after a quiet spell.
@@ -145,6 +147,13 @@ pub enum RateError {
         /// The most providers (or tenants) with a rate.
         limit: u32,
     },
+    /// A fallback rate faster, or burstier, than the rate it follows
+    /// ([`ProviderPools::set_provider_rate_until`]).
+    #[error("a fallback of {} requests per {:?}, burst {}, is above the rate it follows", then.requests, then.period, then.burst)]
+    FallbackAbove {
+        /// The refused fallback.
+        then: RateLimit,
+    },
     /// The pools are closed.
     #[error("provider pools are closed")]
     Closed,
@@ -161,6 +170,9 @@ impl RateError {
                 configured: RateLimit::of(rate),
             },
             RateRefused::Full { limit } => Self::Full { limit },
+            RateRefused::FallbackAbove(then) => Self::FallbackAbove {
+                then: RateLimit::of(then),
+            },
         }
     }
 }
@@ -288,13 +300,49 @@ impl ProviderPools {
             .map_err(RateError::of)
     }
 
+    /// Gives `provider` the rate `rate` until `until`, and `then` from
+    /// that instant on — a share of a global rate held under a lease: a
+    /// cluster node's share, valid while its registration surely lives,
+    /// falling back to its floor by its own clock.
+    ///
+    /// The fallback is read at every admission check, not by a timer: a
+    /// process stopped past `until` grants at most `then` when it resumes.
+    /// The TAT stays across the change, as for [`Self::set_provider_rate`];
+    /// a later call (with or without a fallback) replaces this one.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::set_provider_rate`] (both rates at most the configured
+    /// one); [`RateError::FallbackAbove`] when `then` is faster or
+    /// burstier than `rate`. A refusal changes nothing.
+    pub fn set_provider_rate_until(
+        &self,
+        provider: &ProviderId,
+        rate: RateLimit,
+        until: Instant,
+        then: RateLimit,
+    ) -> Result<(), RateError> {
+        let then = then.valid()?;
+        let fallback = Fallback { until, then };
+        self.change_rate(&RateOwner::Provider(provider.clone()), rate, Some(fallback))
+    }
+
     fn set_rate(&self, owner: &RateOwner, rate: RateLimit) -> Result<(), RateError> {
+        self.change_rate(owner, rate, None)
+    }
+
+    fn change_rate(
+        &self,
+        owner: &RateOwner,
+        rate: RateLimit,
+        fallback: Option<Fallback>,
+    ) -> Result<(), RateError> {
         let rate = rate.valid()?;
         if !self.is_open() {
             return Err(RateError::Closed);
         }
         (self.inner.admission)
-            .set_rate(owner, rate)
+            .set_rate(owner, rate, fallback)
             .map_err(RateError::of)
     }
 }

@@ -16,8 +16,8 @@ use crate::limits::LimitField;
 use crate::scheduler::cell::{Answer, Cell};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{
-    Bound, Ceilings, Expiry, FairQueue, Rate, RateReading, RateRefused, Refused, RunningKey,
-    TenantDemand, Usage,
+    Bound, Ceilings, Expiry, FairQueue, Fallback, Rate, RateReading, RateRefused, Refused,
+    RunningKey, TenantDemand, Usage,
 };
 use crate::scheduler::{
     CeilingInUse, OwnCeiling, OwnCeilingRefused, RateBound, RateOwner, OWN_CEILINGS,
@@ -325,8 +325,13 @@ impl State {
     }
 
     /// Changes a rate in force (see [`FairQueue::set_rate`]).
-    pub(crate) fn set_rate(&mut self, owner: &RateOwner, rate: Rate) -> Result<(), RateRefused> {
-        self.queue.set_rate(owner, rate)
+    pub(crate) fn set_rate(
+        &mut self,
+        owner: &RateOwner,
+        rate: Rate,
+        fallback: Option<Fallback>,
+    ) -> Result<(), RateRefused> {
+        self.queue.set_rate(owner, rate, fallback)
     }
 
     /// `owner`'s rate and tokens now, if it has a rate.

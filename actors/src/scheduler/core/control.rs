@@ -8,7 +8,7 @@ use super::{Core, HANDED, PASSES, STOPPED};
 use crate::identity::{ProviderId, TenantId};
 use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantDemand, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
-use crate::scheduler::{Rate, RateOwner, RateReading, RateRefused};
+use crate::scheduler::{Fallback, Rate, RateOwner, RateReading, RateRefused};
 use crate::sync::Ordering;
 
 impl Core {
@@ -84,11 +84,17 @@ impl Core {
         set
     }
 
-    /// Changes a rate in force, at most its configured one; what a raise
-    /// makes ready is granted, and the alarm is asked for the next token.
-    pub(crate) fn set_rate(&self, owner: &RateOwner, rate: Rate) -> Result<(), RateRefused> {
+    /// Changes a rate in force, at most its configured one, with its
+    /// fallback if any; what a raise makes ready is granted, and the alarm
+    /// is asked for the next token.
+    pub(crate) fn set_rate(
+        &self,
+        owner: &RateOwner,
+        rate: Rate,
+        fallback: Option<Fallback>,
+    ) -> Result<(), RateRefused> {
         let mut state = self.lock();
-        let set = state.set_rate(owner, rate);
+        let set = state.set_rate(owner, rate, fallback);
         self.settle(&mut state);
         set
     }

@@ -49,8 +49,8 @@ mod own_ceilings;
 use own_ceilings::GrantedUnder;
 pub(crate) use own_ceilings::{Expiry, Owner};
 mod rate;
+pub(crate) use rate::{Fallback, Rate, RateReading, RateRefused};
 use rate::{Gcra, Rates};
-pub(crate) use rate::{Rate, RateReading, RateRefused};
 mod rotation;
 mod slab;
 

@@ -239,7 +239,7 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
                 }
                 Op::SetRate(owner, r, b) => {
                     prop_assert_eq!(
-                        queue.set_rate(&owner, rate(r, b)),
+                        queue.set_rate(&owner, rate(r, b), None),
                         model.set_rate(owner, rate(r, b))
                     );
                 }

@@ -26,6 +26,8 @@
 //!   awaiting.
 //! - A rate outlives its owner's bookkeeping (the TAT is written back when
 //!   the entry goes idle), so idling never resets what was granted.
+//! - A rate may be held until an instant and fall back to a lower one then
+//!   ([`Fallback`]), read at every check: no timer applies it.
 //! - A provider or tenant without a rate pays one branch on an `Option`
 //!   per check.
 //!
@@ -93,15 +95,30 @@ pub(crate) enum RateRefused {
     Raised(Rate),
     /// `limit` providers have a rate already.
     Full { limit: u32 },
+    /// The fallback is faster or burstier than the rate it follows.
+    FallbackAbove(Rate),
 }
 
-/// One provider's rate and its theoretical arrival time.
+/// A rate held until an instant, and the rate it falls back to then (a
+/// cluster node's share of a global rate, held under a lease).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fallback {
+    /// The instant the fallback applies from.
+    pub(crate) until: Instant,
+    /// The rate from then on; at most the rate it follows.
+    pub(crate) then: Rate,
+}
+
+/// One provider's (or tenant's) rate and its theoretical arrival time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Gcra {
-    /// The rate in force.
+    /// The rate in force (until `fallback`'s instant, if any).
     pub(crate) rate: Rate,
     /// The rate configured: no change goes above it.
     pub(crate) configured: Rate,
+    /// What `rate` falls back to, and when: read at every check, so no
+    /// timer applies it.
+    pub(crate) fallback: Option<Fallback>,
     /// When the next token would be ready if the burst were one.
     tat: Instant,
 }
@@ -112,25 +129,37 @@ impl Gcra {
         Self {
             rate,
             configured: rate,
+            fallback: None,
             tat: now,
+        }
+    }
+
+    /// The rate in force at `now`: the fallback's once its instant came.
+    pub(crate) fn rate_at(&self, now: Instant) -> Rate {
+        match self.fallback {
+            Some(fallback) if now >= fallback.until => fallback.then,
+            _ => self.rate,
         }
     }
 
     /// True when a token is ready at `now`.
     pub(crate) fn ready(&self, now: Instant) -> bool {
-        self.tat <= now + self.rate.tolerance()
+        self.tat <= now + self.rate_at(now).tolerance()
     }
 
     /// Takes a token at `now` (the caller checked [`Self::ready`]).
     pub(crate) fn take(&mut self, now: Instant) {
-        self.tat = self.tat.max(now) + self.rate.interval();
+        self.tat = self.tat.max(now) + self.rate_at(now).interval();
     }
 
     /// The instant the token after `ahead` more grants is ready, at the
-    /// earliest: now, or later when the tokens are spent.
+    /// earliest under the rate in force now: now, or later when the tokens
+    /// are spent. (A fallback still to come may make it later; the alarm
+    /// that rings too early finds no token and is asked again.)
     pub(crate) fn turn(&self, now: Instant, ahead: u32) -> Instant {
-        let tat = self.tat.max(now) + self.rate.interval().saturating_mul(ahead);
-        let tolerance = self.rate.tolerance();
+        let rate = self.rate_at(now);
+        let tat = self.tat.max(now) + rate.interval().saturating_mul(ahead);
+        let tolerance = rate.tolerance();
         if tat <= now + tolerance {
             now
         } else {
@@ -140,12 +169,11 @@ impl Gcra {
 
     /// Tokens ready at `now` (at most the burst).
     pub(crate) fn tokens(&self, now: Instant) -> u32 {
-        let room = (now + self.rate.tolerance() + self.rate.interval())
-            .saturating_duration_since(self.tat.max(now));
-        let tokens = room.as_nanos() / self.rate.interval().as_nanos().max(1);
-        u32::try_from(tokens)
-            .unwrap_or(u32::MAX)
-            .min(self.rate.burst)
+        let rate = self.rate_at(now);
+        let room =
+            (now + rate.tolerance() + rate.interval()).saturating_duration_since(self.tat.max(now));
+        let tokens = room.as_nanos() / rate.interval().as_nanos().max(1);
+        u32::try_from(tokens).unwrap_or(u32::MAX).min(rate.burst)
     }
 }
 
@@ -221,25 +249,30 @@ where
     }
 
     /// Changes `owner`'s rate in force to `rate`, at most the one
-    /// configured. Its TAT stays: a lower rate spaces the grants still to
-    /// come, none already made is taken back; a higher one grants what it
-    /// makes ready.
-    pub(crate) fn set_rate(&mut self, owner: &Owner<K, P>, rate: Rate) -> Result<(), RateRefused> {
+    /// configured, falling back as `fallback` says (none: for good). Its
+    /// TAT stays: a lower rate spaces the grants still to come, none
+    /// already made is taken back; a higher one grants what it makes ready.
+    pub(crate) fn set_rate(
+        &mut self,
+        owner: &Owner<K, P>,
+        rate: Rate,
+        fallback: Option<Fallback>,
+    ) -> Result<(), RateRefused> {
         match owner {
             Owner::Provider(provider) => {
-                change(self.rates.providers.get_mut(provider), rate)?;
+                let changed = change(self.rates.providers.get_mut(provider), rate, fallback)?;
                 if let Some(p) = self.provider_ix.get(provider).copied() {
                     if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
-                        gcra.rate = rate;
+                        (gcra.rate, gcra.fallback) = changed;
                     }
                     self.unblock_provider(p);
                 }
             }
             Owner::Tenant(tenant) => {
-                change(self.rates.tenants.get_mut(tenant), rate)?;
+                let changed = change(self.rates.tenants.get_mut(tenant), rate, fallback)?;
                 if let Some(t) = self.tenant_ix.get(tenant).copied() {
                     if let Some(gcra) = self.tenants.get_mut(t).and_then(|x| x.rate.as_mut()) {
-                        gcra.rate = rate;
+                        (gcra.rate, gcra.fallback) = changed;
                     }
                     self.sync_tenant(t);
                 }
@@ -268,7 +301,7 @@ where
             .and_then(|&g| self.groups.get(g))
             .map_or(0, |group| group.waiters.len());
         let now = Instant::now();
-        let turn = |gcra: Gcra| (gcra.rate, gcra.turn(now, ahead));
+        let turn = |gcra: Gcra| (gcra.rate_at(now), gcra.turn(now, ahead));
         let by_provider = self.provider_gcra(p, provider).map(turn);
         let by_tenant = self.tenant_gcra(t, tenant).map(turn);
         match (by_provider, by_tenant) {
@@ -307,10 +340,11 @@ where
     /// The rate of `owner` and its tokens now, if it has a rate.
     pub(crate) fn rate_reading(&self, owner: &Owner<K, P>) -> Option<RateReading> {
         let gcra = self.gcra_of(owner)?;
+        let now = Instant::now();
         Some(RateReading {
-            rate: gcra.rate,
+            rate: gcra.rate_at(now),
             configured: gcra.configured,
-            tokens: gcra.tokens(Instant::now()),
+            tokens: gcra.tokens(now),
         })
     }
 
@@ -434,14 +468,22 @@ fn configure<X: Eq + Hash>(
 }
 
 /// Changes the rate in force of a table's entry, at most its configured
-/// one, or refuses.
-fn change(entry: Option<&mut Gcra>, rate: Rate) -> Result<(), RateRefused> {
+/// one, and its fallback (at most that rate); answers what it set, or
+/// refuses.
+fn change(
+    entry: Option<&mut Gcra>,
+    rate: Rate,
+    fallback: Option<Fallback>,
+) -> Result<(Rate, Option<Fallback>), RateRefused> {
     let Some(gcra) = entry else {
         return Err(RateRefused::Unconfigured);
     };
     if !rate.within(&gcra.configured) {
         return Err(RateRefused::Raised(gcra.configured));
     }
-    gcra.rate = rate;
-    Ok(())
+    if let Some(fallback) = fallback.filter(|f| !f.then.within(&rate)) {
+        return Err(RateRefused::FallbackAbove(fallback.then));
+    }
+    (gcra.rate, gcra.fallback) = (rate, fallback);
+    Ok((rate, fallback))
 }

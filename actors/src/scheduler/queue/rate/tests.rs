@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::super::properties::assert_invariants;
 use super::super::{Ceilings, FairQueue, Owner};
-use super::{Rate, RateRefused};
+use super::{Fallback, Rate, RateRefused};
 
 type Q = FairQueue<u32, &'static str, u32>;
 
@@ -172,16 +172,16 @@ async fn a_live_lowering_spaces_later_grants_and_revokes_none() {
     let first = [q.next_grant(), q.next_grant()].map(|g| g.expect("the burst").running);
     assert!(q.next_grant().is_none(), "the burst is spent");
     assert_eq!(
-        q.set_rate(&Owner::Provider(P), rate(20, 1_000, 2)),
+        q.set_rate(&Owner::Provider(P), rate(20, 1_000, 2), None),
         Err(RateRefused::Raised(rate(10, 1_000, 2))),
         "never above the configured rate"
     );
     assert_eq!(
-        q.set_rate(&Owner::Provider(P), rate(10, 1_000, 3)),
+        q.set_rate(&Owner::Provider(P), rate(10, 1_000, 3), None),
         Err(RateRefused::Raised(rate(10, 1_000, 2))),
         "nor a larger burst"
     );
-    q.set_rate(&Owner::Provider(P), rate(2, 1_000, 1))
+    q.set_rate(&Owner::Provider(P), rate(2, 1_000, 1), None)
         .expect("a lowering");
     assert_eq!(q.running(), 2, "the grants made stand");
     // The TAT stands at 200 ms (two grants at 10 a second): the next token
@@ -243,7 +243,7 @@ async fn the_turn_counts_the_requests_of_the_same_line_ahead() {
 fn a_rate_is_configured_once_and_at_most_so_many_providers_have_one() {
     let mut q = Q::new(wide());
     assert_eq!(
-        q.set_rate(&Owner::Provider(P), rate(1, 1_000, 1)),
+        q.set_rate(&Owner::Provider(P), rate(1, 1_000, 1), None),
         Err(RateRefused::Unconfigured)
     );
     q.configure_rate(Owner::Provider(P), rate(5, 1_000, 1), 2)
@@ -334,7 +334,50 @@ async fn the_turn_is_the_later_of_the_providers_and_the_tenants() {
         Some((rate(1, 1_000, 1), Duration::from_secs(1)))
     );
     assert_eq!(
-        q.set_rate(&Owner::Tenant("a"), rate(2, 1_000, 1)),
+        q.set_rate(&Owner::Tenant("a"), rate(2, 1_000, 1), None),
         Err(RateRefused::Raised(rate(1, 1_000, 1)))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_held_until_an_instant_falls_back_by_the_clock_alone() {
+    let mut q = limited(rate(100, 1_000, 1));
+    let start = Instant::now();
+    let fallback = Fallback {
+        until: start + Duration::from_secs(1),
+        then: rate(10, 1_000, 1),
+    };
+    assert_eq!(
+        q.set_rate(
+            &Owner::Provider(P),
+            rate(100, 1_000, 1),
+            Some(Fallback {
+                then: rate(100, 1_000, 2),
+                ..fallback
+            })
+        ),
+        Err(RateRefused::FallbackAbove(rate(100, 1_000, 2))),
+        "a fallback never above the rate it follows"
+    );
+    q.set_rate(&Owner::Provider(P), rate(100, 1_000, 1), Some(fallback))
+        .expect("a share with its fallback");
+    for i in 0..200 {
+        q.push("a", P, i).expect("room");
+    }
+    let end = start + Duration::from_secs(2);
+    let mut log = Vec::new();
+    grant_ready(&mut q, &mut log);
+    while let Some(next) = q.next_token().filter(|&next| next <= end) {
+        advance_to(next).await;
+        grant_ready(&mut q, &mut log);
+    }
+    let before = log.iter().filter(|&&(at, _)| at < fallback.until).count();
+    // 100 a second until 1 s (0, 10 ms, ..., 990 ms), then 10 a second
+    // (1 s, 1.1 s, ..., 2 s): no call was needed for the fallback.
+    assert_eq!((before, log.len() - before), (100, 11));
+    assert_within_one_burst(&log[before..], rate(10, 1_000, 1));
+    assert_eq!(
+        q.rate_reading(&Owner::Provider(P)).map(|r| r.rate),
+        Some(rate(10, 1_000, 1))
     );
 }
