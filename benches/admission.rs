@@ -58,6 +58,15 @@
 //!   `tokio::task::yield_now` before dropping it, so 64 are held and the
 //!   rest wait in every limiter's queue; every row pays the same yield.
 //!
+//! What a provider's rate costs on the admission path, in one run:
+//!
+//! - `admission_rate/no_rate`: the `admission_1024` cycle (64 tenants × 8
+//!   providers) on a registry whose providers have no rate;
+//! - `admission_rate/rate_never_binding`: the same cycle on a second
+//!   registry whose 8 providers each have a rate of 10⁹ a second with a
+//!   burst of 10⁶, which never binds: every check and every grant pays the
+//!   rate's bookkeeping, and nothing waits for a token.
+//!
 //! The concurrent rows time `1,024 × rounds` completed cycles and report
 //! total time / completed cycles (`iter_custom`). Everything runs on a
 //! 2-worker runtime.
@@ -72,7 +81,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use provider_pools::{
     AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan,
     Installation, LedgerId, Limits, OriginKind, OriginSlot, PolicyTable, PoolsConfig,
-    ProviderConfig, ProviderId, ProviderPools, ServiceName, SessionId, TenantId, TypedSlot,
+    ProviderConfig, ProviderId, ProviderPools, RateLimit, ServiceName, SessionId, TenantId,
+    TypedSlot,
 };
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
@@ -413,5 +423,46 @@ fn held(c: &mut Criterion) {
     loaded_group(c, ONE_TENANT, Hold::AcrossYield, |_, _, _| {});
 }
 
-criterion_group!(benches, lone_caller, loaded_1024, key_spread, held);
+/// The 64 × 8 cycle without and with a rate that never binds.
+fn rate_cost(c: &mut Criterion) {
+    let runtime = runtime();
+    let plain = |runtime: &Runtime| {
+        let fixture = runtime.block_on(fixture(
+            runtime,
+            loaded_limits(SPREAD),
+            SPREAD.tenants,
+            SPREAD.providers,
+        ));
+        Arc::new(Admissions {
+            fixture,
+            shape: SPREAD,
+        })
+    };
+    let unrated = plain(&runtime);
+    let rated = plain(&runtime);
+    let never_binding = RateLimit::new(1_000_000_000, Duration::from_secs(1), 1_000_000);
+    for p in 0..SPREAD.providers {
+        let provider = ProviderId::new(format!("bench-{p}")).expect("provider");
+        (rated.fixture.pools)
+            .configure_provider_rate(&provider, never_binding)
+            .expect("a first rate");
+    }
+    let mut group = c.benchmark_group("admission_rate");
+    group.bench_function("no_rate", |b| {
+        b.iter_custom(|iters| loaded(&runtime, iters, &unrated, Hold::Release))
+    });
+    group.bench_function("rate_never_binding", |b| {
+        b.iter_custom(|iters| loaded(&runtime, iters, &rated, Hold::Release))
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    lone_caller,
+    loaded_1024,
+    key_spread,
+    held,
+    rate_cost
+);
 criterion_main!(benches);

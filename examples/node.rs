@@ -6,7 +6,8 @@
 //! as many workers as the others. Running capacity is smaller than demand,
 //! so everyone is backlogged and the scheduler's rotation decides. Halfway
 //! through, the HTTP provider's credential is rotated and the per-tenant
-//! running ceiling is lowered. The demo ends with a per-tenant table (grants,
+//! running ceiling is lowered. The HTTP provider has a request rate (300
+//! a second, from the node file), shown each second with its tokens. The demo ends with a per-tenant table (grants,
 //! p50/p99 admission wait, errors by kind), Jain's fairness index over the
 //! tenants, and the shutdown report; it exits non-zero unless the report is
 //! clean.
@@ -162,8 +163,13 @@ async fn run() -> Result<bool, BoxError> {
             .values()
             .map(|t| t.grants)
             .sum();
+        let rate = pools
+            .provider_rate(&weather_id)
+            .map_or_else(String::new, |r| {
+                format!(" | weather {:.0}/s, {} tokens", r.per_second(), r.tokens)
+            });
         println!(
-            "[{second:>3}s] grants {grants:>6} | running {:>2} pending {:>3} | conns active {} idle {} | epochs {} | workers {} drivers {}",
+            "[{second:>3}s] grants {grants:>6} | running {:>2} pending {:>3} | conns active {} idle {} | epochs {} | workers {} drivers {}{rate}",
             s.running_requests, s.pending_requests, s.connections.active, s.connections.idle,
             s.retained_epochs, s.workers, s.drivers,
         );

@@ -17,9 +17,10 @@ pub use provider_pools_actors::{
     IngressRequest, InstallError, InstallReceipt, Installation, JobError, JobHandle, LedgerId,
     LimitField, Limits, LimitsError, LookupError, LowerError, Multiplexed, OriginKind, OriginSlot,
     OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PoolsConfig, Prepaid,
-    ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, RestartPolicy,
-    RunningRequest, ServiceName, SessionId, Snapshot, SpawnError, StagedInput, StagedOutput,
-    StartError, StreamLease, TenantDemand, TenantId, TextPart, TypedSlot, Usage,
+    ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, RateError,
+    RateInForce, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot,
+    SpawnError, StagedInput, StagedOutput, StartError, StreamLease, TenantDemand, TenantId,
+    TextPart, TypedSlot, Usage,
 };
 /// The protocol adapters, each behind the feature of its name (`http`,
 /// `blob`, `s3`, `vault`, `nats`, `secret`); with none on, only

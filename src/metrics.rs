@@ -17,6 +17,7 @@
 //! | `provider_pools_tenant_served_share` | gauge (0..=1) | `tenant` |
 //! | `provider_pools_tenant_running_requests`, `_tenant_pending_requests` | gauge | `tenant` |
 //! | `provider_pools_provider_running_requests`, `_provider_pending_requests` | gauge | `provider` |
+//! | `provider_pools_provider_rate_per_second`, `_provider_rate_tokens` | gauge | `provider` (each provider with a rate) |
 //!
 //! Invariants:
 //! - Label values are stable codes, or tenant ids (public names): never a
@@ -33,6 +34,9 @@
 //!   [`ProviderPools::usage`] at each scrape: who holds requests now. The
 //!   same bound applies to each (the most loaded keys, then `_other`), so
 //!   their size is bounded too; snapshots stay aggregate.
+//! - The rate gauges read [`ProviderPools::provider_rates`]: the rate in
+//!   force and the tokens ready now of each provider with a rate (at most
+//!   1,024 of them).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -335,8 +339,37 @@ impl Collector for PoolsMetrics {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .limit;
-        usage::encode(&mut encoder, &self.pools.usage(), labels)
+        usage::encode(&mut encoder, &self.pools.usage(), labels)?;
+        encode_rates(&mut encoder, &self.pools.provider_rates())
     }
+}
+
+/// The rate gauges of every provider with a rate.
+fn encode_rates(
+    encoder: &mut DescriptorEncoder,
+    rates: &[(crate::ProviderId, crate::RateInForce)],
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(
+        "provider_pools_provider_rate_per_second",
+        "Each rate-limited provider's rate in force, in requests per second.",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (provider, rate) in rates {
+        let label = [("provider", provider.as_str())];
+        ConstGauge::new(rate.per_second()).encode(metric.encode_family(&label)?)?;
+    }
+    let mut metric = encoder.encode_descriptor(
+        "provider_pools_provider_rate_tokens",
+        "Each rate-limited provider's tokens ready now (at most its burst).",
+        None,
+        MetricType::Gauge,
+    )?;
+    for (provider, rate) in rates {
+        let label = [("provider", provider.as_str())];
+        ConstGauge::new(i64::from(rate.tokens)).encode(metric.encode_family(&label)?)?;
+    }
+    Ok(())
 }
 
 fn gauge(

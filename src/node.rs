@@ -47,6 +47,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::time::Duration;
 
 use provider_pools_adapters::http::{ApprovedOrigin, ConnectionSettings};
 use provider_pools_cluster::ClusterSection;
@@ -62,7 +63,7 @@ use toml::Spanned;
 
 use crate::{
     Authority, Credential, Epoch, Installation, Limits, OriginKind, OriginSlot, ProviderConfig,
-    ProviderId, ServiceName,
+    ProviderId, RateLimit, ServiceName,
 };
 
 /// A parsed node file.
@@ -128,6 +129,23 @@ pub struct ProviderDecl {
     /// Public, protocol-specific settings.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// The provider's request rate, if it has one: configured right after
+    /// its install (see [`crate::ProviderPools::configure_provider_rate`]).
+    #[serde(default)]
+    pub rate: Option<Spanned<RateDecl>>,
+}
+
+/// A provider's request rate in a node file:
+/// `rate = { requests = 100, period_ms = 1000, burst = 10 }`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateDecl {
+    /// Requests per period.
+    pub requests: u32,
+    /// The period, in milliseconds.
+    pub period_ms: u64,
+    /// Requests granted at once after a quiet spell.
+    pub burst: u32,
 }
 
 /// A node file that could not be used.
@@ -306,6 +324,41 @@ impl NodeConfig {
             .iter()
             .map(|p| self.installation(p))
             .collect()
+    }
+
+    /// The request rate of every provider section that has one, in file
+    /// order.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeConfigError::Invalid`] naming `provider.rate` and its line for
+    /// a rate [`RateLimit::validate`] refuses, or a provider id that does
+    /// not validate.
+    pub fn rates(&self) -> Result<Vec<(ProviderId, RateLimit)>, NodeConfigError> {
+        let mut rates = Vec::new();
+        for decl in &self.providers {
+            let Some(rate) = &decl.rate else {
+                continue;
+            };
+            let invalid = |span: Range<usize>, message: String| NodeConfigError::Invalid {
+                key: "provider.rate",
+                line: line_of(&self.text, &span),
+                message,
+            };
+            let provider = ProviderId::new(decl.id.get_ref().clone())
+                .map_err(|e| invalid(decl.id.span(), e.to_string()))?;
+            let RateDecl {
+                requests,
+                period_ms,
+                burst,
+            } = *rate.get_ref();
+            let limit = RateLimit::new(requests, Duration::from_millis(period_ms), burst);
+            limit
+                .validate()
+                .map_err(|e| invalid(rate.span(), e.to_string()))?;
+            rates.push((provider, limit));
+        }
+        Ok(rates)
     }
 
     fn installation(&self, decl: &ProviderDecl) -> Result<Installation, NodeConfigError> {

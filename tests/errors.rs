@@ -24,6 +24,14 @@ fn every_admission_error_has_its_stable_code() {
             },
             "capacity",
         ),
+        (
+            AdmitError::RateLimited {
+                requests: 10,
+                period: std::time::Duration::from_secs(1),
+                wait: std::time::Duration::from_secs(3),
+            },
+            "rate_limited",
+        ),
         (AdmitError::Timeout, "timeout"),
         (AdmitError::Closed, "closed"),
         (

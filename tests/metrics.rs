@@ -338,3 +338,55 @@ async fn who_holds_the_pool_now_is_exposed_per_tenant_and_per_provider() {
         .keys("provider_pools_provider_pending_requests{")
         .is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_providers_rate_its_tokens_and_its_refusals_are_exposed() {
+    let (pools, registry, receipt) = observed(Limits::DEFAULT).await;
+    let rate = provider_pools::RateLimit::new(10, Duration::from_secs(1), 3);
+    pools
+        .configure_provider_rate(&receipt.provider, rate)
+        .expect("a first rate");
+    let held = running(&pools, &receipt, "acme", 1).await;
+    let e = scrape(&registry);
+    for family in [
+        "provider_pools_provider_rate_per_second",
+        "provider_pools_provider_rate_tokens",
+    ] {
+        assert_eq!(
+            e.types.get(family).map(String::as_str),
+            Some("gauge"),
+            "{family}"
+        );
+    }
+    assert_eq!(
+        e.value("provider_pools_provider_rate_per_second{provider=\"web\"}"),
+        10.0
+    );
+    assert_eq!(
+        e.value("provider_pools_provider_rate_tokens{provider=\"web\"}"),
+        2.0,
+        "one of the burst of 3 spent"
+    );
+    // Two more spend the burst; a request due within 50 ms cannot wait
+    // for the next token (100 ms) and is refused at once.
+    let more = [
+        running(&pools, &receipt, "acme", 2).await,
+        running(&pools, &receipt, "acme", 3).await,
+    ];
+    let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+    let plan = support::plan_until("acme", 4, soon, soon);
+    let refused = pools
+        .admit(support::request(&pools, plan, &receipt, b""))
+        .await;
+    assert_eq!(refused.err().map(|e| e.code()), Some("rate_limited"));
+    let e = scrape(&registry);
+    assert_eq!(
+        e.value("provider_pools_admissions_total{outcome=\"rate_limited\"}"),
+        1.0
+    );
+    assert_eq!(
+        e.value("provider_pools_provider_rate_tokens{provider=\"web\"}"),
+        0.0
+    );
+    drop((held, more));
+}

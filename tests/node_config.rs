@@ -333,3 +333,33 @@ fn reading_a_missing_node_file_keeps_the_io_error_as_its_source() {
     assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
     assert_eq!(error.to_string(), "node configuration could not be read");
 }
+
+#[tokio::test]
+async fn a_providers_rate_in_the_node_file_is_configured_after_its_install() {
+    let text = "[[provider]]\nid = \"weather\"\nkind = \"http\"\nservice = \"s\"\nauthority = \"a\"\norigins = [\"http://127.0.0.1:1\"]\nrate = { requests = 300, period_ms = 1000, burst = 20 }\n";
+    let node = NodeConfig::parse(text)
+        .expect("valid file")
+        .start(base())
+        .await
+        .expect("node starts");
+    let weather = ProviderId::new("weather").expect("id");
+    let rate = node.pools.provider_rate(&weather).expect("a rate");
+    let configured = provider_pools::RateLimit::new(300, std::time::Duration::from_secs(1), 20);
+    assert_eq!(
+        (rate.rate, rate.configured, rate.tokens),
+        (configured, configured, 20)
+    );
+    // A rate of no requests is refused before anything starts, naming the
+    // key and its line.
+    let zero = text.replace("requests = 300", "requests = 0");
+    match NodeConfig::parse(&zero)
+        .expect("valid syntax")
+        .start(base())
+        .await
+    {
+        Err(NodeError::Config(NodeConfigError::Invalid { key, line, .. })) => {
+            assert_eq!((key, line), ("provider.rate", 7));
+        }
+        other => panic!("expected an invalid rate, got {:?}", other.err()),
+    }
+}

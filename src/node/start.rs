@@ -34,6 +34,17 @@ pub enum NodeError {
         /// the registry stopped within [`ROLLBACK_DEADLINE`].
         rollback: Box<Snapshot>,
     },
+    /// A provider's rate was refused after its install; the registry was
+    /// then shut down, as for [`NodeError::Install`].
+    #[error("configuring provider {provider}'s rate: {source}")]
+    Rate {
+        /// The provider.
+        provider: String,
+        /// Why.
+        source: crate::RateError,
+        /// The report of the rollback's shutdown.
+        rollback: Box<Snapshot>,
+    },
 }
 
 impl NodeConfig {
@@ -42,8 +53,9 @@ impl NodeConfig {
     /// Capabilities construct nothing.
     ///
     /// The steps: validate every section ([`NodeConfig::installations`],
-    /// nothing started yet), start the pools, install each provider in
-    /// file order. When an install fails, the registry is shut down
+    /// [`NodeConfig::rates`], nothing started yet), start the pools,
+    /// install each provider in file order, then configure the rates of
+    /// those that have one. When an install fails, the registry is shut down
     /// (waiting at most [`ROLLBACK_DEADLINE`]) before the error is
     /// returned, so no provider stays installed on a registry no handle
     /// reaches.
@@ -59,10 +71,12 @@ impl NodeConfig {
     /// # Errors
     ///
     /// [`NodeError::Config`] before anything starts; [`NodeError::Start`]
-    /// when the pools do not start; [`NodeError::Install`] naming the
-    /// provider refused, after the rollback, with the rollback's report.
+    /// when the pools do not start; [`NodeError::Install`] (or
+    /// [`NodeError::Rate`]) naming the provider refused, after the
+    /// rollback, with the rollback's report.
     pub async fn start(&self, base: PoolsConfig) -> Result<Node, NodeError> {
         let installations = self.installations()?;
+        let rates = self.rates()?;
         let pools = ProviderPools::start(PoolsConfig {
             limits: self.limits,
             ..base
@@ -84,6 +98,17 @@ impl NodeConfig {
                         rollback,
                     });
                 }
+            }
+        }
+        for (provider, rate) in rates {
+            if let Err(source) = pools.configure_provider_rate(&provider, rate) {
+                let deadline = tokio::time::Instant::now() + ROLLBACK_DEADLINE;
+                let rollback = Box::new(pools.shutdown(deadline).await);
+                return Err(NodeError::Rate {
+                    provider: provider.to_string(),
+                    source,
+                    rollback,
+                });
             }
         }
         Ok(Node { pools, receipts })

@@ -4,6 +4,7 @@
 //! for a variant; messages may be reworded.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::dispatch::Denied;
 use crate::error::LookupError;
@@ -34,6 +35,19 @@ pub enum AdmitError {
         used: u32,
         /// The limit in force.
         limit: u32,
+    },
+    /// A request rate — the provider's, or the tenant's own — cannot grant
+    /// the request before its deadline, given the requests of its tenant
+    /// queued ahead of it for that provider: refused at once instead of
+    /// waiting to time out. It names the rate that sets the turn.
+    #[error("rate limited: {requests} requests per {period:?} grant this request in {wait:?} at the earliest, after its deadline")]
+    RateLimited {
+        /// The rate in force: requests per `period`.
+        requests: u32,
+        /// The rate's period.
+        period: Duration,
+        /// How long from the refusal its turn would have come at the earliest.
+        wait: Duration,
     },
     /// The request's deadline passed (queue age, Store or I/O deadline).
     #[error("deadline passed before the request could proceed")]
@@ -107,6 +121,7 @@ impl AdmitError {
             Self::Unavailable { .. } => "unavailable",
             Self::Busy => "busy",
             Self::Capacity { .. } => "capacity",
+            Self::RateLimited { .. } => "rate_limited",
             Self::Timeout => "timeout",
             Self::Closed => "closed",
             Self::Revoked(_) => "revoked",

@@ -62,8 +62,10 @@ impl ProviderPools {
     /// # Errors
     ///
     /// [`AdmitError::Capacity`] (naming the bound), [`AdmitError::Busy`],
-    /// [`AdmitError::Timeout`], [`AdmitError::Closed`],
-    /// [`AdmitError::Unavailable`] and [`AdmitError::Slot`].
+    /// [`AdmitError::RateLimited`] at once when a request rate cannot grant
+    /// it before its deadline, [`AdmitError::Timeout`],
+    /// [`AdmitError::Closed`], [`AdmitError::Unavailable`] and
+    /// [`AdmitError::Slot`].
     ///
     /// # Examples
     ///
@@ -289,6 +291,11 @@ pub(super) fn ended_error(ended: Ended) -> AdmitError {
             let field = scheduler::bound_field(refused.bound);
             AdmitError::capacity(field, refused.used, refused.limit)
         }
+        Ended::RateLimited(late) => AdmitError::RateLimited {
+            requests: late.rate.requests,
+            period: late.rate.period,
+            wait: late.wait,
+        },
         Ended::Closed => AdmitError::Closed,
         Ended::TimedOut => AdmitError::Timeout,
         Ended::Busy => AdmitError::Busy,

@@ -15,6 +15,7 @@ mod inbound;
 mod jobs;
 mod own_running;
 mod prepay;
+mod rate;
 #[cfg(feature = "testing")]
 mod settled;
 mod shutdown;
@@ -38,6 +39,7 @@ use crate::supervision::RestartPolicy;
 use crate::workers::WorkerPool;
 
 pub use prepay::Prepaid;
+pub use rate::{RateError, RateInForce, RateLimit};
 #[cfg(feature = "testing")]
 pub use settled::NotSettled;
 

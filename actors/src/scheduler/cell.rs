@@ -21,6 +21,7 @@ use std::sync::PoisonError;
 use std::task::{Context, Poll, Waker};
 
 use crate::scheduler::queue::{Refused, RunningKey, WaiterKey};
+use crate::scheduler::RateBound;
 use crate::sync::{Mutex, MutexGuard};
 
 /// What a queued waiter hears.
@@ -30,6 +31,8 @@ pub(crate) enum Answer {
     Granted(RunningKey),
     /// A pending bound refused the request.
     Refused(Refused),
+    /// Its provider's or tenant's rate cannot grant it before its deadline.
+    RateLimited(RateBound),
     /// Admission closed before the request was granted.
     Closed,
     /// The request's deadline passed while it waited.

@@ -139,6 +139,7 @@ impl Core {
                 }
                 Admitted::Queued(cell) => Admission::Waiting(Waiting::new(cell, Arc::clone(self))),
                 Admitted::Refused(refused) => Admission::Ended(Ended::Refused(refused)),
+                Admitted::RateLimited(late) => Admission::Ended(Ended::RateLimited(late)),
                 Admitted::Closed => Admission::Ended(Ended::Closed),
             };
         }

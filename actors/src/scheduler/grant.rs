@@ -40,6 +40,7 @@ impl Future for Waiting {
         Poll::Ready(match answer {
             Answer::Granted(running) => Ok(RunningGrant::new(running, Arc::clone(&self.core))),
             Answer::Refused(refused) => Err(Ended::Refused(refused)),
+            Answer::RateLimited(late) => Err(Ended::RateLimited(late)),
             Answer::Closed => Err(Ended::Closed),
             Answer::TimedOut => Err(Ended::TimedOut),
         })

@@ -13,14 +13,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use loom::sync::atomic::Ordering::SeqCst;
 use loom::thread;
 
 use super::core::{Core, BATCH, PASSES};
-use super::fixtures::{admit, attached, granted, waiting, StandIn};
+use super::fixtures::{admit, attached, granted, provider, waiting, StandIn};
 use super::queue::Ceilings;
-use super::{Admission, Ended, RunningGrant, Waiting};
+use super::{Admission, Ended, Rate, RateOwner, RunningGrant, Waiting};
 use crate::ledger::Ledger;
 use crate::limits::Limits;
 
@@ -196,6 +197,46 @@ fn with_the_actor_stopping_a_hand_over_is_applied_by_one_side() {
             // The actor is gone: nothing serves its wake-ups.
             assert!(core.is_settled(), "a hand-over was lost with the actor");
             assert_eq!(core.counts(), (0, 0));
+        },
+    );
+}
+
+#[test]
+fn a_token_awaited_by_a_group_any_owner_parks_reaches_the_alarm() {
+    crate::sync::model(
+        "a_token_awaited_by_a_group_any_owner_parks_reaches_the_alarm",
+        Some(3),
+        || {
+            let (core, actor) = setup(4);
+            let rate = Rate {
+                requests: 1,
+                period: Duration::from_secs(10),
+                burst: 1,
+            };
+            core.configure_rate(RateOwner::Provider(provider()), rate)
+                .expect("a first rate");
+            let racing = {
+                let core = Arc::clone(&core);
+                thread::spawn(move || admit(&core, "b"))
+            };
+            let mine = admit(&core, "a");
+            let theirs = racing.join().expect("admitter");
+            let admissions = [mine, theirs];
+            let grants = (admissions.iter())
+                .filter(|a| matches!(a, Admission::Granted(_)))
+                .count();
+            assert_eq!(grants, 1, "one token, one grant");
+            actor.serve(&core);
+            // Whoever parked the other admit asked the alarm for the
+            // token (earlier than its deadline), and woke the actor.
+            let (asked, token) = core.with_state(|s| (s.asked_alarm(), s.next_token()));
+            let token = token.expect("the waiter's provider awaits a token");
+            assert!(
+                asked.is_some_and(|asked| asked <= token),
+                "{asked:?} vs {token:?}"
+            );
+            assert!(actor.wakes() >= 1, "the actor was woken to set it");
+            settled(&core, &actor, (1, 1));
         },
     );
 }

@@ -47,6 +47,8 @@ mod loom_model;
 #[cfg(test)]
 mod tests;
 
+use std::time::Duration;
+
 use ractor::RpcReplyPort;
 
 pub(crate) use self::core::Core;
@@ -58,6 +60,7 @@ use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, Limits};
 use crate::mailbox::MailboxBound;
 use queue::{Ceilings, Refused};
+pub(crate) use queue::{Fallback, Rate, RateReading, RateRefused};
 
 /// The scheduler's (control) mailbox bound.
 fn mailbox_bound() -> MailboxBound {
@@ -92,12 +95,25 @@ pub(crate) fn ceilings(limits: &Limits) -> Ceilings {
 pub(crate) enum Ended {
     /// A pending bound refused the request.
     Refused(Refused),
+    /// The provider's or tenant's rate cannot grant the request before its
+    /// deadline.
+    RateLimited(RateBound),
     /// Admission closed before the request was granted.
     Closed,
     /// The request's deadline passed while it waited.
     TimedOut,
     /// Too many operations were waiting for the queue's owner.
     Busy,
+}
+
+/// A request refused at once because its provider's or tenant's rate
+/// cannot grant it before its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RateBound {
+    /// The rate in force.
+    pub(crate) rate: Rate,
+    /// How long from now its turn would come at the earliest.
+    pub(crate) wait: Duration,
 }
 
 /// What an admit gets at once.
@@ -126,6 +142,10 @@ pub(crate) const OWN_CEILINGS: usize = 1_024;
 /// Whose own running ceiling, in the engine's identities.
 pub(crate) type OwnCeiling = queue::Owner<TenantId, ProviderId>;
 pub(crate) use queue::Expiry;
+
+/// Whose request rate, in the engine's identities: a tenant's or a
+/// provider's.
+pub(crate) type RateOwner = queue::Owner<TenantId, ProviderId>;
 
 /// A tenant's or provider's own running ceiling refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

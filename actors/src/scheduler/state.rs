@@ -16,9 +16,12 @@ use crate::limits::LimitField;
 use crate::scheduler::cell::{Answer, Cell};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{
-    Bound, Ceilings, Expiry, FairQueue, Refused, RunningKey, TenantDemand, Usage,
+    Bound, Ceilings, Expiry, FairQueue, Fallback, Rate, RateReading, RateRefused, Refused,
+    RunningKey, TenantDemand, Usage,
 };
-use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused, OWN_CEILINGS};
+use crate::scheduler::{
+    CeilingInUse, OwnCeiling, OwnCeilingRefused, RateBound, RateOwner, OWN_CEILINGS,
+};
 
 /// An operation left for the queue owner by a caller that found the queue
 /// owned.
@@ -46,6 +49,8 @@ pub(crate) enum Admitted {
     Queued(Arc<Cell>),
     /// A pending bound refused it.
     Refused(Refused),
+    /// Its provider's or tenant's rate cannot grant it before its deadline.
+    RateLimited(RateBound),
     /// Admission is closed.
     Closed,
 }
@@ -83,6 +88,9 @@ impl State {
     ) -> Admitted {
         if self.closed {
             return Admitted::Closed;
+        }
+        if let Some(late) = self.rate_late(tenant, &provider, deadline) {
+            return Admitted::RateLimited(late);
         }
         let key = match self.queue.push(tenant.clone(), provider, None) {
             Ok(key) => key,
@@ -131,6 +139,10 @@ impl State {
             let _ = cell.answer(Answer::Closed);
             return;
         }
+        if let Some(late) = self.rate_late(&tenant, &provider, deadline) {
+            let _ = cell.answer(Answer::RateLimited(late));
+            return;
+        }
         match self.queue.push(tenant, provider, Some(Arc::clone(&cell))) {
             Ok(key) => {
                 cell.queued_at(key);
@@ -140,6 +152,26 @@ impl State {
                 let _ = cell.answer(Answer::Refused(refused));
             }
         }
+    }
+
+    /// The refusal of a request for (`tenant`, `provider`) whose turn under
+    /// the provider's or tenant's rate comes after `deadline`; `None` when
+    /// it can come in time, or neither has a rate (one branch when nobody
+    /// has).
+    fn rate_late(
+        &self,
+        tenant: &TenantId,
+        provider: &ProviderId,
+        deadline: Instant,
+    ) -> Option<RateBound> {
+        if !self.queue.has_rates() {
+            return None;
+        }
+        let (rate, turn) = self.queue.rate_turn(tenant, provider)?;
+        (turn > deadline).then(|| RateBound {
+            rate,
+            wait: turn.saturating_duration_since(Instant::now()),
+        })
     }
 
     /// Removes a waiter that left, refunding its queue slot.
@@ -168,8 +200,16 @@ impl State {
         own
     }
 
-    /// Times out every waiter whose deadline is at or before `now`.
+    /// Grants what the tokens that came make ready, then times out every
+    /// waiter whose deadline is at or before `now`.
+    /// A token that comes at a waiter's deadline is granted before the
+    /// deadline times it out.
     pub(crate) fn expire(&mut self, now: Instant) {
+        if self.queue.has_rates() {
+            self.queue.refill();
+            let own = self.grant_ready();
+            debug_assert!(own.is_none(), "a caller's own admit left in the queue");
+        }
         while let Some(cell) = self.deadlines.pop_due(now) {
             if cell.answer(Answer::TimedOut) {
                 self.cancel(&cell);
@@ -177,10 +217,20 @@ impl State {
         }
     }
 
-    /// The earliest deadline still waiting, if the alarm must be asked for
-    /// it: earlier than the alarm last asked for (or none was).
+    /// The earliest deadline still waiting or token awaited, if the alarm
+    /// must be asked for it: earlier than the alarm last asked for (or
+    /// none was).
     pub(crate) fn alarm_due(&mut self) -> Option<Instant> {
-        let earliest = self.deadlines.earliest()?;
+        let deadline = self.deadlines.earliest();
+        let token = if self.queue.has_rates() {
+            self.queue.next_token()
+        } else {
+            None
+        };
+        let earliest = match (deadline, token) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
         if self.alarm.is_some_and(|alarm| alarm <= earliest) {
             return None;
         }
@@ -264,6 +314,36 @@ impl State {
         Ok(())
     }
 
+    /// Configures a provider's or tenant's request rate (see
+    /// [`FairQueue::configure_rate`]), at most [`OWN_CEILINGS`] of each kind.
+    pub(crate) fn configure_rate(
+        &mut self,
+        owner: RateOwner,
+        rate: Rate,
+    ) -> Result<(), RateRefused> {
+        self.queue.configure_rate(owner, rate, OWN_CEILINGS)
+    }
+
+    /// Changes a rate in force (see [`FairQueue::set_rate`]).
+    pub(crate) fn set_rate(
+        &mut self,
+        owner: &RateOwner,
+        rate: Rate,
+        fallback: Option<Fallback>,
+    ) -> Result<(), RateRefused> {
+        self.queue.set_rate(owner, rate, fallback)
+    }
+
+    /// `owner`'s rate and tokens now, if it has a rate.
+    pub(crate) fn rate_reading(&self, owner: &RateOwner) -> Option<RateReading> {
+        self.queue.rate_reading(owner)
+    }
+
+    /// Every rate-limited provider's rate and tokens now.
+    pub(crate) fn rate_readings(&self) -> Vec<(ProviderId, RateReading)> {
+        self.queue.rate_readings()
+    }
+
     /// Closes admission: every queued waiter hears `Closed`, and every
     /// later admit too. Running grants still come back.
     pub(crate) fn close(&mut self) {
@@ -306,6 +386,18 @@ impl State {
         gauges
             .running_requests
             .store(self.queue.running(), Ordering::Release);
+    }
+
+    /// The instant the alarm was last asked for, if any.
+    #[cfg(all(test, loom))]
+    pub(crate) fn asked_alarm(&self) -> Option<Instant> {
+        self.alarm
+    }
+
+    /// The earliest awaited token not ready yet.
+    #[cfg(all(test, loom))]
+    pub(crate) fn next_token(&self) -> Option<Instant> {
+        self.queue.next_token()
     }
 
     #[cfg(test)]

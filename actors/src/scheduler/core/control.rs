@@ -8,6 +8,7 @@ use super::{Core, HANDED, PASSES, STOPPED};
 use crate::identity::{ProviderId, TenantId};
 use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantDemand, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
+use crate::scheduler::{Fallback, Rate, RateOwner, RateReading, RateRefused};
 use crate::sync::Ordering;
 
 impl Core {
@@ -72,6 +73,40 @@ impl Core {
         debug_assert!(own.is_none());
         state.report();
         set
+    }
+
+    /// Configures a provider's or tenant's request rate: in force at once,
+    /// and the most any later change may set.
+    pub(crate) fn configure_rate(&self, owner: RateOwner, rate: Rate) -> Result<(), RateRefused> {
+        let mut state = self.lock();
+        let set = state.configure_rate(owner, rate);
+        self.settle(&mut state);
+        set
+    }
+
+    /// Changes a rate in force, at most its configured one, with its
+    /// fallback if any; what a raise makes ready is granted, and the alarm
+    /// is asked for the next token.
+    pub(crate) fn set_rate(
+        &self,
+        owner: &RateOwner,
+        rate: Rate,
+        fallback: Option<Fallback>,
+    ) -> Result<(), RateRefused> {
+        let mut state = self.lock();
+        let set = state.set_rate(owner, rate, fallback);
+        self.settle(&mut state);
+        set
+    }
+
+    /// `owner`'s rate and its tokens now, if it has a rate.
+    pub(crate) fn rate_reading(&self, owner: &RateOwner) -> Option<RateReading> {
+        self.lock().rate_reading(owner)
+    }
+
+    /// Every rate-limited provider's rate and tokens now.
+    pub(crate) fn rate_readings(&self) -> Vec<(ProviderId, RateReading)> {
+        self.lock().rate_readings()
     }
 
     /// Closes admission: every queued waiter and every later admit hears

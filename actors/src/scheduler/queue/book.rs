@@ -31,6 +31,10 @@ pub(super) struct Tenant<K> {
     /// Its own running ceiling, if it has one (capped by the node-wide
     /// `running_per_tenant` when read).
     pub(super) own_ceiling: Option<u32>,
+    /// Its request rate and TAT, if it has a rate.
+    pub(super) rate: Option<super::Gcra>,
+    /// Listed as awaiting a token (see `rate.rs`).
+    pub(super) awaiting: bool,
     links: [Links; 2],
 }
 
@@ -47,12 +51,16 @@ pub(super) struct Provider<P> {
     pub(super) own_ceiling: Option<u32>,
     /// When its own ceiling falls back, and to what.
     pub(super) own_expiry: Option<super::Expiry>,
+    /// Its request rate and TAT, if it has a rate.
+    pub(super) rate: Option<super::Gcra>,
+    /// Listed as awaiting a token (see `rate.rs`).
+    pub(super) awaiting: bool,
     /// Only the [`CREATED`] lane is used, so both entry kinds share its index.
     links: [Links; 2],
 }
 
 impl<K> Tenant<K> {
-    pub(super) fn new(key: K, own_ceiling: Option<u32>) -> Self {
+    pub(super) fn new(key: K, own_ceiling: Option<u32>, rate: Option<super::Gcra>) -> Self {
         Self {
             key,
             pending: 0,
@@ -60,13 +68,20 @@ impl<K> Tenant<K> {
             groups: List::new(0),
             active: false,
             own_ceiling,
+            rate,
+            awaiting: false,
             links: [Links::DETACHED; 2],
         }
     }
 }
 
 impl<P> Provider<P> {
-    pub(super) fn new(key: P, own_ceiling: Option<u32>, own_expiry: Option<super::Expiry>) -> Self {
+    pub(super) fn new(
+        key: P,
+        own_ceiling: Option<u32>,
+        own_expiry: Option<super::Expiry>,
+        rate: Option<super::Gcra>,
+    ) -> Self {
         Self {
             key,
             pending: 0,
@@ -74,6 +89,8 @@ impl<P> Provider<P> {
             blocked: List::new(0),
             own_ceiling,
             own_expiry,
+            rate,
+            awaiting: false,
             links: [Links::DETACHED; 2],
         }
     }
@@ -170,7 +187,14 @@ where
     ) -> Option<(u32, u32, u32)> {
         let t = t.or_else(|| {
             let own = self.own_ceilings.get(&tenant).copied();
-            let (t, _) = self.tenants.insert(Tenant::new(tenant.clone(), own)).ok()?;
+            let rate = if self.rates.tenants.is_empty() {
+                None
+            } else {
+                self.rates.tenants.get(&tenant).copied()
+            };
+            let (t, _) = (self.tenants)
+                .insert(Tenant::new(tenant.clone(), own, rate))
+                .ok()?;
             self.created_tenants.push_back(&mut self.tenants, t);
             self.tenant_ix.insert(tenant, t);
             Some(t)
@@ -178,9 +202,14 @@ where
         let p = p.or_else(|| {
             let own = self.own_provider_ceilings.get(&provider).copied();
             let expiry = self.own_provider_expiries.get(&provider).copied();
+            let rate = if self.rates.providers.is_empty() {
+                None
+            } else {
+                self.rates.providers.get(&provider).copied()
+            };
             let (p, _) = self
                 .providers
-                .insert(Provider::new(provider.clone(), own, expiry))
+                .insert(Provider::new(provider.clone(), own, expiry, rate))
                 .ok()?;
             self.created_providers.push_back(&mut self.providers, p);
             self.provider_ix.insert(provider, p);
@@ -232,6 +261,10 @@ where
             self.created_tenants.remove(&mut self.tenants, t);
             if let Some(tenant) = self.tenants.remove(t) {
                 debug_assert!(!tenant.active && tenant.groups.is_empty());
+                if let Some(gcra) = tenant.rate {
+                    // The TAT outlives the entry: idling resets nothing.
+                    self.rates.tenants.insert(tenant.key.clone(), gcra);
+                }
                 self.tenant_ix.remove(&tenant.key);
             }
         }
@@ -243,6 +276,10 @@ where
             self.created_providers.remove(&mut self.providers, p);
             if let Some(provider) = self.providers.remove(p) {
                 debug_assert!(provider.blocked.is_empty());
+                if let Some(gcra) = provider.rate {
+                    // The TAT outlives the entry: idling resets nothing.
+                    self.rates.providers.insert(provider.key.clone(), gcra);
+                }
                 self.provider_ix.remove(&provider.key);
             }
         }

@@ -48,6 +48,9 @@ mod index_hash;
 mod own_ceilings;
 use own_ceilings::GrantedUnder;
 pub(crate) use own_ceilings::{Expiry, Owner};
+mod rate;
+pub(crate) use rate::{Fallback, Rate, RateReading, RateRefused};
+use rate::{Gcra, Rates};
 mod rotation;
 mod slab;
 
@@ -131,6 +134,9 @@ pub(crate) struct FairQueue<T, K, P> {
     own_provider_ceilings: HashMap<P, u32>,
     /// When providers' own ceilings fall back, for those that do.
     own_provider_expiries: HashMap<P, Expiry>,
+    /// Providers' and tenants' request rates, likewise, and those
+    /// awaiting a token.
+    rates: Rates<K, P>,
     group_ix: IndexMap<(u32, u32), u32>,
     /// Running grants per (tenant slot, provider slot), for [`Self::demand`];
     /// an entry exists only while its count is above zero.
@@ -161,6 +167,7 @@ where
             own_ceilings: HashMap::new(),
             own_provider_ceilings: HashMap::new(),
             own_provider_expiries: HashMap::new(),
+            rates: Rates::default(),
             group_ix: IndexMap::default(),
             pair_running: IndexMap::default(),
             rotation: List::new(ROTATION),

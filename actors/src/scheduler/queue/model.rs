@@ -3,8 +3,12 @@
 //! Plain `Vec`s and linear scans: counts are recomputed from the waiting and
 //! running lists, and tenant eligibility is recomputed for every tenant after
 //! every elementary step (`sync`), instead of being maintained incrementally.
+//! A provider's or tenant's rate is its rate and TAT in a list, read on the
+//! tokio clock; those awaiting a token are lists in the order they began to.
 
-use super::{Bound, Ceilings, InUse, Owner, Refused};
+use tokio::time::Instant;
+
+use super::{Bound, Ceilings, InUse, Owner, Rate, RateRefused, Refused};
 
 /// Tenants and providers are `u8`, items `u32`.
 pub(super) struct Model {
@@ -23,6 +27,44 @@ pub(super) struct Model {
     own: Vec<(u8, u32)>,
     /// Providers' own running ceilings.
     own_providers: Vec<(u8, u32)>,
+    /// Providers' rates.
+    rates: Vec<Rated>,
+    /// Providers awaiting a token, in the order they began to.
+    awaiting: Vec<u8>,
+    /// Tenants' rates.
+    tenant_rates: Vec<Rated>,
+    /// Tenants awaiting a token, in the order they began to.
+    awaiting_tenants: Vec<u8>,
+}
+
+/// A provider's or tenant's rate in force, configured rate and TAT.
+#[derive(Clone, Copy)]
+struct Rated {
+    key: u8,
+    rate: Rate,
+    configured: Rate,
+    tat: Instant,
+}
+
+impl Rated {
+    fn tolerance(&self) -> std::time::Duration {
+        self.rate.interval() * self.rate.burst.saturating_sub(1)
+    }
+
+    fn ready(&self) -> bool {
+        self.tat <= Instant::now() + self.tolerance()
+    }
+
+    /// When the token after `ahead` more grants comes.
+    fn turn(&self, ahead: u32) -> Instant {
+        let now = Instant::now();
+        let tat = self.tat.max(now) + self.rate.interval() * ahead;
+        (tat - self.tolerance()).max(now)
+    }
+}
+
+fn rated(table: &[Rated], key: u8) -> Option<&Rated> {
+    table.iter().find(|x| x.key == key)
 }
 
 impl Model {
@@ -36,6 +78,10 @@ impl Model {
             rotation: Vec::new(),
             own: Vec::new(),
             own_providers: Vec::new(),
+            rates: Vec::new(),
+            awaiting: Vec::new(),
+            tenant_rates: Vec::new(),
+            awaiting_tenants: Vec::new(),
         }
     }
 
@@ -103,7 +149,118 @@ impl Model {
         let ceiling = own.map_or(self.c.running_per_provider, |own| {
             own.min(self.c.running_per_provider)
         });
-        self.provider_counts(p).1 >= ceiling
+        self.provider_counts(p).1 >= ceiling || !self.token_ready(p)
+    }
+
+    /// True when `p` has no rate, or a token of it now.
+    fn token_ready(&self, p: u8) -> bool {
+        rated(&self.rates, p).is_none_or(Rated::ready)
+    }
+
+    /// True when tenant `t` has a rate and no token of it now.
+    fn tenant_lacks(&self, t: u8) -> bool {
+        rated(&self.tenant_rates, t).is_some_and(|x| !x.ready())
+    }
+
+    /// Lists `p` as awaiting a token, once, if it has a rate.
+    fn await_token(&mut self, p: u8) {
+        if rated(&self.rates, p).is_some() && !self.awaiting.contains(&p) {
+            self.awaiting.push(p);
+        }
+    }
+
+    /// Parks tenant `t`'s group of `p` behind `p`.
+    fn park(&mut self, t: u8, p: u8) {
+        self.blocked_of(p).push(t);
+        self.await_token(p);
+    }
+
+    pub(super) fn configure_rate(
+        &mut self,
+        owner: Owner<u8, u8>,
+        rate: Rate,
+    ) -> Result<(), RateRefused> {
+        let (table, key) = match owner {
+            Owner::Provider(p) => (&mut self.rates, p),
+            Owner::Tenant(t) => (&mut self.tenant_rates, t),
+        };
+        if let Some(x) = rated(table, key) {
+            return Err(RateRefused::Configured(x.configured));
+        }
+        table.push(Rated {
+            key,
+            rate,
+            configured: rate,
+            tat: Instant::now(),
+        });
+        Ok(())
+    }
+
+    pub(super) fn set_rate(&mut self, owner: Owner<u8, u8>, rate: Rate) -> Result<(), RateRefused> {
+        let (table, key) = match owner {
+            Owner::Provider(p) => (&mut self.rates, p),
+            Owner::Tenant(t) => (&mut self.tenant_rates, t),
+        };
+        let Some(x) = table.iter_mut().find(|x| x.key == key) else {
+            return Err(RateRefused::Unconfigured);
+        };
+        let configured = x.configured;
+        // Faster (more requests per period) or burstier than configured.
+        let faster = f64::from(rate.requests) / rate.period.as_secs_f64()
+            > f64::from(configured.requests) / configured.period.as_secs_f64();
+        if faster || rate.burst > configured.burst {
+            return Err(RateRefused::Raised(configured));
+        }
+        x.rate = rate;
+        match owner {
+            Owner::Provider(p) => self.unblock(p),
+            Owner::Tenant(_) => self.sync(),
+        }
+        Ok(())
+    }
+
+    /// The later turn of (`t`, `p`) under their rates, with its rate.
+    pub(super) fn rate_turn(&self, t: u8, p: u8) -> Option<(Rate, Instant)> {
+        let ahead = self.group_len(t, p) as u32;
+        let turn = |x: &Rated| (x.rate, x.turn(ahead));
+        let by_provider = rated(&self.rates, p).map(turn);
+        let by_tenant = rated(&self.tenant_rates, t).map(turn);
+        match (by_provider, by_tenant) {
+            (Some(a), Some(b)) => Some(if b.1 > a.1 { b } else { a }),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest instant an awaiting provider or tenant without a
+    /// token gets one.
+    pub(super) fn next_token(&self) -> Option<Instant> {
+        let providers = (self.awaiting.iter()).filter_map(|&p| rated(&self.rates, p));
+        let tenants = (self.awaiting_tenants.iter()).filter_map(|&t| rated(&self.tenant_rates, t));
+        (providers.chain(tenants))
+            .filter(|x| !x.ready())
+            .map(|x| x.turn(0))
+            .min()
+    }
+
+    /// Puts the awaiting tenants whose token came back in the rotation in
+    /// order, keeping those still without one; then unblocks the awaiting
+    /// providers in order, keeping those still parked.
+    pub(super) fn refill(&mut self) {
+        for t in std::mem::take(&mut self.awaiting_tenants) {
+            if self.eligible(t) && !self.rotation.contains(&t) {
+                self.rotation.push(t);
+            }
+            if self.tenant_lacks(t) && !self.awaiting_tenants.contains(&t) {
+                self.awaiting_tenants.push(t);
+            }
+        }
+        self.sync();
+        for p in std::mem::take(&mut self.awaiting) {
+            self.unblock(p);
+            if !self.blocked_of(p).is_empty() && !self.awaiting.contains(&p) {
+                self.awaiting.push(p);
+            }
+        }
     }
 
     /// Gives a tenant or provider its own running ceiling, or takes it away.
@@ -139,11 +296,8 @@ impl Model {
     /// The rotation keeps its eligible tenants in order and appends the
     /// newly eligible ones in creation order.
     fn sync(&mut self) {
-        let eligible: Vec<u8> = (self.tenants.iter())
-            .filter(|(t, groups)| {
-                !groups.is_empty() && self.tenant_counts(*t).1 < self.tenant_ceiling(*t)
-            })
-            .map(|(t, _)| *t)
+        let eligible: Vec<u8> = (self.tenants.iter().map(|x| x.0))
+            .filter(|&t| self.eligible(t))
             .collect();
         self.rotation.retain(|t| eligible.contains(t));
         for t in eligible {
@@ -151,6 +305,26 @@ impl Model {
                 self.rotation.push(t);
             }
         }
+        // Those that would be eligible but for a token await one.
+        let lacking: Vec<u8> = (self.tenants.iter().map(|x| x.0))
+            .filter(|&t| self.waits(t) && self.tenant_lacks(t))
+            .collect();
+        for t in lacking {
+            if !self.awaiting_tenants.contains(&t) {
+                self.awaiting_tenants.push(t);
+            }
+        }
+    }
+
+    /// Tenant `t` has groups and is under its running ceiling.
+    fn waits(&self, t: u8) -> bool {
+        let groups = self.tenants.iter().find(|x| x.0 == t).map(|x| &x.1);
+        groups.is_some_and(|g| !g.is_empty()) && self.tenant_counts(t).1 < self.tenant_ceiling(t)
+    }
+
+    /// Tenant `t` waits, with a token of its rate if it has one.
+    fn eligible(&self, t: u8) -> bool {
+        self.waits(t) && !self.tenant_lacks(t)
     }
 
     /// Drops tenants and providers with nothing pending or running.
@@ -163,14 +337,23 @@ impl Model {
             .filter(|&p| self.provider_counts(p) == (0, 0))
             .collect();
         self.providers.retain(|x| !idle_p.contains(&x.0));
+        self.awaiting.retain(|p| !idle_p.contains(p));
+        self.awaiting_tenants.retain(|t| !idle_t.contains(t));
     }
 
     fn unblock(&mut self, p: u8) {
-        if self.providers.iter().any(|x| x.0 == p) && !self.provider_full(p) {
-            for t in std::mem::take(self.blocked_of(p)) {
-                self.groups_of(t).push(p);
-                self.sync();
+        if !self.providers.iter().any(|x| x.0 == p) {
+            return;
+        }
+        if self.provider_full(p) {
+            if !self.blocked_of(p).is_empty() {
+                self.await_token(p);
             }
+            return;
+        }
+        for t in std::mem::take(self.blocked_of(p)) {
+            self.groups_of(t).push(p);
+            self.sync();
         }
     }
 
@@ -201,7 +384,7 @@ impl Model {
         }
         if self.group_len(t, p) == 0 {
             if self.provider_full(p) {
-                self.blocked_of(p).push(t);
+                self.park(t, p);
             } else {
                 self.groups_of(t).push(p);
             }
@@ -232,12 +415,19 @@ impl Model {
             let p = self.groups_of(t)[0];
             if self.provider_full(p) {
                 self.groups_of(t).remove(0);
-                self.blocked_of(p).push(t);
+                self.park(t, p);
                 self.sync();
                 continue;
             }
             let at = (self.waiting.iter().position(|w| w.1 == t && w.2 == p)).expect("waiter");
             let (item, _, _) = self.waiting.remove(at);
+            let now = Instant::now();
+            if let Some(x) = self.rates.iter_mut().find(|x| x.key == p) {
+                x.tat = x.tat.max(now) + x.rate.interval();
+            }
+            if let Some(x) = self.tenant_rates.iter_mut().find(|x| x.key == t) {
+                x.tat = x.tat.max(now) + x.rate.interval();
+            }
             self.running.push((t, p));
             self.groups_of(t).remove(0);
             if self.group_len(t, p) > 0 {

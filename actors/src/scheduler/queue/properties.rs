@@ -8,7 +8,11 @@ use std::hash::Hash;
 use proptest::prelude::*;
 
 use super::model::Model;
-use super::{Ceilings, FairQueue, Owner, RunningKey, WaiterKey};
+use std::time::Duration;
+
+use proptest::test_runner::TestCaseError;
+
+use super::{Ceilings, FairQueue, Owner, Rate, RunningKey, WaiterKey};
 
 /// Checks the module's invariants on the queue's internals.
 pub(super) fn assert_invariants<T, K, P>(q: &FairQueue<T, K, P>)
@@ -36,8 +40,21 @@ where
             .map_or(c.running_per_tenant, |own| own.min(c.running_per_tenant));
         assert!(t.pending <= c.pending_per_tenant && t.running <= ceiling);
         assert_eq!(t.own_ceiling, q.own_ceilings.get(&t.key).copied());
-        let eligible = !t.groups.is_empty() && t.running < ceiling;
-        assert_eq!(t.active, eligible, "rotation membership of {:?}", t.key);
+        let waits = !t.groups.is_empty() && t.running < ceiling;
+        let lacks = (t.rate).is_some_and(|gcra| !gcra.ready(tokio::time::Instant::now()));
+        if t.active {
+            assert!(waits && !lacks, "rotation membership of {:?}", t.key);
+        } else if waits {
+            // Out of the rotation for want of a token (which may have
+            // come since): listed until the alarm's refill.
+            assert!(t.rate.is_some() && t.awaiting, "{:?} left out", t.key);
+        }
+        assert_eq!(t.rate.is_some(), q.rates.tenants.contains_key(&t.key));
+        let listed = (q.rates.awaiting_tenants.iter()).filter(|&&(x, generation)| {
+            q.tenants.generation(x) == Some(generation)
+                && q.tenants.get(x).is_some_and(|y| y.key == t.key)
+        });
+        assert!(!t.awaiting || listed.count() == 1, "awaiting but unlisted");
     }
     for p in &providers {
         assert!(p.pending + p.running > 0, "idle provider kept");
@@ -45,7 +62,15 @@ where
             own.min(c.running_per_provider)
         });
         assert!(p.pending <= c.pending_per_provider && p.running <= ceiling);
-        assert!(p.blocked.is_empty() || p.running >= ceiling);
+        // Parked groups wait for a running slot, or for a token (listed).
+        let awaiting = p.rate.is_some() && p.awaiting;
+        assert!(p.blocked.is_empty() || p.running >= ceiling || awaiting);
+        let listed = (q.rates.awaiting.iter()).filter(|&&(x, generation)| {
+            q.providers.generation(x) == Some(generation)
+                && q.providers.get(x).is_some_and(|y| y.key == p.key)
+        });
+        assert!(!p.awaiting || listed.count() == 1, "awaiting but unlisted");
+        assert_eq!(p.rate.is_some(), q.rates.providers.contains_key(&p.key));
         assert_eq!(p.own_ceiling, q.own_provider_ceilings.get(&p.key).copied());
     }
     let in_fifos: u32 = tenants.iter().map(|t| t.groups.len()).sum::<u32>()
@@ -83,6 +108,21 @@ enum Op {
     Release(usize),
     SetCeilings(Ceilings),
     SetOwnCeiling(Owner<u8, u8>, Option<u32>),
+    /// Configure a provider's or tenant's rate: requests per 100 ms, burst.
+    ConfigureRate(Owner<u8, u8>, u32, u32),
+    /// Change a rate in force, likewise.
+    SetRate(Owner<u8, u8>, u32, u32),
+    /// Advance the clock by so many ms, then ring the alarm (refill).
+    Tick(u64),
+}
+
+/// A rate of `requests` per 100 ms with `burst`.
+fn rate(requests: u32, burst: u32) -> Rate {
+    Rate {
+        requests,
+        period: Duration::from_millis(100),
+        burst,
+    }
 }
 
 fn ceilings() -> impl Strategy<Value = Ceilings> {
@@ -96,6 +136,13 @@ fn ceilings() -> impl Strategy<Value = Ceilings> {
     })
 }
 
+fn rate_owner() -> impl Strategy<Value = Owner<u8, u8>> {
+    prop_oneof![
+        (0u8..4).prop_map(Owner::Provider),
+        (0u8..6).prop_map(Owner::Tenant),
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (0u8..6, 0u8..4).prop_map(|(t, p)| Op::Push(t, p)),
@@ -107,6 +154,9 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(t, c)| Op::SetOwnCeiling(Owner::Tenant(t), c)),
         1 => (0u8..4, proptest::option::of(0u32..=4))
             .prop_map(|(p, c)| Op::SetOwnCeiling(Owner::Provider(p), c)),
+        1 => (rate_owner(), 1u32..=4, 1u32..=3).prop_map(|(o, r, b)| Op::ConfigureRate(o, r, b)),
+        1 => (rate_owner(), 1u32..=4, 1u32..=3).prop_map(|(o, r, b)| Op::SetRate(o, r, b)),
+        3 => (0u64..80).prop_map(Op::Tick),
     ]
 }
 
@@ -118,6 +168,19 @@ proptest! {
         initial in ceilings(),
         ops in proptest::collection::vec(op(), 1..300),
     ) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        runtime.block_on(against_the_model(initial, ops))?;
+    }
+}
+
+/// Applies `ops` to the queue and the model on the paused clock, comparing
+/// every answer and count after each.
+async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    {
         let mut queue: FairQueue<u32, u8, u8> = FairQueue::new(initial);
         let mut model = Model::new(initial);
         let mut keys: Vec<(WaiterKey, u32)> = Vec::new();
@@ -167,8 +230,29 @@ proptest! {
                         model.set_own_ceiling(owner, c)
                     );
                 }
+                Op::ConfigureRate(owner, r, b) => {
+                    // Room for every key: `Full` is a unit test's.
+                    prop_assert_eq!(
+                        queue.configure_rate(owner, rate(r, b), 8),
+                        model.configure_rate(owner, rate(r, b))
+                    );
+                }
+                Op::SetRate(owner, r, b) => {
+                    prop_assert_eq!(
+                        queue.set_rate(&owner, rate(r, b), None),
+                        model.set_rate(owner, rate(r, b))
+                    );
+                }
+                Op::Tick(ms) => {
+                    tokio::time::advance(Duration::from_millis(ms)).await;
+                    queue.refill();
+                    model.refill();
+                }
                 Op::Cancel(_) | Op::Release(_) => {}
             }
+            prop_assert_eq!(queue.next_token(), model.next_token());
+            let (t, p) = ((step % 6) as u8, (step % 4) as u8);
+            prop_assert_eq!(queue.rate_turn(&t, &p), model.rate_turn(t, p));
             prop_assert_eq!(queue.pending(), model.pending());
             prop_assert_eq!(queue.running(), model.running());
             for t in 0..6 {
@@ -187,6 +271,7 @@ proptest! {
             assert_invariants(&queue);
         }
     }
+    Ok(())
 }
 
 /// 64 tenants over up to 8 providers, tenant 0 with 100× the waiters,

@@ -20,7 +20,9 @@ where
     K: Clone + Eq + Hash,
     P: Clone + Eq + Hash,
 {
-    /// Puts tenant `t` in the rotation (at the back) exactly when eligible.
+    /// Puts tenant `t` in the rotation (at the back) exactly when eligible:
+    /// with groups, under its running ceiling, and with a token of its own
+    /// rate if it has one (else it awaits the next).
     pub(super) fn sync_tenant(&mut self, t: u32) {
         let node_wide = self.ceilings.running_per_tenant;
         let Some(tenant) = self.tenants.get_mut(t) else {
@@ -30,7 +32,10 @@ where
         let ceiling = tenant
             .own_ceiling
             .map_or(node_wide, |own| own.min(node_wide));
-        let eligible = !tenant.groups.is_empty() && tenant.running < ceiling;
+        let waits = !tenant.groups.is_empty() && tenant.running < ceiling;
+        // Out of tokens for its own rate, it awaits the next one.
+        let lacks = waits && (tenant.rate).is_some_and(|gcra| !gcra.ready(Instant::now()));
+        let eligible = waits && !lacks;
         if eligible != tenant.active {
             tenant.active = eligible;
             if eligible {
@@ -38,6 +43,9 @@ where
             } else {
                 self.rotation.remove(&mut self.tenants, t);
             }
+        }
+        if lacks {
+            self.await_tenant_token(t);
         }
     }
 
@@ -71,6 +79,9 @@ where
         if blocked {
             if let Some(provider) = self.providers.get_mut(p) {
                 provider.blocked.push_back(&mut self.groups, g);
+                if provider.rate.is_some() {
+                    self.await_token(p);
+                }
             }
         } else if let Some(tenant) = self.tenants.get_mut(t) {
             tenant.groups.push_back(&mut self.groups, g);
@@ -101,10 +112,15 @@ where
         self.place_group(g, true);
     }
 
-    /// Whether provider `p` is at (or above) its running ceiling.
+    /// Whether provider `p` is at (or above) its running ceiling, or
+    /// out of tokens for its rate.
     pub(super) fn provider_full(&self, p: u32) -> bool {
-        (self.providers.get(p))
-            .is_some_and(|provider| provider.running >= self.ceiling_of(provider))
+        (self.providers.get(p)).is_some_and(|provider| {
+            provider.running >= self.ceiling_of(provider)
+                || provider
+                    .rate
+                    .is_some_and(|gcra| !gcra.ready(Instant::now()))
+        })
     }
 
     /// The running ceiling in force for `provider`: the node-wide one, or
@@ -122,6 +138,10 @@ where
     /// FIFO order, to the back of their tenants' provider rotations.
     pub(super) fn unblock_provider(&mut self, p: u32) {
         if self.provider_full(p) {
+            // Parked for a token, it awaits the next one.
+            if (self.providers.get(p)).is_some_and(|x| x.rate.is_some() && !x.blocked.is_empty()) {
+                self.await_token(p);
+            }
             return;
         }
         while let Some(g) = self
@@ -181,6 +201,13 @@ where
             group.waiters.remove(&mut self.waiters, index);
         }
         let waiter: Waiter<T> = self.waiters.remove(index)?;
+        // A token of each rate the grant is under.
+        if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
+            gcra.take(Instant::now());
+        }
+        if let Some(gcra) = self.tenants.get_mut(t).and_then(|x| x.rate.as_mut()) {
+            gcra.take(Instant::now());
+        }
         self.count(Some(t), Some(p), Move::Grant);
         // The group goes to the back of its tenant's provider rotation.
         self.detach_group(g);
