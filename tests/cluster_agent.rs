@@ -12,8 +12,12 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use provider_pools::cluster::{CeilingSection, ClusterAgent, ClusterSection};
-use provider_pools::{AdmitError, InstallReceipt, Limits, PoolReady, ProviderPools};
+use provider_pools::cluster::{
+    CeilingSection, ClusterAgent, ClusterError, ClusterSection, RateSection,
+};
+use provider_pools::{
+    AdmitError, InstallReceipt, Limits, PoolReady, ProviderId, ProviderPools, RateLimit,
+};
 use provider_pools_control_plane::{
     Board, BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencedRecord, LeaseGrant,
     LeaseKey, LeaseRequest, LeaseState, MemoryClient, Post, PresenceKey, Registration, ServiceName,
@@ -113,6 +117,7 @@ fn section() -> ClusterSection {
             running: 8,
             floor: 2,
         }],
+        rates: Vec::new(),
     }
 }
 
@@ -291,4 +296,107 @@ async fn a_floor_below_what_runs_refuses_the_start_and_leaves_no_ceiling() {
     );
     // No ceiling was left behind: a fourth request runs at once.
     let _fourth = running(&pools, &receipt, "t", 50).await;
+}
+
+/// `section()` with a cluster rate on `mem`: 40 per second for the
+/// cluster, a floor of 5 each, so a alone may take the 30 left.
+fn rate_section() -> ClusterSection {
+    ClusterSection {
+        rates: vec![RateSection {
+            provider: "mem".into(),
+            requests: 40,
+            period_ms: 1_000,
+            floor: 5,
+        }],
+        ..section()
+    }
+}
+
+/// `mem`'s requests per second in force now, by the engine's clock.
+fn rate_now(pools: &ProviderPools) -> u32 {
+    let mem = ProviderId::new("mem").expect("valid");
+    let reading = pools.provider_rate(&mem).expect("mem has a rate");
+    assert_eq!(reading.rate.period, Duration::from_secs(1));
+    reading.rate.requests
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nodes_rate_share_lapses_to_its_floor_rate_at_its_contact_deadline() {
+    let limits = Limits {
+        running_per_provider: 8,
+        ..Limits::DEFAULT
+    };
+    let (pools, _receipt) = with_mem(limits).await;
+    let mem = ProviderId::new("mem").expect("valid");
+    pools
+        .configure_provider_rate(&mem, RateLimit::new(100, Duration::from_secs(1), 4))
+        .expect("a rate");
+    let board = Arc::new(Cuttable::default());
+    let config = rate_section().check().expect("a valid section");
+    let agent = ClusterAgent::start(
+        pools.clone(),
+        Arc::clone(&board) as Arc<dyn Board>,
+        config,
+        &tokio::runtime::Handle::current(),
+    )
+    .expect("the agent starts");
+    assert_eq!(rate_now(&pools), 5, "the floor rate is in force at start");
+
+    // Alone, a takes the whole dynamic pool: 5 + 30 per second, with the
+    // burst configured on the node.
+    for _ in 0..10 {
+        if rate_now(&pools) == 35 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let reading = pools.provider_rate(&mem).expect("mem has a rate");
+    assert_eq!(
+        reading.rate,
+        RateLimit::new(35, Duration::from_secs(1), 4),
+        "{:?}",
+        agent.status()
+    );
+    assert_eq!(agent.status().rates.get(&mem).map(|r| r.in_force), Some(30));
+
+    // Cut off, the share stands up to the contact deadline and lapses at
+    // it, by the engine's clock alone.
+    let until = agent.status().contact_until.expect("in contact");
+    board.cut.store(true, Ordering::SeqCst);
+    tokio::time::sleep_until(until - Duration::from_millis(1)).await;
+    assert_eq!(rate_now(&pools), 35);
+    tokio::time::sleep_until(until).await;
+    assert_eq!(rate_now(&pools), 5, "the floor rate once contact lapsed");
+
+    // Back in contact, the share comes back.
+    board.cut.store(false, Ordering::SeqCst);
+    for _ in 0..20 {
+        if rate_now(&pools) == 35 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(rate_now(&pools), 35, "{:?}", agent.status());
+    let stopped = bounded("the agent stops", agent.stop(Duration::from_secs(1))).await;
+    assert!(stopped.expect("stops").left, "it leaves cleanly");
+    assert_eq!(rate_now(&pools), 5, "leaving puts the floor rate back");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cluster_rate_needs_a_rate_configured_on_the_node() {
+    let (pools, _receipt) = with_mem(Limits::DEFAULT).await;
+    let config = rate_section().check().expect("a valid section");
+    let refused = ClusterAgent::start(
+        pools,
+        Arc::new(Cuttable::default()) as Arc<dyn Board>,
+        config,
+        &tokio::runtime::Handle::current(),
+    );
+    match refused {
+        Err(ClusterError::Config { key, message }) => {
+            assert_eq!(key, "cluster.rate.provider");
+            assert!(message.contains("no rate configured"), "{message}");
+        }
+        other => panic!("not refused as expected: {other:?}"),
+    }
 }
