@@ -1,7 +1,9 @@
 //! The cluster agent on one node, on tokio's paused clock, over
 //! an in-memory control plane that can be cut off: the share lapses by
 //! the node's own clock before its registration can, and comes back with
-//! the control plane.
+//! the control plane. A provider's cluster rate likewise lapses to its
+//! floor rate, and two nodes on one control plane share it equally
+//! between the tenants waiting, wherever they wait.
 
 mod support;
 
@@ -399,4 +401,67 @@ async fn a_cluster_rate_needs_a_rate_configured_on_the_node() {
         }
         other => panic!("not refused as expected: {other:?}"),
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
+    // Two nodes on one control plane: x and y wait on a, z on b. The 30
+    // above the floors go 10 to each tenant: a holds 20, b 10, whatever
+    // the number of requests each tenant has waiting.
+    let mem = ProviderId::new("mem").expect("valid");
+    let board = Arc::new(Cuttable::default());
+    let mut nodes = Vec::new();
+    for (name, tenants) in [("a", &[("x", 6), ("y", 6)][..]), ("b", &[("z", 15)][..])] {
+        let limits = Limits {
+            running_per_provider: 8,
+            ..Limits::DEFAULT
+        };
+        let (pools, receipt) = with_mem(limits).await;
+        pools
+            .configure_provider_rate(&mem, RateLimit::new(100, Duration::from_secs(1), 4))
+            .expect("a rate");
+        let section = ClusterSection {
+            node: name.into(),
+            ..rate_section()
+        };
+        let agent = ClusterAgent::start(
+            pools.clone(),
+            Arc::clone(&board) as Arc<dyn Board>,
+            section.check().expect("a valid section"),
+            &tokio::runtime::Handle::current(),
+        )
+        .expect("the agent starts");
+        // Requests held waiting (granted ones are held running), so each
+        // tenant keeps some waiting for the whole test.
+        let mut held = Vec::new();
+        for (tenant, count) in tenants {
+            for session in 0..*count {
+                held.push(admit_once(&pools, &receipt, tenant, session).await);
+            }
+        }
+        nodes.push((pools, agent, held));
+    }
+    let shares = || -> Vec<u32> {
+        nodes
+            .iter()
+            .map(|(_, agent, _)| agent.status().rates.get(&mem).map_or(0, |r| r.in_force))
+            .collect()
+    };
+    for _ in 0..20 {
+        if shares() == [20, 10] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(shares(), [20, 10], "{:?}", nodes[0].1.status());
+    let waiting: Vec<u32> = nodes
+        .iter()
+        .map(|(pools, _, _)| pools.provider_demand(&mem).iter().map(|d| d.pending).sum())
+        .collect();
+    assert!(
+        waiting.iter().all(|&w| w > 0),
+        "requests still wait on both nodes: {waiting:?}"
+    );
+    assert_eq!(rate_now(&nodes[0].0), 25, "a's rate in force");
+    assert_eq!(rate_now(&nodes[1].0), 15, "b's rate in force");
 }
