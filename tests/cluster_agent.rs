@@ -1,7 +1,9 @@
 //! The cluster agent on one node, on tokio's paused clock, over
 //! an in-memory control plane that can be cut off: the share lapses by
 //! the node's own clock before its registration can, and comes back with
-//! the control plane.
+//! the control plane. A provider's cluster rate likewise lapses to its
+//! floor rate, and two nodes on one control plane share it equally
+//! between the tenants waiting, wherever they wait.
 
 mod support;
 
@@ -12,8 +14,12 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use provider_pools::cluster::{CeilingSection, ClusterAgent, ClusterSection};
-use provider_pools::{AdmitError, InstallReceipt, Limits, PoolReady, ProviderPools};
+use provider_pools::cluster::{
+    CeilingSection, ClusterAgent, ClusterError, ClusterSection, RateSection,
+};
+use provider_pools::{
+    AdmitError, InstallReceipt, Limits, PoolReady, ProviderId, ProviderPools, RateLimit,
+};
 use provider_pools_control_plane::{
     Board, BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencedRecord, LeaseGrant,
     LeaseKey, LeaseRequest, LeaseState, MemoryClient, Post, PresenceKey, Registration, ServiceName,
@@ -113,6 +119,7 @@ fn section() -> ClusterSection {
             running: 8,
             floor: 2,
         }],
+        rates: Vec::new(),
     }
 }
 
@@ -291,4 +298,170 @@ async fn a_floor_below_what_runs_refuses_the_start_and_leaves_no_ceiling() {
     );
     // No ceiling was left behind: a fourth request runs at once.
     let _fourth = running(&pools, &receipt, "t", 50).await;
+}
+
+/// `section()` with a cluster rate on `mem`: 40 per second for the
+/// cluster, a floor of 5 each, so a alone may take the 30 left.
+fn rate_section() -> ClusterSection {
+    ClusterSection {
+        rates: vec![RateSection {
+            provider: "mem".into(),
+            requests: 40,
+            period_ms: 1_000,
+            floor: 5,
+        }],
+        ..section()
+    }
+}
+
+/// `mem`'s requests per second in force now, by the engine's clock.
+fn rate_now(pools: &ProviderPools) -> u32 {
+    let mem = ProviderId::new("mem").expect("valid");
+    let reading = pools.provider_rate(&mem).expect("mem has a rate");
+    assert_eq!(reading.rate.period, Duration::from_secs(1));
+    reading.rate.requests
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_nodes_rate_share_lapses_to_its_floor_rate_at_its_contact_deadline() {
+    let limits = Limits {
+        running_per_provider: 8,
+        ..Limits::DEFAULT
+    };
+    let (pools, _receipt) = with_mem(limits).await;
+    let mem = ProviderId::new("mem").expect("valid");
+    pools
+        .configure_provider_rate(&mem, RateLimit::new(100, Duration::from_secs(1), 4))
+        .expect("a rate");
+    let board = Arc::new(Cuttable::default());
+    let config = rate_section().check().expect("a valid section");
+    let agent = ClusterAgent::start(
+        pools.clone(),
+        Arc::clone(&board) as Arc<dyn Board>,
+        config,
+        &tokio::runtime::Handle::current(),
+    )
+    .expect("the agent starts");
+    assert_eq!(rate_now(&pools), 5, "the floor rate is in force at start");
+
+    // Alone, a takes the whole dynamic pool: 5 + 30 per second, with the
+    // burst configured on the node.
+    for _ in 0..10 {
+        if rate_now(&pools) == 35 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let reading = pools.provider_rate(&mem).expect("mem has a rate");
+    assert_eq!(
+        reading.rate,
+        RateLimit::new(35, Duration::from_secs(1), 4),
+        "{:?}",
+        agent.status()
+    );
+    assert_eq!(agent.status().rates.get(&mem).map(|r| r.in_force), Some(30));
+
+    // Cut off, the share stands up to the contact deadline and lapses at
+    // it, by the engine's clock alone.
+    let until = agent.status().contact_until.expect("in contact");
+    board.cut.store(true, Ordering::SeqCst);
+    tokio::time::sleep_until(until - Duration::from_millis(1)).await;
+    assert_eq!(rate_now(&pools), 35);
+    tokio::time::sleep_until(until).await;
+    assert_eq!(rate_now(&pools), 5, "the floor rate once contact lapsed");
+
+    // Back in contact, the share comes back.
+    board.cut.store(false, Ordering::SeqCst);
+    for _ in 0..20 {
+        if rate_now(&pools) == 35 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(rate_now(&pools), 35, "{:?}", agent.status());
+    let stopped = bounded("the agent stops", agent.stop(Duration::from_secs(1))).await;
+    assert!(stopped.expect("stops").left, "it leaves cleanly");
+    assert_eq!(rate_now(&pools), 5, "leaving puts the floor rate back");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cluster_rate_needs_a_rate_configured_on_the_node() {
+    let (pools, _receipt) = with_mem(Limits::DEFAULT).await;
+    let config = rate_section().check().expect("a valid section");
+    let refused = ClusterAgent::start(
+        pools,
+        Arc::new(Cuttable::default()) as Arc<dyn Board>,
+        config,
+        &tokio::runtime::Handle::current(),
+    );
+    match refused {
+        Err(ClusterError::Config { key, message }) => {
+            assert_eq!(key, "cluster.rate.provider");
+            assert!(message.contains("no rate configured"), "{message}");
+        }
+        other => panic!("not refused as expected: {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
+    // Two nodes on one control plane: x and y wait on a, z on b. The 30
+    // above the floors go 10 to each tenant: a holds 20, b 10, whatever
+    // the number of requests each tenant has waiting.
+    let mem = ProviderId::new("mem").expect("valid");
+    let board = Arc::new(Cuttable::default());
+    let mut nodes = Vec::new();
+    for (name, tenants) in [("a", &[("x", 6), ("y", 6)][..]), ("b", &[("z", 15)][..])] {
+        let limits = Limits {
+            running_per_provider: 8,
+            ..Limits::DEFAULT
+        };
+        let (pools, receipt) = with_mem(limits).await;
+        pools
+            .configure_provider_rate(&mem, RateLimit::new(100, Duration::from_secs(1), 4))
+            .expect("a rate");
+        let section = ClusterSection {
+            node: name.into(),
+            ..rate_section()
+        };
+        let agent = ClusterAgent::start(
+            pools.clone(),
+            Arc::clone(&board) as Arc<dyn Board>,
+            section.check().expect("a valid section"),
+            &tokio::runtime::Handle::current(),
+        )
+        .expect("the agent starts");
+        // Requests held waiting (granted ones are held running), so each
+        // tenant keeps some waiting for the whole test.
+        let mut held = Vec::new();
+        for (tenant, count) in tenants {
+            for session in 0..*count {
+                held.push(admit_once(&pools, &receipt, tenant, session).await);
+            }
+        }
+        nodes.push((pools, agent, held));
+    }
+    let shares = || -> Vec<u32> {
+        nodes
+            .iter()
+            .map(|(_, agent, _)| agent.status().rates.get(&mem).map_or(0, |r| r.in_force))
+            .collect()
+    };
+    for _ in 0..20 {
+        if shares() == [20, 10] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(shares(), [20, 10], "{:?}", nodes[0].1.status());
+    let waiting: Vec<u32> = nodes
+        .iter()
+        .map(|(pools, _, _)| pools.provider_demand(&mem).iter().map(|d| d.pending).sum())
+        .collect();
+    assert!(
+        waiting.iter().all(|&w| w > 0),
+        "requests still wait on both nodes: {waiting:?}"
+    );
+    assert_eq!(rate_now(&nodes[0].0), 25, "a's rate in force");
+    assert_eq!(rate_now(&nodes[1].0), 15, "b's rate in force");
 }

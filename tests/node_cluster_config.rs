@@ -123,3 +123,79 @@ fn an_unknown_key_in_the_section_is_a_syntax_error_with_its_line() {
     assert!(matches!(error, NodeConfigError::Syntax { .. }), "{error}");
     assert!(error.to_string().contains("surprise"), "{error}");
 }
+
+/// The file of [`file`] with a `rate` on the provider (or none) and the
+/// cluster rate `rate` after the valid section.
+fn with_rate(provider_rate: bool, rate: &str) -> String {
+    let provider = if provider_rate {
+        format!("{PROVIDER}rate = {{ requests = 50, period_ms = 1000, burst = 5 }}\n")
+    } else {
+        PROVIDER.to_owned()
+    };
+    format!("{provider}\n[cluster]\n{VALID}\n[[cluster.rate]]\n{rate}")
+}
+
+#[test]
+fn a_cluster_rate_is_checked_into_the_clusters_configuration() {
+    let text = with_rate(
+        true,
+        "provider = \"weather\"\nrequests = 60\nperiod_ms = 1000\nfloor = 10\n",
+    );
+    let config = NodeConfig::parse(&text).expect("parses");
+    let cluster = config.cluster().expect("valid").expect("present");
+    let rate = &cluster.rates[0];
+    assert_eq!(
+        (
+            rate.provider.as_str(),
+            rate.requests,
+            rate.period.as_millis(),
+            rate.floor
+        ),
+        ("weather", 60, 1_000, 10)
+    );
+    assert_eq!(rate.dynamic_pool(cluster.members.len()), 30);
+}
+
+#[test]
+fn each_wrong_cluster_rate_is_refused_naming_its_key() {
+    let cases = [
+        (
+            true,
+            "provider = \"weather\"\nrequests = 60\nperiod_ms = 1000\nfloor = 0\n",
+            "cluster.rate.floor",
+            "at least 1",
+        ),
+        (
+            true,
+            "provider = \"weather\"\nrequests = 20\nperiod_ms = 1000\nfloor = 10\n",
+            "cluster.rate.floor",
+            "above the rate of 20",
+        ),
+        (
+            true,
+            "provider = \"weather\"\nrequests = 60\nperiod_ms = 0\nfloor = 10\n",
+            "cluster.rate.period_ms",
+            "above 0",
+        ),
+        (
+            false,
+            "provider = \"weather\"\nrequests = 60\nperiod_ms = 1000\nfloor = 10\n",
+            "cluster.rate.provider",
+            "not a declared [[provider]] with a rate",
+        ),
+    ];
+    for (provider_rate, rate, key, says) in cases {
+        let config = NodeConfig::parse(&with_rate(provider_rate, rate)).expect("the file parses");
+        match config.cluster() {
+            Err(NodeConfigError::Invalid {
+                key: refused,
+                message,
+                ..
+            }) => {
+                assert_eq!(refused, key, "{rate}: {message}");
+                assert!(message.contains(says), "{rate}: {message}");
+            }
+            other => panic!("{rate}: expected a refusal, got {other:?}"),
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! [`ClusterAgent`]: the task on every node that keeps its share of each
-//! cluster-ceilinged provider — presence, reports, leadership, tables,
-//! and the engine's ceilings.
+//! cluster-ceilinged provider (and of each provider with a cluster rate)
+//! — presence, reports, leadership, tables, and the engine's ceilings and
+//! rates.
 //!
 //! Every period, in order:
 //! 1. presence: register (a new incarnation) or heartbeat; a heartbeat
@@ -18,6 +19,13 @@
 //! 4. tenants: each tenant with shares gets their sum (plus floors) as its
 //!    running ceiling on the node.
 //!
+//! A provider's rate is divided the same way, as its own division: its
+//! own lease (`rates.<provider>`), reports and table, in requests per the
+//! cluster rate's period; the node puts `floor + share` in force as the
+//! provider's rate until the contact deadline
+//! (`set_provider_rate_until`), falling back to the floor rate by the
+//! engine's clock (see docs/decisions/0091-a-cluster-rate-is-a-second-division.md).
+//!
 //! Invariants:
 //! - A provider's engine ceiling never exceeds `floor + share`, and the
 //!   share part lapses by the node's own clock before the registration can
@@ -33,13 +41,13 @@ mod status;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use provider_pools_actors::ProviderPools;
+use provider_pools_actors::{ProviderId, ProviderPools};
 use provider_pools_control_plane::{Board, EtcdClient, EtcdConfig};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub use status::{ClusterStatus, ProviderStatus};
+pub use status::{ClusterStatus, ProviderStatus, RateStatus};
 
 use crate::config::ClusterConfig;
 use crate::error::ClusterError;
@@ -63,8 +71,10 @@ impl ClusterAgent {
     ///
     /// [`ClusterError::Engine`] when the engine refuses a floor (below
     /// what already runs, past its table of own ceilings, or the registry
-    /// is closed); [`ClusterError::Config`] when a floor is above the
-    /// startup `running_per_provider`.
+    /// is closed); [`ClusterError::Rate`] when it refuses a floor rate;
+    /// [`ClusterError::Config`] when a floor is above the startup
+    /// `running_per_provider`, or a cluster rate's provider has no rate
+    /// configured on this node, or one below the rate's floor.
     pub fn start(
         pools: ProviderPools,
         board: Arc<dyn Board>,
@@ -89,11 +99,24 @@ impl ClusterAgent {
         let status = Arc::new(Mutex::new(ClusterStatus::default()));
         let (stop, stopping) = watch::channel(None);
         let runner = Runner::new(pools.clone(), board, config, Arc::clone(&status))?;
+        let rate_floors = runner.rate_floors();
         // Every check passed: the floors go in force, all or none.
+        let clear_ceilings = |set: &[(ProviderId, u32)]| {
+            for (provider, _) in set {
+                let _ = pools.set_provider_running(provider, None);
+            }
+        };
         for (at, (provider, floor)) in floors.iter().enumerate() {
             if let Err(error) = pools.set_provider_running(provider, Some(*floor)) {
-                for (provider, _) in &floors[..at] {
-                    let _ = pools.set_provider_running(provider, None);
+                clear_ceilings(&floors[..at]);
+                return Err(error.into());
+            }
+        }
+        for (at, (provider, floor, _)) in rate_floors.iter().enumerate() {
+            if let Err(error) = pools.set_provider_rate(provider, *floor) {
+                clear_ceilings(&floors);
+                for (provider, _, configured) in &rate_floors[..at] {
+                    let _ = pools.set_provider_rate(provider, *configured);
                 }
                 return Err(error.into());
             }

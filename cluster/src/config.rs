@@ -13,6 +13,12 @@
 //! provider = "weather"
 //! running = 100                         # for the whole cluster
 //! floor = 10                            # kept without the control plane
+//!
+//! [[cluster.rate]]
+//! provider = "weather"
+//! requests = 600                        # per period, for the whole cluster
+//! period_ms = 60000
+//! floor = 20                            # per node, kept without the control plane
 //! ```
 //!
 //! Invariants (checked by [`ClusterSection::check`]):
@@ -20,19 +26,22 @@
 //!   [`MAX_ROWS`](crate::MAX_ROWS).
 //! - Each ceiling names a distinct provider; `floor × members ≤ running`,
 //!   so every member at its floor together stays within the ceiling.
+//! - Each rate names a distinct provider; `1 ≤ floor` (a node's rate is
+//!   never zero), `floor × members ≤ requests`, and its period is above
+//!   zero and at most a day.
 //! - `period_ms` leaves at least two periods before a node must give up
 //!   its share: `2 × period < lease_ttl − skew_margin`.
 
 use std::time::Duration;
 
-use provider_pools_actors::ProviderId;
+use provider_pools_actors::{ProviderId, RateLimit};
 use provider_pools_control_plane::{NodeId, ServiceName};
 use serde::Deserialize;
 
 use crate::error::ClusterError;
 use crate::wire::MAX_ROWS;
 
-/// Most providers with a cluster ceiling.
+/// Most providers with a cluster ceiling (and, apart, with a cluster rate).
 pub const MAX_CEILINGS: usize = 64;
 
 /// The `[cluster]` section as written.
@@ -70,6 +79,24 @@ pub struct ClusterSection {
     /// The global ceilings.
     #[serde(default, rename = "ceiling")]
     pub ceilings: Vec<CeilingSection>,
+    /// The global rates.
+    #[serde(default, rename = "rate")]
+    pub rates: Vec<RateSection>,
+}
+
+/// One `[[cluster.rate]]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateSection {
+    /// The logical provider.
+    pub provider: String,
+    /// Requests per period for the whole cluster.
+    pub requests: u32,
+    /// The period, in milliseconds.
+    pub period_ms: u64,
+    /// Requests per period each node keeps without the control plane; at
+    /// least one.
+    pub floor: u32,
 }
 
 /// One `[[cluster.ceiling]]` as written.
@@ -104,6 +131,27 @@ impl GlobalCeiling {
     }
 }
 
+/// One provider's global rate, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GlobalRate {
+    /// The logical provider.
+    pub provider: ProviderId,
+    /// Requests per period for the whole cluster.
+    pub requests: u32,
+    /// The period.
+    pub period: Duration,
+    /// Requests per period each member keeps without the control plane.
+    pub floor: u32,
+}
+
+impl GlobalRate {
+    /// The part divided by demand: the rate less every member's floor.
+    pub fn dynamic_pool(&self, members: usize) -> u32 {
+        let floors = u64::from(self.floor) * members as u64;
+        u32::try_from(u64::from(self.requests).saturating_sub(floors)).unwrap_or(0)
+    }
+}
+
 /// The cluster section, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterConfig {
@@ -127,6 +175,8 @@ pub struct ClusterConfig {
     pub drain: Duration,
     /// The global ceilings, one per provider.
     pub ceilings: Vec<GlobalCeiling>,
+    /// The global rates, one per provider.
+    pub rates: Vec<GlobalRate>,
 }
 
 impl ClusterSection {
@@ -221,6 +271,7 @@ impl ClusterSection {
                 floor: section.floor,
             });
         }
+        let rates = self.check_rates(members.len())?;
         Ok(ClusterConfig {
             node,
             members,
@@ -232,6 +283,58 @@ impl ClusterSection {
             skew_margin,
             drain,
             ceilings,
+            rates,
         })
+    }
+
+    fn check_rates(&self, members: usize) -> Result<Vec<GlobalRate>, ClusterError> {
+        if self.rates.len() > MAX_CEILINGS {
+            return Err(ClusterError::config(
+                "cluster.rate",
+                format!("more than {MAX_CEILINGS}"),
+            ));
+        }
+        let mut rates: Vec<GlobalRate> = Vec::with_capacity(self.rates.len());
+        for section in &self.rates {
+            let provider = ProviderId::new(&section.provider).map_err(|error| {
+                ClusterError::config("cluster.rate.provider", error.to_string())
+            })?;
+            if rates.iter().any(|r| r.provider == provider) {
+                return Err(ClusterError::config(
+                    "cluster.rate.provider",
+                    format!("{provider} has two rates"),
+                ));
+            }
+            let period = Duration::from_millis(section.period_ms);
+            if period.is_zero() || period > RateLimit::MAX_PERIOD {
+                return Err(ClusterError::config(
+                    "cluster.rate.period_ms",
+                    format!("{provider}: must be above 0 and at most a day"),
+                ));
+            }
+            if section.floor == 0 {
+                return Err(ClusterError::config(
+                    "cluster.rate.floor",
+                    format!("{provider}: must be at least 1"),
+                ));
+            }
+            let floors = u64::from(section.floor) * members as u64;
+            if floors > u64::from(section.requests) {
+                return Err(ClusterError::config(
+                    "cluster.rate.floor",
+                    format!(
+                        "{provider}: a floor of {} on {members} members is {floors}, above the rate of {}",
+                        section.floor, section.requests
+                    ),
+                ));
+            }
+            rates.push(GlobalRate {
+                provider,
+                requests: section.requests,
+                period,
+                floor: section.floor,
+            });
+        }
+        Ok(rates)
     }
 }

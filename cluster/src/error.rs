@@ -1,7 +1,7 @@
 //! [`ClusterError`]: everything the cluster agent can refuse or fail at,
 //! each naming what was wrong.
 
-use provider_pools_actors::LowerError;
+use provider_pools_actors::{LowerError, RateError};
 use provider_pools_control_plane::ControlPlaneError;
 
 /// A cluster agent's error.
@@ -38,6 +38,9 @@ pub enum ClusterError {
     /// The engine refused a ceiling.
     #[error("the engine refused a ceiling")]
     Engine(#[from] LowerError),
+    /// The engine refused a rate.
+    #[error("the engine refused a rate")]
+    Rate(#[from] RateError),
     /// The agent has stopped.
     #[error("the cluster agent has stopped")]
     Stopped,

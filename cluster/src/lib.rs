@@ -1,4 +1,4 @@
-//! Cluster-wide provider ceilings with tenant fairness.
+//! Cluster-wide provider ceilings and rates with tenant fairness.
 //!
 //! When each node runs its own registry, every ceiling is local: a
 //! provider with a global limit sees N × its per-node ceiling, and a tenant
@@ -21,6 +21,10 @@
 //! divides by demand. The safety argument is in
 //! `docs/architecture/cluster-shares.md` ("Why the ceiling holds"); the
 //! property tests in `plan` check it.
+//!
+//! A provider's rate for the whole cluster is divided the same way, as a
+//! division of its own (requests per period instead of running requests;
+//! docs/decisions/0091-a-cluster-rate-is-a-second-division.md).
 
 mod agent;
 mod allocate;
@@ -31,9 +35,12 @@ pub mod plan;
 pub mod share;
 pub mod wire;
 
-pub use agent::{ClusterAgent, ClusterStatus, ProviderStatus};
+pub use agent::{ClusterAgent, ClusterStatus, ProviderStatus, RateStatus};
 pub use allocate::{allocate, Allocation, Demand};
-pub use config::{CeilingSection, ClusterConfig, ClusterSection, GlobalCeiling, MAX_CEILINGS};
+pub use config::{
+    CeilingSection, ClusterConfig, ClusterSection, GlobalCeiling, GlobalRate, RateSection,
+    MAX_CEILINGS,
+};
 pub use error::ClusterError;
 pub use failover::Failover;
 pub use wire::{MAX_REPORTED_TENANTS, MAX_ROWS};

@@ -47,7 +47,9 @@ pub struct Report {
     /// The most dynamic share this node can hold (its startup ceiling less
     /// the floor).
     pub cap: u32,
-    /// Each tenant's backlog (queued + running) on the provider.
+    /// Each tenant's backlog on the provider: queued + running for a
+    /// running ceiling; for a rate, the node's cap for each tenant with
+    /// requests waiting (a rate's demand is not a count of requests).
     pub tenants: BTreeMap<TenantId, u32>,
     /// The node is leaving: it wants no share (its backlog aside), so its
     /// bound can fall to zero before it deregisters.

@@ -36,6 +36,23 @@ pub(crate) struct Settings {
     pub(crate) lease_ttl_ms: u64,
     pub(crate) period_ms: u64,
     pub(crate) drain_ms: u64,
+    /// The provider's rate for the whole cluster, if it has one.
+    pub(crate) rate: Option<ClusterRate>,
+}
+
+/// A provider's rate for the whole cluster, and each node's.
+#[derive(Debug, Clone)]
+pub(crate) struct ClusterRate {
+    /// Requests per period for the whole cluster.
+    pub(crate) requests: u32,
+    pub(crate) period_ms: u64,
+    /// Each member's floor, requests per period.
+    pub(crate) floor: u32,
+    /// Each node's configured rate, requests per period: the most its
+    /// share can reach.
+    pub(crate) per_node: u32,
+    /// Each node's burst.
+    pub(crate) burst: u32,
 }
 
 impl Settings {
@@ -50,6 +67,7 @@ impl Settings {
             lease_ttl_ms: 2_000,
             period_ms: 250,
             drain_ms: 500,
+            rate: None,
         }
     }
 }
@@ -77,7 +95,21 @@ pub(crate) fn node_file(
         lease_ttl_ms,
         period_ms,
         drain_ms,
+        rate,
     } = settings;
+    let (provider_rate, cluster_rate) = match rate {
+        Some(rate) => (
+            format!(
+                "rate = {{ requests = {}, period_ms = {}, burst = {} }}",
+                rate.per_node, rate.period_ms, rate.burst
+            ),
+            format!(
+                "[[cluster.rate]]\nprovider = \"{PROVIDER}\"\nrequests = {}\nperiod_ms = {}\nfloor = {}\n",
+                rate.requests, rate.period_ms, rate.floor
+            ),
+        ),
+        None => (String::new(), String::new()),
+    };
     format!(
         r#"
 [limits]
@@ -100,6 +132,7 @@ kind = "http"
 service = "api/v1"
 authority = "{origin}"
 origins = ["{origin}"]
+{provider_rate}
 
 [cluster]
 node = "{name}"
@@ -113,7 +146,8 @@ drain_ms = {drain_ms}
 provider = "{PROVIDER}"
 running = {global}
 floor = {floor}
-"#
+
+{cluster_rate}"#
     )
 }
 

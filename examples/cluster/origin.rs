@@ -6,6 +6,8 @@
 //! the cluster's: `max_in_flight` is the highest number of requests it
 //! served at the same time, read exactly (raised on every arrival).
 //! A request is `GET /work?tenant=NAME`; it answers after the think time.
+//! The instants of the first [`MAX_ARRIVALS`] arrivals are kept, so a
+//! test can count the requests that arrived in any window.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -17,6 +19,10 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use provider_pools::Bytes;
+use tokio::time::Instant;
+
+/// Most arrival instants kept (a long example run keeps its first ones).
+pub(crate) const MAX_ARRIVALS: usize = 100_000;
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -27,6 +33,7 @@ pub(crate) struct Counts {
     max_in_flight: AtomicU32,
     served: AtomicU64,
     tenants: Mutex<BTreeMap<String, u32>>,
+    arrivals: Mutex<Vec<Instant>>,
 }
 
 impl Counts {
@@ -53,7 +60,22 @@ impl Counts {
             .clone()
     }
 
+    /// The instant of every arrival so far, in order (the first
+    /// [`MAX_ARRIVALS`]).
+    #[allow(dead_code, reason = "the rate test reads it, the example not")]
+    pub(crate) fn arrivals(&self) -> Vec<Instant> {
+        self.arrivals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn arrive(&self, tenant: &str) {
+        let mut arrivals = self.arrivals.lock().unwrap_or_else(PoisonError::into_inner);
+        if arrivals.len() < MAX_ARRIVALS {
+            arrivals.push(Instant::now());
+        }
+        drop(arrivals);
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
         let mut tenants = self.tenants.lock().unwrap_or_else(PoisonError::into_inner);

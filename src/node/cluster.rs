@@ -10,7 +10,8 @@ use super::{line_of, NodeConfig, NodeConfigError};
 
 impl NodeConfig {
     /// The `[cluster]` section, checked: `None` when the node runs alone.
-    /// Each `[[cluster.ceiling]]` must name a declared provider.
+    /// Each `[[cluster.ceiling]]` must name a declared provider, and each
+    /// `[[cluster.rate]]` a declared provider with a `rate`.
     ///
     /// ```
     /// use provider_pools::node::NodeConfig;
@@ -35,6 +36,29 @@ impl NodeConfig {
     /// "#)?;
     /// let cluster = config.cluster()?.expect("a cluster section");
     /// assert_eq!(cluster.ceilings[0].running, 100);
+    ///
+    /// let config = NodeConfig::parse(r#"
+    /// [[provider]]
+    /// id = "weather"
+    /// kind = "http"
+    /// service = "weather/v1"
+    /// authority = "http://127.0.0.1:8080"
+    /// origins = ["http://127.0.0.1:8080"]
+    /// rate = { requests = 50, period_ms = 1000, burst = 5 }
+    ///
+    /// [cluster]
+    /// node = "node-a"
+    /// members = ["node-a", "node-b"]
+    /// endpoints = ["http://127.0.0.1:2379"]
+    ///
+    /// [[cluster.rate]]
+    /// provider = "weather"
+    /// requests = 60
+    /// period_ms = 1000
+    /// floor = 10
+    /// "#)?;
+    /// let cluster = config.cluster()?.expect("a cluster section");
+    /// assert_eq!(cluster.rates[0].dynamic_pool(2), 40);
     /// # Ok::<(), provider_pools::node::NodeConfigError>(())
     /// ```
     ///
@@ -64,6 +88,21 @@ impl NodeConfig {
                 ));
             }
         }
+        for rate in &config.rates {
+            let with_rate = self
+                .providers
+                .iter()
+                .any(|p| p.id.get_ref() == rate.provider.as_str() && p.rate.is_some());
+            if !with_rate {
+                return Err(invalid(
+                    "cluster.rate.provider",
+                    format!(
+                        "{} is not a declared [[provider]] with a rate",
+                        rate.provider
+                    ),
+                ));
+            }
+        }
         Ok(Some(config))
     }
 }
@@ -84,6 +123,7 @@ impl fmt::Debug for Shown<'_> {
             .field("members", &self.0.members)
             .field("endpoints", &endpoints)
             .field("ceilings", &self.0.ceilings)
+            .field("rates", &self.0.rates)
             .finish_non_exhaustive()
     }
 }

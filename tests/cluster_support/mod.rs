@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 #[allow(unused_imports, reason = "each cluster test binary uses a part")]
-pub(crate) use crate::node::{jain, ClusterNode, Settings};
+pub(crate) use crate::node::{jain, ClusterNode, ClusterRate, Settings};
 pub(crate) use crate::origin::{start as start_origin, Origin};
 
 /// The provider's global ceiling in these tests.
@@ -56,12 +56,26 @@ impl Running {
         tenants: &[&str],
         workers: usize,
     ) -> Self {
+        let settings = Settings::quick(GLOBAL);
+        Self::start_with(name, members, etcd, origin, tenants, workers, &settings).await
+    }
+
+    /// [`Self::start`] with other `settings`.
+    pub(crate) async fn start_with(
+        name: &str,
+        members: &[&str],
+        etcd: &EtcdCluster,
+        origin: &Origin,
+        tenants: &[&str],
+        workers: usize,
+        settings: &Settings,
+    ) -> Self {
         let node = ClusterNode::start(
             name,
             members,
             &etcd.endpoints(),
             &origin.url,
-            &Settings::quick(GLOBAL),
+            settings,
             tenants,
         )
         .await

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use provider_pools_actors::{LowerError, ProviderPools};
-use provider_pools_actors::{ProviderId, TenantId};
+use provider_pools_actors::ProviderPools;
+use provider_pools_actors::{ProviderId, RateLimit, TenantId};
 use provider_pools_control_plane::{
     Board, ControlPlaneError, LeadershipGuard, LeaseKey, LeaseName, PresenceKey, Registration,
     TopicName,
@@ -18,25 +18,86 @@ use provider_pools_control_plane::{
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::status::{ClusterStatus, ProviderStatus};
-use crate::config::{ClusterConfig, GlobalCeiling};
+use super::status::{ClusterStatus, ProviderStatus, RateStatus};
+use crate::config::{ClusterConfig, GlobalRate};
 use crate::error::ClusterError;
 use crate::share::Holding;
 use crate::wire::{Report, Table, MAX_REPORTED_TENANTS};
 
-/// One ceilinged provider, as this node tracks it.
+/// What one division bounds on the engine.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    /// The provider's running requests: its own ceiling.
+    Running,
+    /// The provider's rate: requests per `period`, with the burst of the
+    /// rate configured on this node (`configured`, given back on a start
+    /// that fails).
+    Rate {
+        period: Duration,
+        configured: RateLimit,
+    },
+}
+
+/// One provider's division (of its running ceiling or of its rate), as
+/// this node tracks it. The two divisions of one provider are apart:
+/// their own lease, table and reports.
 struct Tracked {
-    ceiling: GlobalCeiling,
+    provider: ProviderId,
+    bound: Bound,
+    /// Kept without the control plane.
+    floor: u32,
+    /// What the leader divides: the global value less every floor.
+    pool: u32,
     lease: LeaseKey,
     topic: TopicName,
-    /// The most share this node can hold: its startup ceiling less the floor.
+    /// The most share this node can hold: its startup ceiling (or its
+    /// configured rate, per the cluster's period) less the floor.
     cap: u32,
     holding: Holding,
     /// The last table read.
     table: Option<Table>,
     guard: Option<LeadershipGuard>,
-    /// The engine ceiling in force.
+    /// The engine ceiling (or requests per period) in force.
     set: u32,
+}
+
+impl Tracked {
+    fn new(
+        provider: &ProviderId,
+        bound: Bound,
+        floor: u32,
+        pool: u32,
+        cap: u32,
+    ) -> Result<Self, ClusterError> {
+        let (lease, topic, key) = match bound {
+            Bound::Running => ("shares", "demand", "cluster.ceiling.provider"),
+            Bound::Rate { .. } => ("rates", "rate-demand", "cluster.rate.provider"),
+        };
+        let named = |error: ControlPlaneError| ClusterError::config(key, error.to_string());
+        Ok(Self {
+            provider: provider.clone(),
+            bound,
+            floor,
+            pool,
+            lease: LeaseKey::Global(LeaseName::new(format!("{lease}.{provider}")).map_err(named)?),
+            topic: TopicName::new(format!("{topic}.{provider}")).map_err(named)?,
+            cap,
+            holding: Holding::default(),
+            table: None,
+            guard: None,
+            set: floor,
+        })
+    }
+}
+
+/// The rate configured on this node for `global`'s provider, and its
+/// requests per the cluster's period (rounded down); `None` when the
+/// provider has no rate here.
+fn node_rate(pools: &ProviderPools, global: &GlobalRate) -> Option<(RateLimit, u32)> {
+    let configured = pools.provider_rate(&global.provider)?.configured;
+    let per_period = u128::from(configured.requests) * global.period.as_nanos()
+        / configured.period.as_nanos().max(1);
+    Some((configured, u32::try_from(per_period).unwrap_or(u32::MAX)))
 }
 
 pub(super) struct Runner {
@@ -67,23 +128,43 @@ impl Runner {
         status: Arc<Mutex<ClusterStatus>>,
     ) -> Result<Self, ClusterError> {
         let startup = pools.limits().running_per_provider;
-        let mut providers = Vec::with_capacity(config.ceilings.len());
+        let members = config.members.len();
+        let mut providers = Vec::with_capacity(config.ceilings.len() + config.rates.len());
         for ceiling in &config.ceilings {
-            let named = |error: ControlPlaneError| {
-                ClusterError::config("cluster.ceiling.provider", error.to_string())
+            providers.push(Tracked::new(
+                &ceiling.provider,
+                Bound::Running,
+                ceiling.floor,
+                ceiling.dynamic_pool(members),
+                startup.saturating_sub(ceiling.floor),
+            )?);
+        }
+        for rate in &config.rates {
+            let Some((configured, here)) = node_rate(&pools, rate) else {
+                return Err(ClusterError::config(
+                    "cluster.rate.provider",
+                    format!("{} has no rate configured on this node", rate.provider),
+                ));
             };
-            providers.push(Tracked {
-                ceiling: ceiling.clone(),
-                lease: LeaseKey::Global(
-                    LeaseName::new(format!("shares.{}", ceiling.provider)).map_err(named)?,
-                ),
-                topic: TopicName::new(format!("demand.{}", ceiling.provider)).map_err(named)?,
-                cap: startup.saturating_sub(ceiling.floor),
-                holding: Holding::default(),
-                table: None,
-                guard: None,
-                set: ceiling.floor,
-            });
+            if here < rate.floor {
+                return Err(ClusterError::config(
+                    "cluster.rate.floor",
+                    format!(
+                        "{}: a floor of {} is above this node's configured rate of {} per period",
+                        rate.provider, rate.floor, here
+                    ),
+                ));
+            }
+            providers.push(Tracked::new(
+                &rate.provider,
+                Bound::Rate {
+                    period: rate.period,
+                    configured,
+                },
+                rate.floor,
+                rate.dynamic_pool(members),
+                here - rate.floor,
+            )?);
         }
         let presence = PresenceKey {
             service: config.service.clone(),
@@ -106,6 +187,22 @@ impl Runner {
             last_error: None,
             leaving: false,
         })
+    }
+
+    /// Each rate division's floor and the rate configured before it, for
+    /// the agent's start to put in force (and give back on a refusal).
+    pub(super) fn rate_floors(&self) -> Vec<(ProviderId, RateLimit, RateLimit)> {
+        self.providers
+            .iter()
+            .filter_map(|tracked| match tracked.bound {
+                Bound::Rate { period, configured } => Some((
+                    tracked.provider.clone(),
+                    RateLimit::new(tracked.floor, period, configured.burst),
+                    configured,
+                )),
+                Bound::Running => None,
+            })
+            .collect()
     }
 
     /// Runs a period at every tick until asked to stop, then leaves.
@@ -138,10 +235,13 @@ impl Runner {
             self.lead(at).await;
             self.follow(at).await;
             let tracked = &self.providers[at];
+            if !matches!(tracked.bound, Bound::Running) {
+                continue;
+            }
             if let Some(row) = self.own_row(tracked) {
                 for (tenant, &share) in &row.tenants {
                     let entry = shares.entry(tenant.clone()).or_default();
-                    *entry = entry.saturating_add(share.saturating_add(tracked.ceiling.floor));
+                    *entry = entry.saturating_add(share.saturating_add(tracked.floor));
                 }
             }
         }
@@ -219,9 +319,9 @@ impl Runner {
             contact,
             self.leaving,
         );
-        let floor = tracked.ceiling.floor;
+        let floor = tracked.floor;
         let wanted = floor.saturating_add(target.min(tracked.cap));
-        match self.put_in_force(&tracked.ceiling.provider, wanted, until, floor) {
+        match self.put_in_force(tracked, wanted, until) {
             Ok(set) => {
                 let tracked = &mut self.providers[at];
                 tracked.set = set;
@@ -230,40 +330,59 @@ impl Runner {
                     in_force: set.saturating_sub(floor),
                 };
             }
-            Err(error) => self.last_error = Some(format!("engine: {error}")),
+            Err(error) => {
+                self.last_error = Some(match std::error::Error::source(&error) {
+                    Some(cause) => format!("{error}: {cause}"),
+                    None => error.to_string(),
+                });
+            }
         }
         if self.registered {
             self.report(at).await;
         }
     }
 
-    /// Sets `wanted` as the provider's ceiling until `until`, falling back
-    /// to `floor`; a ceiling below use drains. Answers what this node may
-    /// run from now on until it sets another: the larger of the ceiling and
-    /// what runs now (no grant happens above the ceiling, so what runs
-    /// only falls).
+    /// Sets `wanted` as the provider's ceiling (or rate) until `until`,
+    /// falling back to the floor by the engine's own clock.
+    ///
+    /// A ceiling below use drains: this answers what the node may run from
+    /// now on until it sets another, the larger of the ceiling and what
+    /// runs now (no grant happens above the ceiling, so what runs only
+    /// falls). A rate is in force at once (grants already made stand, and
+    /// the tokens they spent count against it): this answers `wanted`.
     fn put_in_force(
         &self,
-        provider: &ProviderId,
+        tracked: &Tracked,
         wanted: u32,
         until: Instant,
-        floor: u32,
-    ) -> Result<u32, LowerError> {
-        self.pools
-            .set_provider_running_until(provider, wanted, until, floor)?;
-        let running: u32 = self
-            .pools
-            .provider_demand(provider)
-            .iter()
-            .map(|d| d.running)
-            .sum();
-        Ok(wanted.max(running))
+    ) -> Result<u32, ClusterError> {
+        let provider = &tracked.provider;
+        match tracked.bound {
+            Bound::Running => {
+                self.pools
+                    .set_provider_running_until(provider, wanted, until, tracked.floor)?;
+                let running: u32 = self
+                    .pools
+                    .provider_demand(provider)
+                    .iter()
+                    .map(|d| d.running)
+                    .sum();
+                Ok(wanted.max(running))
+            }
+            Bound::Rate { period, configured } => {
+                let rate = RateLimit::new(wanted, period, configured.burst);
+                let floor = RateLimit::new(tracked.floor, period, configured.burst);
+                self.pools
+                    .set_provider_rate_until(provider, rate, until, floor)?;
+                Ok(wanted)
+            }
+        }
     }
 
     /// Posts provider `at`'s report.
     async fn report(&mut self, at: usize) {
         let tracked = &self.providers[at];
-        let mut demand = self.pools.provider_demand(&tracked.ceiling.provider);
+        let mut demand = self.pools.provider_demand(&tracked.provider);
         if demand.len() > MAX_REPORTED_TENANTS {
             demand.sort_by_key(|d| std::cmp::Reverse(d.pending.saturating_add(d.running)));
             demand.truncate(MAX_REPORTED_TENANTS);
@@ -275,7 +394,19 @@ impl Runner {
             cap: tracked.cap,
             tenants: demand
                 .into_iter()
-                .map(|d| (d.tenant, d.pending.saturating_add(d.running)))
+                .map(|d| {
+                    let backlog = match tracked.bound {
+                        Bound::Running => d.pending.saturating_add(d.running),
+                        // A rate's demand is not a count of requests: a
+                        // tenant with requests waiting could use all this
+                        // node can hold, one without uses what the
+                        // headroom leaves.
+                        Bound::Rate { .. } if d.pending > 0 => tracked.cap,
+                        Bound::Rate { .. } => 0,
+                    };
+                    (d.tenant, backlog)
+                })
+                .filter(|(_, backlog)| *backlog > 0)
                 .collect(),
             leaving: self.leaving,
         };
@@ -347,9 +478,24 @@ impl Runner {
     }
 
     fn publish(&self) {
+        let rates = self
+            .providers
+            .iter()
+            .filter(|tracked| matches!(tracked.bound, Bound::Rate { .. }))
+            .map(|tracked| {
+                let status = RateStatus {
+                    epoch: tracked.holding.epoch,
+                    in_force: tracked.holding.in_force,
+                    requests: tracked.set,
+                    leader: tracked.guard.as_ref().is_some_and(|g| g.check().is_ok()),
+                };
+                (tracked.provider.clone(), status)
+            })
+            .collect();
         let providers = self
             .providers
             .iter()
+            .filter(|tracked| matches!(tracked.bound, Bound::Running))
             .map(|tracked| {
                 let tenants = self
                     .own_row(tracked)
@@ -362,7 +508,7 @@ impl Runner {
                     leader: tracked.guard.as_ref().is_some_and(|g| g.check().is_ok()),
                     tenants,
                 };
-                (tracked.ceiling.provider.clone(), status)
+                (tracked.provider.clone(), status)
             })
             .collect();
         let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
@@ -371,6 +517,7 @@ impl Runner {
         status.registered = self.registered;
         status.contact_until = self.contact_until;
         status.providers = providers;
+        status.rates = rates;
         status.last_error.clone_from(&self.last_error);
     }
 }

@@ -19,6 +19,8 @@ pub struct ClusterStatus {
     pub contact_until: Option<Instant>,
     /// Each ceilinged provider.
     pub providers: BTreeMap<ProviderId, ProviderStatus>,
+    /// Each provider with a cluster rate.
+    pub rates: BTreeMap<ProviderId, RateStatus>,
     /// The last error met, if any, as text.
     pub last_error: Option<String>,
     /// True once the agent left the cluster cleanly (deregistered).
@@ -38,4 +40,19 @@ pub struct ProviderStatus {
     pub leader: bool,
     /// Each tenant's share here, from the last table applied.
     pub tenants: BTreeMap<TenantId, u32>,
+}
+
+/// One provider's rate on this node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RateStatus {
+    /// The epoch of the last rate table applied.
+    pub epoch: u64,
+    /// The dynamic share of the rate in force (requests per period above
+    /// the floor).
+    pub in_force: u32,
+    /// The rate set on the engine: floor plus the share in force, requests
+    /// per period.
+    pub requests: u32,
+    /// Whether this node led the provider's rate division this period.
+    pub leader: bool,
 }

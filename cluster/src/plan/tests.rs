@@ -459,3 +459,117 @@ fn a_node_whose_reports_run_one_table_behind_still_gives_its_old_share_up() {
         "{in_force:?}"
     );
 }
+
+/// A rate's division: 60 requests per second for three members with a
+/// floor of 5 each leaves a pool of 45; each node could hold 55 more. A
+/// node reports a tenant with requests waiting at its cap (a rate's demand
+/// is not a count of requests).
+mod rate {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use provider_pools_actors::ProviderId;
+
+    use super::{node, tenant};
+    use crate::config::GlobalRate;
+    use crate::plan::next_table;
+    use crate::wire::{Report, Table};
+
+    const CAP: u32 = 55;
+
+    fn pool() -> u32 {
+        let rate = GlobalRate {
+            provider: ProviderId::new("api").expect("a valid provider"),
+            requests: 60,
+            period: Duration::from_secs(1),
+            floor: 5,
+        };
+        rate.dynamic_pool(3)
+    }
+
+    /// Node `i`'s report after applying `table` (all of its grant), with
+    /// requests waiting for `tenants`.
+    fn report(i: usize, table: Option<&Table>, tenants: &[u8]) -> Report {
+        Report {
+            incarnation: 1,
+            epoch: table.map_or(0, |t| t.epoch),
+            in_force: table
+                .and_then(|t| t.rows.get(&node(i)))
+                .map_or(0, |row| row.grant),
+            cap: CAP,
+            tenants: tenants.iter().map(|&t| (tenant(t), CAP)).collect(),
+            leaving: false,
+        }
+    }
+
+    fn tenant_total(table: &Table, t: u8) -> u32 {
+        table
+            .rows
+            .values()
+            .filter_map(|row| row.tenants.get(&tenant(t)))
+            .sum()
+    }
+
+    #[test]
+    fn a_rate_goes_to_the_waiting_tenants_equally_wherever_they_wait() {
+        assert_eq!(pool(), 45);
+        // x waits on n0 and n1, y on n2 only.
+        let waiting: [&[u8]; 3] = [&[0], &[0], &[1]];
+        let mut table: Option<Table> = None;
+        for _ in 0..3 {
+            let reports: BTreeMap<_, _> = (0..3)
+                .map(|i| (node(i), report(i, table.as_ref(), waiting[i])))
+                .collect();
+            table = Some(next_table(pool(), 3, table.as_ref(), &reports));
+        }
+        let table = table.expect("a table");
+        let (x, y) = (tenant_total(&table, 0), tenant_total(&table, 1));
+        assert_eq!(x + y, 45, "{table:?}");
+        assert!(x.abs_diff(y) <= 1, "x {x}, y {y}: {table:?}");
+        let grants: Vec<u32> = (0..3).map(|i| table.rows[&node(i)].grant).collect();
+        assert_eq!(grants.iter().sum::<u32>(), 45, "{grants:?}");
+        assert_eq!(grants[2], y, "n2 carries y alone: {grants:?}");
+        assert!(grants[0].abs_diff(grants[1]) <= 1, "x split: {grants:?}");
+    }
+
+    #[test]
+    fn a_rate_raise_waits_until_the_node_giving_it_up_acknowledges() {
+        // n0 alone has requests waiting: it holds the whole pool.
+        let mut table: Option<Table> = None;
+        for _ in 0..2 {
+            let reports: BTreeMap<_, _> = (0..3)
+                .map(|i| {
+                    let waiting: &[u8] = if i == 0 { &[0] } else { &[] };
+                    (node(i), report(i, table.as_ref(), waiting))
+                })
+                .collect();
+            table = Some(next_table(pool(), 3, table.as_ref(), &reports));
+        }
+        let settled = table.clone().expect("a table");
+        assert_eq!(settled.rows[&node(0)].grant, 45, "{settled:?}");
+
+        // y starts waiting on n1; n0 has not yet applied the lowering.
+        let mut reports: BTreeMap<_, _> = (0..3)
+            .map(|i| {
+                let waiting: &[u8] = [&[0u8][..], &[1], &[]][i];
+                (node(i), report(i, Some(&settled), waiting))
+            })
+            .collect();
+        let lowered = next_table(pool(), 3, Some(&settled), &reports);
+        let bounds: u32 = lowered.rows.values().map(|row| row.bound).sum();
+        assert!(bounds <= 45, "{lowered:?}");
+        assert!(lowered.rows[&node(0)].grant < 45, "{lowered:?}");
+        assert_eq!(lowered.rows[&node(0)].bound, 45, "{lowered:?}");
+        assert_eq!(lowered.rows[&node(1)].grant, 0, "no raise yet: {lowered:?}");
+
+        // n0 reports the lowering in force: the raise is paid.
+        reports.insert(node(0), report(0, Some(&lowered), &[0]));
+        reports.insert(node(1), report(1, Some(&lowered), &[1]));
+        let raised = next_table(pool(), 3, Some(&lowered), &reports);
+        let bounds: u32 = raised.rows.values().map(|row| row.bound).sum();
+        assert!(bounds <= 45, "{raised:?}");
+        let (n0, n1) = (raised.rows[&node(0)].grant, raised.rows[&node(1)].grant);
+        assert_eq!(n0 + n1, 45, "{raised:?}");
+        assert!(n0.abs_diff(n1) <= 1, "n0 {n0}, n1 {n1}");
+    }
+}

@@ -89,7 +89,7 @@ impl Runner {
                 }
             }
         }
-        let pool = tracked.ceiling.dynamic_pool(self.config.members.len());
+        let pool = tracked.pool;
         let table = next_table(pool, self.quarantine, previous.as_ref(), &reports);
         let bytes = table.encode()?;
         if tracked.guard.as_ref().is_none_or(|g| g.check().is_err()) {
