@@ -36,7 +36,7 @@ pub enum NodeError {
     },
     /// A provider's rate was refused after its install; the registry was
     /// then shut down, as for [`NodeError::Install`].
-    #[error("configuring provider {provider}'s rate: {source}")]
+    #[error("configuring provider {provider}'s rate failed")]
     Rate {
         /// The provider.
         provider: String,
