@@ -52,15 +52,14 @@ impl Dialer for Lingering {
     async fn dial(&self, target: DialTarget<'_>) -> Result<Sock, DialError> {
         let (alive, dropped) = oneshot::channel::<()>();
         let gate = Arc::clone(&self.gate);
-        let mut driver = Some(async move {
+        let mut driver = Some(move || async move {
             let _ = dropped.await;
             let _ = gate.acquire().await.map(|permit| permit.forget());
         });
         for _ in 0..self.drivers {
-            let next = driver.take();
-            match next {
+            match driver.take() {
                 Some(driver) => drop(self.pools.spawn_driver(&target, driver).await?),
-                None => drop(self.pools.spawn_driver(&target, async {}).await?),
+                None => drop(self.pools.spawn_driver(&target, || async {}).await?),
             }
         }
         Ok(Sock { _alive: alive })
@@ -249,7 +248,7 @@ async fn a_target_built_outside_the_pools_has_no_seat_for_a_driver() {
     let settings = std::collections::BTreeMap::new();
     let credential = provider_pools::Credential::new(b"k".to_vec()).expect("credential");
     let target = DialTarget::new("127.0.0.1:9", &settings, &credential);
-    let refused = pools.spawn_driver(&target, async {}).await;
+    let refused = pools.spawn_driver(&target, || async {}).await;
     let Err(e) = refused else {
         panic!("a driver started without a dial");
     };

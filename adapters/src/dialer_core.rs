@@ -67,17 +67,18 @@ impl DialerCore {
     /// when the pools have no room for it now (nothing was dialed, so no
     /// backoff), [`DialErrorKind::Other`] otherwise; the message names
     /// `what`.
-    pub(crate) async fn start_driver<Fut>(
+    pub(crate) async fn start_driver<F, Fut>(
         &self,
         target: &DialTarget<'_>,
         what: &str,
-        driver: Fut,
+        make: F,
     ) -> Result<JobHandle<()>, DialError>
     where
+        F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.pools
-            .spawn_driver(target, driver)
+            .spawn_driver(target, make)
             .await
             .map_err(|e| DialError::new(e.kind, format!("{what}: {}", e.message)))
     }

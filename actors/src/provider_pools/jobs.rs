@@ -70,9 +70,11 @@ impl ProviderPools {
         self.inner.workers.spawn(make).await
     }
 
-    /// Runs `driver`, the task that runs the connection `target`'s dial is
-    /// opening (hyper's connection future, a client's tasks), for as long
-    /// as that connection lives.
+    /// Runs the driver `make` builds: the task that runs the connection
+    /// `target`'s dial is opening (hyper's connection future, a client's
+    /// tasks), for as long as that connection lives. `make` is called in
+    /// the driver's own task, as [`spawn`](Self::spawn)'s is, so the
+    /// driver's future is built where it runs.
     ///
     /// A driver is a job of its own class: it takes no `provider_workers`
     /// slot (those bound [`spawn`](Self::spawn) and
@@ -101,12 +103,13 @@ impl ProviderPools {
     /// retirement, for a target with no seat (a dial the pools did not
     /// start, see [`DialTarget::new`]), or when this dial already started
     /// its driver.
-    pub async fn spawn_driver<Fut>(
+    pub async fn spawn_driver<F, Fut>(
         &self,
         target: &DialTarget<'_>,
-        driver: Fut,
+        make: F,
     ) -> Result<JobHandle<()>, DialError>
     where
+        F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         if !self.is_open() {
@@ -123,7 +126,7 @@ impl ProviderPools {
         };
         self.inner
             .workers
-            .spawn_driver(driver, charges, deadline)
+            .spawn_driver(make, charges, deadline)
             .await
             .map_err(|e| {
                 let kind = match e {

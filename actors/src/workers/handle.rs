@@ -110,7 +110,7 @@ impl WorkerPool {
             .await
     }
 
-    /// Runs `driver`, a connection's driver, holding `connection` (its
+    /// Runs the future `make` builds, a connection's driver, holding `connection` (its
     /// connection's charges, shared with the connection) until it is
     /// joined; it takes no worker slot. Waits for mailbox room until
     /// `deadline` (its dial's).
@@ -126,18 +126,21 @@ impl WorkerPool {
     /// [`JobError::Capacity`] when the metadata budget is taken,
     /// [`JobError::Busy`] when the mailbox stays full until `deadline`,
     /// [`JobError::Closed`] after close.
-    pub(crate) async fn spawn_driver<Fut>(
+    pub(crate) async fn spawn_driver<F, Fut>(
         &self,
-        driver: Fut,
+        make: F,
         connection: Box<dyn Send>,
         deadline: Instant,
     ) -> Result<JobHandle<()>, JobError>
     where
+        F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let (result, answer) = ResultSlot::new();
+        // Built in its task, like a job's: a future moved into the task's
+        // own future and awaited there would be stored twice.
         let work = Work::Async(Box::pin(async move {
-            driver.await;
+            make().await;
             result.send(());
         }));
         let holds = JobHolds::Connection {

@@ -203,7 +203,9 @@ impl Dialer for HttpDialer {
         let (watch, notifier) = close_watch();
         let job = self
             .core
-            .start_driver(&target, DRIVER_JOB, drive(driver, expiring, notifier))
+            .start_driver(&target, DRIVER_JOB, move || {
+                drive(driver, expiring, notifier)
+            })
             .await?;
         let stream = connect(&origin, tls_config, tls::Alpn::Http1).await?;
         let reads = ReadCount::default();

@@ -101,7 +101,7 @@ impl Dialer for NatsDialer {
         // Our own limit, not the server's failure: no backoff.
         let driver = self
             .core
-            .start_driver(&target, "the nats client", health::gone(gone))
+            .start_driver(&target, "the nats client", move || health::gone(gone))
             .await?;
         let mut options = ConnectOptions::with_auth_callback(auth::connect_once(auth))
             .event_callback(health::recorder(health_tx))

@@ -179,7 +179,7 @@ impl Dialer for H2Dialer {
         let (watch, notifier) = close_watch();
         let job = self
             .core
-            .start_driver(&target, DRIVER_JOB, drive(driver, notifier))
+            .start_driver(&target, DRIVER_JOB, move || drive(driver, notifier))
             .await?;
         let stream = connect(&origin, tls_config, tls::Alpn::H2).await?;
         let (sender, connection) = h2::client::Builder::new()
