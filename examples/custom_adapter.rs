@@ -2,7 +2,7 @@
 //! (a line to an upper-casing loopback server) is a bounded job admitted per tenant. Exits
 //! non-zero unless every answer is right, a connection was reused and shutdown is clean.
 
-#[path = "shared/line_server.rs"]
+#[path = "common/line_server.rs"]
 mod line_server;
 
 use std::{sync::Arc, time::Duration};

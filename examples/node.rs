@@ -19,9 +19,9 @@
 //!
 //! Run with `cargo run --release --example node`.
 
-#[path = "shared/metrics_http.rs"]
+#[path = "common/metrics_http.rs"]
 mod metrics_http;
-#[path = "shared/traffic.rs"]
+#[path = "common/traffic.rs"]
 mod traffic;
 
 use std::collections::BTreeMap;

@@ -17,7 +17,7 @@
 //!
 //! Run with `cargo run --example supervised_restart`.
 
-#[path = "shared/line_server.rs"]
+#[path = "common/line_server.rs"]
 mod line_server;
 
 use std::sync::atomic::{AtomicBool, Ordering};

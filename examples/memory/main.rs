@@ -40,7 +40,7 @@
 //! Run with `cargo run --release --example memory`.
 mod measure;
 mod registry;
-#[path = "../shared/rss.rs"]
+#[path = "../common/rss.rs"]
 mod rss;
 
 use std::alloc::System;

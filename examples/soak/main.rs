@@ -61,10 +61,10 @@
 // The unit tests (the verdict) build without `main`'s callees.
 #![cfg_attr(test, allow(dead_code))]
 
-#[path = "../shared/rss.rs"]
+#[path = "../common/rss.rs"]
 mod rss;
 mod sample;
-#[path = "../shared/traffic.rs"]
+#[path = "../common/traffic.rs"]
 mod traffic;
 
 use std::alloc::System;

@@ -5,8 +5,8 @@
 //! Connection selection, not a retry: a connection that closed before it
 //! took the request (hyper hands the request back, so no byte of it was
 //! written) is destroyed and the request goes to another idle connection
-//! or a fresh dial. Nothing of the request left the process, so the
-//! specification's "never retries an application operation" holds.
+//! or a fresh dial. Nothing of the request left the process, so the rule
+//! that the pools never retry an application operation holds.
 //!
 //! One delivery is the caller's: a request the caller marked replayable
 //! (an idempotent method with a body it holds whole) that a *reused*

@@ -16,7 +16,7 @@
 //! - Past the request's deadline the connection's driver closes the socket
 //!   even if nobody reads, and the stream refuses every further read with
 //!   `Timeout`; its connection charges and running owner stay with it until
-//!   it is dropped (the specification's ownership rule), so a host should
+//!   it is dropped (ownership until destruction), so a host should
 //!   drop expired activations' streams.
 
 use http::{HeaderMap, StatusCode};

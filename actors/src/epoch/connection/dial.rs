@@ -8,8 +8,8 @@
 //! requester's running request (`RequestHold`). Nobody keeps its join handle: it is owned
 //! by what it holds. Shutdown still waits for it, because that
 //! `RequestHold` keeps the request's running slot and its client lease,
-//! and so the epoch, retained (the specification's "a dialing connection
-//! retains the original activation") until the task ends.
+//! and so the epoch, retained (a dialing connection retains the original
+//! activation) until the task ends.
 //!
 //! The task hands the dialer, in its `DialTarget`, the seat of the
 //! connection's driver (`driver.rs`): a share of the permit's connection
