@@ -20,7 +20,7 @@ pub use provider_pools_actors::{
     ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, RateError,
     RateInForce, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot,
     SpawnError, StagedInput, StagedOutput, StartError, StreamLease, TenantDemand, TenantId,
-    TextPart, TypedSlot, Usage,
+    TextPart, TypedSlot, Usage, WeightError,
 };
 /// The protocol adapters, each behind the feature of its name (`http`,
 /// `blob`, `s3`, `vault`, `nats`, `secret`); with none on, only

@@ -71,7 +71,9 @@ pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{DialBackoff, LimitField, Limits, LimitsError};
 pub use observe::{spans, AdmissionEvent, AdmissionObserver};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
-pub use provider_pools::{PoolsConfig, Prepaid, ProviderPools, RateError, RateInForce, RateLimit};
+pub use provider_pools::{
+    PoolsConfig, Prepaid, ProviderPools, RateError, RateInForce, RateLimit, WeightError,
+};
 pub use snapshot::{ConnectionCounts, ControlState, Held, Snapshot, TenantDemand, Usage};
 pub use supervision::RestartPolicy;
 pub use workers::{JobError, JobHandle};

@@ -20,6 +20,7 @@ mod rate;
 mod settled;
 mod shutdown;
 mod streams;
+mod weights;
 
 use std::sync::Arc;
 
@@ -42,6 +43,7 @@ pub use prepay::Prepaid;
 pub use rate::{RateError, RateInForce, RateLimit};
 #[cfg(feature = "testing")]
 pub use settled::NotSettled;
+pub use weights::WeightError;
 
 /// What a registry is started with.
 #[derive(Debug, Clone)]

@@ -314,6 +314,23 @@ impl State {
         Ok(())
     }
 
+    /// Gives `tenant` its weight, 1..=`MAX_WEIGHT` (see
+    /// [`FairQueue::set_weight`]); false, changing nothing, when it would
+    /// be one past [`OWN_CEILINGS`] tenants with a weight other than 1.
+    pub(crate) fn set_weight(&mut self, tenant: TenantId, weight: u32) -> bool {
+        let room = self.queue.weighted() < OWN_CEILINGS || self.queue.weight_of(&tenant) != 1;
+        if weight != 1 && !room {
+            return false;
+        }
+        self.queue.set_weight(tenant, weight);
+        true
+    }
+
+    /// `tenant`'s weight: 1 unless set otherwise.
+    pub(crate) fn weight_of(&self, tenant: &TenantId) -> u32 {
+        self.queue.weight_of(tenant)
+    }
+
     /// Configures a provider's or tenant's request rate (see
     /// [`FairQueue::configure_rate`]), at most [`OWN_CEILINGS`] of each kind.
     pub(crate) fn configure_rate(

@@ -267,3 +267,17 @@ fn a_stopping_actor_closes_admission_and_applies_what_was_handed_to_it() {
     );
     assert!(matches!(admit(&core, "a"), Admission::Ended(Ended::Closed)));
 }
+
+#[test]
+fn weights_other_than_one_are_bounded_and_weight_one_frees_a_place() {
+    let (core, _) = core(1);
+    for i in 0..super::OWN_CEILINGS {
+        assert!(core.set_weight(tenant(&format!("t{i}")), 2));
+    }
+    let late = tenant("late");
+    assert!(!core.set_weight(late.clone(), 2), "one past the table");
+    assert_eq!(core.weight_of(&late), 1);
+    assert!(core.set_weight(tenant("t0"), 1));
+    assert!(core.set_weight(late.clone(), 3));
+    assert_eq!(core.weight_of(&late), 3);
+}

@@ -75,6 +75,18 @@ impl Core {
         set
     }
 
+    /// Gives `tenant` its weight, from its next grant on (eligibility is
+    /// unchanged, so nothing becomes ready); false when the table of
+    /// weights is full.
+    pub(crate) fn set_weight(&self, tenant: TenantId, weight: u32) -> bool {
+        self.lock().set_weight(tenant, weight)
+    }
+
+    /// `tenant`'s weight: 1 unless set otherwise.
+    pub(crate) fn weight_of(&self, tenant: &TenantId) -> u32 {
+        self.lock().weight_of(tenant)
+    }
+
     /// Configures a provider's or tenant's request rate: in force at once,
     /// and the most any later change may set.
     pub(crate) fn configure_rate(&self, owner: RateOwner, rate: Rate) -> Result<(), RateRefused> {

@@ -12,7 +12,8 @@
 //! - A new group (a push into an empty (tenant, provider)) is appended to its provider's blocked FIFO if that provider is at its running ceiling, else to its tenant's provider rotation.
 //! - `next_grant` returns `None` while total running ≥ `running_total`, or when the tenant rotation is empty.
 //! - Otherwise it takes the front group of the front tenant; if that group's provider is at its ceiling, the group moves to the back of the provider's blocked FIFO (the tenant keeps its place while it has groups left) and this step repeats.
-//! - Else the group's oldest waiter is granted; the group moves to the back of its tenant's provider rotation (dropped when empty) and the tenant to the back of the tenant rotation (leaving it when no longer eligible).
+//! - Else the group's oldest waiter is granted; the group moves to the back of its tenant's provider rotation (dropped when empty). The tenant keeps the front until it has had as many grants in a row there as its weight, then moves to the back of the tenant rotation; either way it leaves when no longer eligible, losing the turns it had left.
+//! - A tenant's weight (default 1, at most [`MAX_WEIGHT`]) is its number of turns per round: `set_weight` changes it live, read at the tenant's next grant; weights outlive the bookkeeping. With every weight 1 it is one turn per tenant, as without weights.
 //! - `release` first appends the tenant if it became eligible, then, if the provider is under its ceiling, moves all the provider's blocked groups in FIFO order to the back of their tenants' provider rotations, appending each tenant as it becomes eligible.
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
@@ -21,7 +22,7 @@
 //! - A grant made under an expiring ceiling is *lapsed* once that ceiling (or the one set since) has fallen back while its provider still runs more than the fallback (`share_lapsed`): its caller must not start it (see `RunningRequest::check_share`).
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
-//! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
+//! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group. Backlogged tenants of weights 1 and 2 get grants 1:2.
 //!
 //! # Invariants
 //!
@@ -46,8 +47,10 @@ mod demand;
 pub(crate) use demand::{TenantDemand, Usage};
 mod index_hash;
 mod own_ceilings;
+mod weights;
 use own_ceilings::GrantedUnder;
 pub(crate) use own_ceilings::{Expiry, Owner};
+pub(crate) use weights::MAX_WEIGHT;
 mod rate;
 pub(crate) use rate::{Fallback, Rate, RateReading, RateRefused};
 use rate::{Gcra, Rates};
@@ -134,6 +137,8 @@ pub(crate) struct FairQueue<T, K, P> {
     own_provider_ceilings: HashMap<P, u32>,
     /// When providers' own ceilings fall back, for those that do.
     own_provider_expiries: HashMap<P, Expiry>,
+    /// Tenants' weights other than 1, likewise.
+    weights: HashMap<K, u32>,
     /// Providers' and tenants' request rates, likewise, and those
     /// awaiting a token.
     rates: Rates<K, P>,
@@ -167,6 +172,7 @@ where
             own_ceilings: HashMap::new(),
             own_provider_ceilings: HashMap::new(),
             own_provider_expiries: HashMap::new(),
+            weights: HashMap::new(),
             rates: Rates::default(),
             group_ix: IndexMap::default(),
             pair_running: IndexMap::default(),

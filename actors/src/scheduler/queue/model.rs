@@ -35,6 +35,11 @@ pub(super) struct Model {
     tenant_rates: Vec<Rated>,
     /// Tenants awaiting a token, in the order they began to.
     awaiting_tenants: Vec<u8>,
+    /// Tenants' weights other than 1.
+    weights: Vec<(u8, u32)>,
+    /// Grants of tenants in the rotation since they entered it or last
+    /// reached its front (absent: none).
+    turns: Vec<(u8, u32)>,
 }
 
 /// A provider's or tenant's rate in force, configured rate and TAT.
@@ -82,6 +87,8 @@ impl Model {
             awaiting: Vec::new(),
             tenant_rates: Vec::new(),
             awaiting_tenants: Vec::new(),
+            weights: Vec::new(),
+            turns: Vec::new(),
         }
     }
 
@@ -293,6 +300,18 @@ impl Model {
         Ok(())
     }
 
+    /// Gives tenant `t` its weight, from its next grant on.
+    pub(super) fn set_weight(&mut self, t: u8, weight: u32) {
+        self.weights.retain(|x| x.0 != t);
+        if weight != 1 {
+            self.weights.push((t, weight));
+        }
+    }
+
+    fn weight(&self, t: u8) -> u32 {
+        self.weights.iter().find(|x| x.0 == t).map_or(1, |x| x.1)
+    }
+
     /// The rotation keeps its eligible tenants in order and appends the
     /// newly eligible ones in creation order.
     fn sync(&mut self) {
@@ -300,6 +319,8 @@ impl Model {
             .filter(|&t| self.eligible(t))
             .collect();
         self.rotation.retain(|t| eligible.contains(t));
+        let rotation = self.rotation.clone();
+        self.turns.retain(|x| rotation.contains(&x.0));
         for t in eligible {
             if !self.rotation.contains(&t) {
                 self.rotation.push(t);
@@ -433,7 +454,13 @@ impl Model {
             if self.group_len(t, p) > 0 {
                 self.groups_of(t).push(p);
             }
-            self.rotation.retain(|&x| x != t);
+            let turns = self.turns.iter().find(|x| x.0 == t).map_or(0, |x| x.1) + 1;
+            self.turns.retain(|x| x.0 != t);
+            if turns >= self.weight(t) {
+                self.rotation.retain(|&x| x != t);
+            } else {
+                self.turns.push((t, turns));
+            }
             self.sync();
             return Some((t, p, item));
         }

@@ -40,6 +40,8 @@ where
             .map_or(c.running_per_tenant, |own| own.min(c.running_per_tenant));
         assert!(t.pending <= c.pending_per_tenant && t.running <= ceiling);
         assert_eq!(t.own_ceiling, q.own_ceilings.get(&t.key).copied());
+        assert_eq!(t.weight, q.weight_of(&t.key));
+        assert!(t.active || t.turns == 0, "{:?} out with turns", t.key);
         let waits = !t.groups.is_empty() && t.running < ceiling;
         let lacks = (t.rate).is_some_and(|gcra| !gcra.ready(tokio::time::Instant::now()));
         if t.active {
@@ -114,6 +116,8 @@ enum Op {
     SetRate(Owner<u8, u8>, u32, u32),
     /// Advance the clock by so many ms, then ring the alarm (refill).
     Tick(u64),
+    /// Give a tenant a weight.
+    SetWeight(u8, u32),
 }
 
 /// A rate of `requests` per 100 ms with `burst`.
@@ -157,6 +161,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (rate_owner(), 1u32..=4, 1u32..=3).prop_map(|(o, r, b)| Op::ConfigureRate(o, r, b)),
         1 => (rate_owner(), 1u32..=4, 1u32..=3).prop_map(|(o, r, b)| Op::SetRate(o, r, b)),
         3 => (0u64..80).prop_map(Op::Tick),
+        1 => (0u8..6, 1u32..=4).prop_map(|(t, w)| Op::SetWeight(t, w)),
     ]
 }
 
@@ -248,6 +253,10 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
                     queue.refill();
                     model.refill();
                 }
+                Op::SetWeight(t, w) => {
+                    queue.set_weight(t, w);
+                    model.set_weight(t, w);
+                }
                 Op::Cancel(_) | Op::Release(_) => {}
             }
             prop_assert_eq!(queue.next_token(), model.next_token());
@@ -327,6 +336,48 @@ fn fair_share_with(running_per_tenant: u32) {
         assert!(
             (f64::from(n) - share).abs() <= share / 10.0,
             "tenant {t}: {n} vs {share}"
+        );
+    }
+}
+
+/// Three backlogged tenants of weights 1, 2 and 4 on one provider,
+/// running_total 8, each step releasing the oldest running request: their
+/// grants are 1:2:4 (each within 5 %).
+#[test]
+fn weights_give_backlogged_tenants_shares_in_proportion() {
+    let mut q: FairQueue<u32, u32, u32> = FairQueue::new(Ceilings {
+        pending_total: 10_000,
+        pending_per_tenant: 10_000,
+        pending_per_provider: 10_000,
+        running_total: 8,
+        running_per_tenant: 8,
+        running_per_provider: 8,
+    });
+    let weights = [1u32, 2, 4];
+    for (t, &w) in (0u32..).zip(&weights) {
+        q.set_weight(t, w);
+        for i in 0..3000 {
+            assert!(q.push(t, 0, i).is_ok());
+        }
+    }
+    let mut running = std::collections::VecDeque::new();
+    let mut count = [0u32; 3];
+    while (0..3).all(|t| q.tenant_counts(&t).0 > 0) {
+        if let Some(g) = q.next_grant() {
+            let (tenant, _) = q.keys(g.running).map(|(t, p)| (*t, *p)).unzip();
+            let tenant = tenant.expect("live tenant");
+            count[tenant as usize] += 1;
+            running.push_back(tenant);
+        } else if let Some(t) = running.pop_front() {
+            q.release(&t, &0);
+        }
+    }
+    let total: u32 = count.iter().sum();
+    for (t, (&n, &w)) in count.iter().zip(&weights).enumerate() {
+        let fair = f64::from(total) * f64::from(w) / 7.0;
+        assert!(
+            (f64::from(n) - fair).abs() <= fair * 0.05,
+            "tenant {t} of weight {w}: {n} grants of {total}, fair {fair}"
         );
     }
 }

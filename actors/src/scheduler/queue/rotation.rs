@@ -38,6 +38,8 @@ where
         let eligible = waits && !lacks;
         if eligible != tenant.active {
             tenant.active = eligible;
+            // Its turns count from its entry.
+            tenant.turns = 0;
             if eligible {
                 self.rotation.push_back(&mut self.tenants, t);
             } else {
@@ -163,7 +165,7 @@ where
                 debug_assert!(false, "tenant {t} in rotation without groups");
                 self.rotation.remove(&mut self.tenants, t);
                 if let Some(tenant) = self.tenants.get_mut(t) {
-                    tenant.active = false;
+                    (tenant.active, tenant.turns) = (false, 0);
                 }
                 continue;
             };
@@ -209,21 +211,26 @@ where
             gcra.take(Instant::now());
         }
         self.count(Some(t), Some(p), Move::Grant);
-        // The group goes to the back of its tenant's provider rotation.
-        self.detach_group(g);
-        if self
-            .groups
-            .get(g)
-            .is_some_and(|group| group.waiters.is_empty())
-        {
-            self.forget_group(g);
-        } else {
-            self.place_group(g, false);
+        // The group goes to the back of its tenant's provider rotation,
+        // with no eligibility check between, so the tenant keeps its place.
+        let emptied = (self.groups.get(g)).is_none_or(|group| group.waiters.is_empty());
+        if let Some(tenant) = self.tenants.get_mut(t) {
+            tenant.groups.remove(&mut self.groups, g);
+            if !emptied {
+                tenant.groups.push_back(&mut self.groups, g);
+            }
         }
-        // The tenant goes to the back of the tenant rotation.
+        if emptied {
+            self.forget_group(g);
+        }
+        // The tenant goes to the back of the tenant rotation once its
+        // turns are used.
         if let Some(tenant) = self.tenants.get_mut(t).filter(|tenant| tenant.active) {
-            tenant.active = false;
-            self.rotation.remove(&mut self.tenants, t);
+            tenant.turns += 1;
+            if tenant.turns >= tenant.weight {
+                (tenant.active, tenant.turns) = (false, 0);
+                self.rotation.remove(&mut self.tenants, t);
+            }
         }
         self.sync_tenant(t);
         Some(Grant {
