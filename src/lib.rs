@@ -13,7 +13,7 @@ pub use provider_pools_actors::{
     CleanupTicket, ClientId, ClientLease, CloseFailure, CloseNotifier, CloseWatch, ConfigDigest,
     ConfigError, ConnectError, ConnectionCounts, ControlState, Credential, CredentialError, Denied,
     DialBackoff, DialError, DialErrorKind, DialTarget, Dialer, DispatchAuthority, Epoch,
-    ExecutionPlan, Exhausted, Held, IdentityError, IdentityKind, InUse, IngressEvent,
+    ExecutionPlan, Exhausted, Fairness, Held, IdentityError, IdentityKind, InUse, IngressEvent,
     IngressRequest, InstallError, InstallReceipt, Installation, JobError, JobHandle, LedgerId,
     LimitField, Limits, LimitsError, LookupError, LowerError, Multiplexed, OriginKind, OriginSlot,
     OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PoolsConfig, Prepaid,

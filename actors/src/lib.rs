@@ -29,6 +29,7 @@ mod credential;
 mod dispatch;
 mod epoch;
 mod error;
+mod fairness;
 mod identity;
 mod install;
 mod ledger;
@@ -63,6 +64,7 @@ pub use epoch::connection::{
 };
 pub use epoch::{ClientId, ClientLease, TypedSlot};
 pub use error::{InstallError, LookupError, LowerError, SpawnError, StartError};
+pub use fairness::Fairness;
 pub use identity::{
     Authority, BrokerGeneration, Epoch, IdentityError, IdentityKind, OriginKind, OriginSlot,
     ProviderId, ServiceName, TenantId,

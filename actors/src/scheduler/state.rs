@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::LimitField;
@@ -312,6 +313,11 @@ impl State {
             self.queue.expire_own_ceiling(provider, expiry);
         }
         Ok(())
+    }
+
+    /// Chooses the fairness policy (see [`FairQueue::set_fairness`]).
+    pub(crate) fn set_fairness(&mut self, fairness: Fairness) {
+        self.queue.set_fairness(fairness);
     }
 
     /// Gives `tenant` its weight, 1..=`MAX_WEIGHT` (see

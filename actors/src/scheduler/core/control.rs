@@ -5,6 +5,7 @@
 use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
+use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
 use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantDemand, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
@@ -73,6 +74,11 @@ impl Core {
         debug_assert!(own.is_none());
         state.report();
         set
+    }
+
+    /// Chooses the fairness policy; the next grant follows it.
+    pub(crate) fn set_fairness(&self, fairness: Fairness) {
+        self.lock().set_fairness(fairness);
     }
 
     /// Gives `tenant` its weight, from its next grant on (eligibility is

@@ -13,6 +13,7 @@
 //! - `next_grant` returns `None` while total running ≥ `running_total`, or when the tenant rotation is empty.
 //! - Otherwise it takes the front group of the front tenant; if that group's provider is at its ceiling, the group moves to the back of the provider's blocked FIFO (the tenant keeps its place while it has groups left) and this step repeats.
 //! - Else the group's oldest waiter is granted; the group moves to the back of its tenant's provider rotation (dropped when empty). The tenant keeps the front until it has had as many grants in a row there as its weight, then moves to the back of the tenant rotation; either way it leaves when no longer eligible, losing the turns it had left.
+//! - Under [`Fairness::LeastHeld`] (set by `set_fairness`; the rotation is the default) `next_grant` takes instead the eligible tenant with the fewest running per unit of weight, the earliest in the rotation among equals, and its group whose provider runs the fewest of that tenant's requests, the earliest in its provider rotation among equals; a granted tenant always moves to the back. Everything else is as above.
 //! - A tenant's weight (default 1, at most [`MAX_WEIGHT`]) is its number of turns per round: `set_weight` changes it live, read at the tenant's next grant; weights outlive the bookkeeping. With every weight 1 it is one turn per tenant, as without weights.
 //! - `release` first appends the tenant if it became eligible, then, if the provider is under its ceiling, moves all the provider's blocked groups in FIFO order to the back of their tenants' provider rotations, appending each tenant as it becomes eligible.
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
@@ -39,12 +40,15 @@
 //! - `push` and `cancel`: O(1) (expected, hash lookups); `release_running`: O(1), no lookup, plus O(1) per group it unblocks.
 //! - `next_grant`: O(1) plus O(1) per group it blocks; each block is paid by the push or release that placed the group, so amortised O(1) whatever the number of tenants and providers.
 //! - `set_ceilings` (rare): O(tenants + providers + groups).
+//! - Under [`Fairness::LeastHeld`], `next_grant` walks the rotation and the chosen tenant's groups: O(eligible tenants + that tenant's groups).
 
 mod book;
+use crate::fairness::Fairness;
 mod bounds;
 pub(crate) use bounds::{Bound, Ceilings, InUse, Refused};
 mod demand;
 pub(crate) use demand::{TenantDemand, Usage};
+mod held;
 mod index_hash;
 mod own_ceilings;
 mod weights;
@@ -137,6 +141,8 @@ pub(crate) struct FairQueue<T, K, P> {
     own_provider_ceilings: HashMap<P, u32>,
     /// When providers' own ceilings fall back, for those that do.
     own_provider_expiries: HashMap<P, Expiry>,
+    /// Which eligible tenant, and which of its groups, is granted next.
+    fairness: Fairness,
     /// Tenants' weights other than 1, likewise.
     weights: HashMap<K, u32>,
     /// Providers' and tenants' request rates, likewise, and those
@@ -172,6 +178,7 @@ where
             own_ceilings: HashMap::new(),
             own_provider_ceilings: HashMap::new(),
             own_provider_expiries: HashMap::new(),
+            fairness: Fairness::Rotation,
             weights: HashMap::new(),
             rates: Rates::default(),
             group_ix: IndexMap::default(),

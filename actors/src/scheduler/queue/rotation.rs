@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::book::{Move, Provider};
 use super::slab::{Waiter, NIL};
-use super::{FairQueue, Grant, GrantedUnder, RunningKey, WaiterKey};
+use super::{FairQueue, Fairness, Grant, GrantedUnder, RunningKey, WaiterKey};
 
 impl<T, K, P> FairQueue<T, K, P>
 where
@@ -156,12 +156,25 @@ where
     }
 
     /// The rotation step of `next_grant`, once the total ceiling allows a
-    /// grant: blocks front groups whose provider is full, serves the first
-    /// other one.
+    /// grant: blocks the chosen groups whose provider is full, serves the
+    /// first other one. The policy chooses: the front tenant and its front
+    /// group, or the least held of each.
     pub(super) fn grant_in_turn(&mut self) -> Option<Grant<T>> {
         loop {
-            let t = self.rotation.front()?;
-            let Some(g) = self.tenants.get(t).and_then(|tenant| tenant.groups.front()) else {
+            let (t, g) = match self.fairness {
+                Fairness::Rotation => {
+                    let t = self.rotation.front()?;
+                    (
+                        t,
+                        self.tenants.get(t).and_then(|tenant| tenant.groups.front()),
+                    )
+                }
+                Fairness::LeastHeld => {
+                    let t = self.least_held_tenant()?;
+                    (t, self.least_held_group(t))
+                }
+            };
+            let Some(g) = g else {
                 debug_assert!(false, "tenant {t} in rotation without groups");
                 self.rotation.remove(&mut self.tenants, t);
                 if let Some(tenant) = self.tenants.get_mut(t) {
@@ -224,10 +237,12 @@ where
             self.forget_group(g);
         }
         // The tenant goes to the back of the tenant rotation once its
-        // turns are used.
+        // turns are used; under the least-held policy, at once (its weight
+        // weighs its slots instead).
+        let least_held = self.fairness == Fairness::LeastHeld;
         if let Some(tenant) = self.tenants.get_mut(t).filter(|tenant| tenant.active) {
             tenant.turns += 1;
-            if tenant.turns >= tenant.weight {
+            if tenant.turns >= tenant.weight || least_held {
                 (tenant.active, tenant.turns) = (false, 0);
                 self.rotation.remove(&mut self.tenants, t);
             }
