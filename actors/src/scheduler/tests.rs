@@ -281,3 +281,24 @@ fn weights_other_than_one_are_bounded_and_weight_one_frees_a_place() {
     assert!(core.set_weight(late.clone(), 3));
     assert_eq!(core.weight_of(&late), 3);
 }
+
+#[test]
+fn the_policy_set_on_the_core_decides_which_tenant_a_release_grants() {
+    use crate::fairness::Fairness;
+    for (fairness, a_first) in [(Fairness::Rotation, false), (Fairness::LeastHeld, true)] {
+        let (core, _actor) = core(4);
+        core.set_fairness(fairness);
+        let mut b_running: Vec<_> = (0..3).map(|_| granted(admit(&core, "b"))).collect();
+        let _a1 = granted(admit(&core, "a"));
+        // "b" queues first, so it is ahead in the rotation; once one of
+        // its slots is released it still holds two to "a"'s one.
+        let mut b4 = waiting(admit(&core, "b"));
+        let mut a2 = waiting(admit(&core, "a"));
+        let (wa, wb) = (Arc::new(Counting::default()), Arc::new(Counting::default()));
+        assert!(poll(&mut a2, &wa).is_pending());
+        assert!(poll(&mut b4, &wb).is_pending());
+        drop(b_running.pop());
+        let expected = if a_first { (1, 0) } else { (0, 1) };
+        assert_eq!((wa.count(), wb.count()), expected, "{fairness:?}");
+    }
+}
