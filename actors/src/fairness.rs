@@ -7,6 +7,7 @@
 
 /// Which eligible tenant (and which of its providers) is granted next.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Fairness {
     /// Tenants take turns in rotation (a tenant of weight `w` takes `w`
     /// turns per round), then providers in rotation within a tenant, FIFO

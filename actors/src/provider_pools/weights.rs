@@ -10,6 +10,7 @@ use crate::scheduler::{MAX_WEIGHT, OWN_CEILINGS};
 
 /// Why a tenant's weight was not set; nothing changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum WeightError {
     /// A weight of 0, or above [`ProviderPools::MAX_TENANT_WEIGHT`].
     #[error("a weight of {weight} is outside 1..={most}")]
