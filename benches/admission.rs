@@ -67,6 +67,15 @@
 //!   burst of 10⁶, which never binds: every check and every grant pays the
 //!   rate's bookkeeping, and nothing waits for a token.
 //!
+//! What the fairness policies cost on the admission path, in one run:
+//!
+//! - `admission_fairness/{rotation, rotation_weighted, least_held}`: the
+//!   `admission_1024_held` cycle (64 tenants × 8 providers, each running
+//!   request held across one yield so that the rest wait) on three
+//!   registries: the default rotation with every weight 1, the rotation
+//!   with the 64 tenants at weights 1, 2 and 4 in turn, and
+//!   `Fairness::LeastHeld` with the same weights.
+//!
 //! The concurrent rows time `1,024 × rounds` completed cycles and report
 //! total time / completed cycles (`iter_custom`). Everything runs on a
 //! 2-worker runtime.
@@ -79,7 +88,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use provider_pools::{
-    AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan,
+    AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan, Fairness,
     Installation, LedgerId, Limits, OriginKind, OriginSlot, PolicyTable, PoolsConfig,
     ProviderConfig, ProviderId, ProviderPools, RateLimit, ServiceName, SessionId, TenantId,
     TypedSlot,
@@ -156,8 +165,20 @@ struct Fixture {
 /// A registry with `providers` providers (one HTTP origin each) and
 /// `tenants` tenants allowed to call every one of them.
 async fn fixture(runtime: &Runtime, limits: Limits, tenants: usize, providers: usize) -> Fixture {
+    fixture_under(runtime, limits, tenants, providers, Fairness::Rotation).await
+}
+
+/// [`fixture`] under the fairness policy `fairness`.
+async fn fixture_under(
+    runtime: &Runtime,
+    limits: Limits,
+    tenants: usize,
+    providers: usize,
+    fairness: Fairness,
+) -> Fixture {
     let mut config = PoolsConfig::new(runtime.handle().clone(), BrokerGeneration::new());
     config.limits = limits;
+    config.fairness = fairness;
     let pools = ProviderPools::start(config).await.expect("registry starts");
     let mut installed = Vec::new();
     for p in 0..providers {
@@ -457,12 +478,53 @@ fn rate_cost(c: &mut Criterion) {
     group.finish();
 }
 
+/// The 64 × 8 held cycle under the rotation, the weighted rotation and
+/// the least-held policy.
+fn fairness_cost(c: &mut Criterion) {
+    let runtime = runtime();
+    let under = |fairness: Fairness, weighted: bool| {
+        let fixture = runtime.block_on(fixture_under(
+            &runtime,
+            loaded_limits(SPREAD),
+            SPREAD.tenants,
+            SPREAD.providers,
+            fairness,
+        ));
+        for t in (0..SPREAD.tenants).filter(|_| weighted) {
+            let tenant = TenantId::new(format!("tenant-{t}")).expect("tenant");
+            let weight = [1, 2, 4][t % 3];
+            (fixture.pools)
+                .set_tenant_weight(&tenant, weight)
+                .expect("a weight");
+        }
+        Arc::new(Admissions {
+            fixture,
+            shape: SPREAD,
+        })
+    };
+    let rotation = under(Fairness::Rotation, false);
+    let weighted = under(Fairness::Rotation, true);
+    let least_held = under(Fairness::LeastHeld, true);
+    let mut group = c.benchmark_group("admission_fairness");
+    for (name, limiter) in [
+        ("rotation", &rotation),
+        ("rotation_weighted", &weighted),
+        ("least_held", &least_held),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| loaded(&runtime, iters, limiter, Hold::AcrossYield))
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(
     benches,
     lone_caller,
     loaded_1024,
     key_spread,
     held,
-    rate_cost
+    rate_cost,
+    fairness_cost
 );
 criterion_main!(benches);

@@ -13,14 +13,14 @@ pub use provider_pools_actors::{
     CleanupTicket, ClientId, ClientLease, CloseFailure, CloseNotifier, CloseWatch, ConfigDigest,
     ConfigError, ConnectError, ConnectionCounts, ControlState, Credential, CredentialError, Denied,
     DialBackoff, DialError, DialErrorKind, DialTarget, Dialer, DispatchAuthority, Epoch,
-    ExecutionPlan, Exhausted, Held, IdentityError, IdentityKind, InUse, IngressEvent,
+    ExecutionPlan, Exhausted, Fairness, Held, IdentityError, IdentityKind, InUse, IngressEvent,
     IngressRequest, InstallError, InstallReceipt, Installation, JobError, JobHandle, LedgerId,
     LimitField, Limits, LimitsError, LookupError, LowerError, Multiplexed, OriginKind, OriginSlot,
     OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PoolsConfig, Prepaid,
     ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, RateError,
     RateInForce, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot,
     SpawnError, StagedInput, StagedOutput, StartError, StreamLease, TenantDemand, TenantId,
-    TextPart, TypedSlot, Usage,
+    TextPart, TypedSlot, Usage, WeightError,
 };
 /// The protocol adapters, each behind the feature of its name (`http`,
 /// `blob`, `s3`, `vault`, `nats`, `secret`); with none on, only

@@ -29,6 +29,7 @@ mod credential;
 mod dispatch;
 mod epoch;
 mod error;
+mod fairness;
 mod identity;
 mod install;
 mod ledger;
@@ -63,6 +64,7 @@ pub use epoch::connection::{
 };
 pub use epoch::{ClientId, ClientLease, TypedSlot};
 pub use error::{InstallError, LookupError, LowerError, SpawnError, StartError};
+pub use fairness::Fairness;
 pub use identity::{
     Authority, BrokerGeneration, Epoch, IdentityError, IdentityKind, OriginKind, OriginSlot,
     ProviderId, ServiceName, TenantId,
@@ -71,7 +73,9 @@ pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{DialBackoff, LimitField, Limits, LimitsError};
 pub use observe::{spans, AdmissionEvent, AdmissionObserver};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
-pub use provider_pools::{PoolsConfig, Prepaid, ProviderPools, RateError, RateInForce, RateLimit};
+pub use provider_pools::{
+    PoolsConfig, Prepaid, ProviderPools, RateError, RateInForce, RateLimit, WeightError,
+};
 pub use snapshot::{ConnectionCounts, ControlState, Held, Snapshot, TenantDemand, Usage};
 pub use supervision::RestartPolicy;
 pub use workers::{JobError, JobHandle};

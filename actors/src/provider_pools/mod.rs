@@ -20,6 +20,7 @@ mod rate;
 mod settled;
 mod shutdown;
 mod streams;
+mod weights;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use tokio::runtime::Handle;
 
 use crate::cleanup::CleanupPool;
 use crate::error::StartError;
+use crate::fairness::Fairness;
 use crate::identity::BrokerGeneration;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
@@ -42,6 +44,7 @@ pub use prepay::Prepaid;
 pub use rate::{RateError, RateInForce, RateLimit};
 #[cfg(feature = "testing")]
 pub use settled::NotSettled;
+pub use weights::WeightError;
 
 /// What a registry is started with.
 #[derive(Debug, Clone)]
@@ -56,6 +59,9 @@ pub struct PoolsConfig {
     pub limits: Limits,
     /// How often a panicking epoch actor is restarted.
     pub restart: RestartPolicy,
+    /// Which backlogged tenant is granted the next running slot:
+    /// [`Fairness::Rotation`] by default.
+    pub fairness: Fairness,
 }
 
 impl PoolsConfig {
@@ -101,6 +107,7 @@ impl PoolsConfig {
             generation,
             limits: Limits::DEFAULT,
             restart: RestartPolicy::default(),
+            fairness: Fairness::default(),
         }
     }
 }
@@ -256,6 +263,7 @@ impl ProviderPools {
             generation,
             limits,
             restart,
+            fairness,
         } = config;
         limits.validate()?;
         if !generation.try_claim() {
@@ -270,6 +278,7 @@ impl ProviderPools {
             Arc::clone(&ledger),
             scheduler::deferred_bound(&limits),
         ));
+        admission.set_fairness(fairness);
         let spec = RegistrySpec {
             limits,
             ledger: Arc::clone(&ledger),

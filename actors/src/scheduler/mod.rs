@@ -60,7 +60,7 @@ use crate::identity::{ProviderId, TenantId};
 use crate::limits::{LimitField, Limits};
 use crate::mailbox::MailboxBound;
 use queue::{Ceilings, Refused};
-pub(crate) use queue::{Fallback, Rate, RateReading, RateRefused};
+pub(crate) use queue::{Fallback, Rate, RateReading, RateRefused, MAX_WEIGHT};
 
 /// The scheduler's (control) mailbox bound.
 fn mailbox_bound() -> MailboxBound {

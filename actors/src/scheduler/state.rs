@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
 use crate::ledger::Ledger;
 use crate::limits::LimitField;
@@ -312,6 +313,28 @@ impl State {
             self.queue.expire_own_ceiling(provider, expiry);
         }
         Ok(())
+    }
+
+    /// Chooses the fairness policy (see [`FairQueue::set_fairness`]).
+    pub(crate) fn set_fairness(&mut self, fairness: Fairness) {
+        self.queue.set_fairness(fairness);
+    }
+
+    /// Gives `tenant` its weight, 1..=`MAX_WEIGHT` (see
+    /// [`FairQueue::set_weight`]); false, changing nothing, when it would
+    /// be one past [`OWN_CEILINGS`] tenants with a weight other than 1.
+    pub(crate) fn set_weight(&mut self, tenant: TenantId, weight: u32) -> bool {
+        let room = self.queue.weighted() < OWN_CEILINGS || self.queue.weight_of(&tenant) != 1;
+        if weight != 1 && !room {
+            return false;
+        }
+        self.queue.set_weight(tenant, weight);
+        true
+    }
+
+    /// `tenant`'s weight: 1 unless set otherwise.
+    pub(crate) fn weight_of(&self, tenant: &TenantId) -> u32 {
+        self.queue.weight_of(tenant)
     }
 
     /// Configures a provider's or tenant's request rate (see

@@ -267,3 +267,38 @@ fn a_stopping_actor_closes_admission_and_applies_what_was_handed_to_it() {
     );
     assert!(matches!(admit(&core, "a"), Admission::Ended(Ended::Closed)));
 }
+
+#[test]
+fn weights_other_than_one_are_bounded_and_weight_one_frees_a_place() {
+    let (core, _) = core(1);
+    for i in 0..super::OWN_CEILINGS {
+        assert!(core.set_weight(tenant(&format!("t{i}")), 2));
+    }
+    let late = tenant("late");
+    assert!(!core.set_weight(late.clone(), 2), "one past the table");
+    assert_eq!(core.weight_of(&late), 1);
+    assert!(core.set_weight(tenant("t0"), 1));
+    assert!(core.set_weight(late.clone(), 3));
+    assert_eq!(core.weight_of(&late), 3);
+}
+
+#[test]
+fn the_policy_set_on_the_core_decides_which_tenant_a_release_grants() {
+    use crate::fairness::Fairness;
+    for (fairness, a_first) in [(Fairness::Rotation, false), (Fairness::LeastHeld, true)] {
+        let (core, _actor) = core(4);
+        core.set_fairness(fairness);
+        let mut b_running: Vec<_> = (0..3).map(|_| granted(admit(&core, "b"))).collect();
+        let _a1 = granted(admit(&core, "a"));
+        // "b" queues first, so it is ahead in the rotation; once one of
+        // its slots is released it still holds two to "a"'s one.
+        let mut b4 = waiting(admit(&core, "b"));
+        let mut a2 = waiting(admit(&core, "a"));
+        let (wa, wb) = (Arc::new(Counting::default()), Arc::new(Counting::default()));
+        assert!(poll(&mut a2, &wa).is_pending());
+        assert!(poll(&mut b4, &wb).is_pending());
+        drop(b_running.pop());
+        let expected = if a_first { (1, 0) } else { (0, 1) };
+        assert_eq!((wa.count(), wb.count()), expected, "{fairness:?}");
+    }
+}

@@ -5,6 +5,7 @@
 use tokio::time::Instant;
 
 use super::{Core, HANDED, PASSES, STOPPED};
+use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
 use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantDemand, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
@@ -73,6 +74,23 @@ impl Core {
         debug_assert!(own.is_none());
         state.report();
         set
+    }
+
+    /// Chooses the fairness policy; the next grant follows it.
+    pub(crate) fn set_fairness(&self, fairness: Fairness) {
+        self.lock().set_fairness(fairness);
+    }
+
+    /// Gives `tenant` its weight, from its next grant on (eligibility is
+    /// unchanged, so nothing becomes ready); false when the table of
+    /// weights is full.
+    pub(crate) fn set_weight(&self, tenant: TenantId, weight: u32) -> bool {
+        self.lock().set_weight(tenant, weight)
+    }
+
+    /// `tenant`'s weight: 1 unless set otherwise.
+    pub(crate) fn weight_of(&self, tenant: &TenantId) -> u32 {
+        self.lock().weight_of(tenant)
     }
 
     /// Configures a provider's or tenant's request rate: in force at once,

@@ -35,6 +35,11 @@ pub(super) struct Tenant<K> {
     pub(super) rate: Option<super::Gcra>,
     /// Listed as awaiting a token (see `rate.rs`).
     pub(super) awaiting: bool,
+    /// Its turns per round of the rotation (at least 1).
+    pub(super) weight: u32,
+    /// Grants made in its current turn at the front of the rotation;
+    /// reset whenever it enters or leaves the rotation.
+    pub(super) turns: u32,
     links: [Links; 2],
 }
 
@@ -60,7 +65,12 @@ pub(super) struct Provider<P> {
 }
 
 impl<K> Tenant<K> {
-    pub(super) fn new(key: K, own_ceiling: Option<u32>, rate: Option<super::Gcra>) -> Self {
+    pub(super) fn new(
+        key: K,
+        own_ceiling: Option<u32>,
+        rate: Option<super::Gcra>,
+        weight: u32,
+    ) -> Self {
         Self {
             key,
             pending: 0,
@@ -70,6 +80,8 @@ impl<K> Tenant<K> {
             own_ceiling,
             rate,
             awaiting: false,
+            weight,
+            turns: 0,
             links: [Links::DETACHED; 2],
         }
     }
@@ -193,7 +205,12 @@ where
                 self.rates.tenants.get(&tenant).copied()
             };
             let (t, _) = (self.tenants)
-                .insert(Tenant::new(tenant.clone(), own, rate))
+                .insert(Tenant::new(
+                    tenant.clone(),
+                    own,
+                    rate,
+                    self.weight_of(&tenant),
+                ))
                 .ok()?;
             self.created_tenants.push_back(&mut self.tenants, t);
             self.tenant_ix.insert(tenant, t);

@@ -12,7 +12,9 @@
 //! - A new group (a push into an empty (tenant, provider)) is appended to its provider's blocked FIFO if that provider is at its running ceiling, else to its tenant's provider rotation.
 //! - `next_grant` returns `None` while total running ≥ `running_total`, or when the tenant rotation is empty.
 //! - Otherwise it takes the front group of the front tenant; if that group's provider is at its ceiling, the group moves to the back of the provider's blocked FIFO (the tenant keeps its place while it has groups left) and this step repeats.
-//! - Else the group's oldest waiter is granted; the group moves to the back of its tenant's provider rotation (dropped when empty) and the tenant to the back of the tenant rotation (leaving it when no longer eligible).
+//! - Else the group's oldest waiter is granted; the group moves to the back of its tenant's provider rotation (dropped when empty). The tenant keeps the front until it has had as many grants in a row there as its weight, then moves to the back of the tenant rotation; either way it leaves when no longer eligible, losing the turns it had left.
+//! - Under [`Fairness::LeastHeld`] (set by `set_fairness`; the rotation is the default) `next_grant` takes instead the eligible tenant with the fewest running per unit of weight, the earliest in the rotation among equals, and its group whose provider runs the fewest of that tenant's requests, the earliest in its provider rotation among equals; a granted tenant always moves to the back. Everything else is as above.
+//! - A tenant's weight (default 1, at most [`MAX_WEIGHT`]) is its number of turns per round: `set_weight` changes it live, read at the tenant's next grant; weights outlive the bookkeeping. With every weight 1 it is one turn per tenant, as without weights.
 //! - `release` first appends the tenant if it became eligible, then, if the provider is under its ceiling, moves all the provider's blocked groups in FIFO order to the back of their tenants' provider rotations, appending each tenant as it becomes eligible.
 //! - `cancel` removes the waiter; an emptied group leaves its FIFO, and its tenant leaves the rotation if no longer eligible.
 //! - `set_ceilings` keeps the order of still-eligible tenants, removes the others, appends newly eligible tenants in creation order, then unblocks every provider now under its ceiling, in creation order, as `release` does.
@@ -21,7 +23,7 @@
 //! - A grant made under an expiring ceiling is *lapsed* once that ceiling (or the one set since) has fallen back while its provider still runs more than the fallback (`share_lapsed`): its caller must not start it (see `RunningRequest::check_share`).
 //! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
 //!
-//! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group.
+//! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group. Backlogged tenants of weights 1 and 2 get grants 1:2.
 //!
 //! # Invariants
 //!
@@ -38,16 +40,21 @@
 //! - `push` and `cancel`: O(1) (expected, hash lookups); `release_running`: O(1), no lookup, plus O(1) per group it unblocks.
 //! - `next_grant`: O(1) plus O(1) per group it blocks; each block is paid by the push or release that placed the group, so amortised O(1) whatever the number of tenants and providers.
 //! - `set_ceilings` (rare): O(tenants + providers + groups).
+//! - Under [`Fairness::LeastHeld`], `next_grant` walks the rotation and the chosen tenant's groups: O(eligible tenants + that tenant's groups).
 
 mod book;
+use crate::fairness::Fairness;
 mod bounds;
 pub(crate) use bounds::{Bound, Ceilings, InUse, Refused};
 mod demand;
 pub(crate) use demand::{TenantDemand, Usage};
+mod held;
 mod index_hash;
 mod own_ceilings;
+mod weights;
 use own_ceilings::GrantedUnder;
 pub(crate) use own_ceilings::{Expiry, Owner};
+pub(crate) use weights::MAX_WEIGHT;
 mod rate;
 pub(crate) use rate::{Fallback, Rate, RateReading, RateRefused};
 use rate::{Gcra, Rates};
@@ -134,6 +141,10 @@ pub(crate) struct FairQueue<T, K, P> {
     own_provider_ceilings: HashMap<P, u32>,
     /// When providers' own ceilings fall back, for those that do.
     own_provider_expiries: HashMap<P, Expiry>,
+    /// Which eligible tenant, and which of its groups, is granted next.
+    fairness: Fairness,
+    /// Tenants' weights other than 1, likewise.
+    weights: HashMap<K, u32>,
     /// Providers' and tenants' request rates, likewise, and those
     /// awaiting a token.
     rates: Rates<K, P>,
@@ -167,6 +178,8 @@ where
             own_ceilings: HashMap::new(),
             own_provider_ceilings: HashMap::new(),
             own_provider_expiries: HashMap::new(),
+            fairness: Fairness::Rotation,
+            weights: HashMap::new(),
             rates: Rates::default(),
             group_ix: IndexMap::default(),
             pair_running: IndexMap::default(),

@@ -8,7 +8,7 @@
 
 use tokio::time::Instant;
 
-use super::{Bound, Ceilings, InUse, Owner, Rate, RateRefused, Refused};
+use super::{Bound, Ceilings, Fairness, InUse, Owner, Rate, RateRefused, Refused};
 
 /// Tenants and providers are `u8`, items `u32`.
 pub(super) struct Model {
@@ -35,6 +35,13 @@ pub(super) struct Model {
     tenant_rates: Vec<Rated>,
     /// Tenants awaiting a token, in the order they began to.
     awaiting_tenants: Vec<u8>,
+    /// Tenants' weights other than 1.
+    weights: Vec<(u8, u32)>,
+    /// Grants of tenants in the rotation since they entered it or last
+    /// reached its front (absent: none).
+    turns: Vec<(u8, u32)>,
+    /// The policy choosing the tenant and group granted next.
+    fairness: Fairness,
 }
 
 /// A provider's or tenant's rate in force, configured rate and TAT.
@@ -82,6 +89,9 @@ impl Model {
             awaiting: Vec::new(),
             tenant_rates: Vec::new(),
             awaiting_tenants: Vec::new(),
+            weights: Vec::new(),
+            turns: Vec::new(),
+            fairness: Fairness::Rotation,
         }
     }
 
@@ -293,6 +303,59 @@ impl Model {
         Ok(())
     }
 
+    /// Gives tenant `t` its weight, from its next grant on.
+    pub(super) fn set_weight(&mut self, t: u8, weight: u32) {
+        self.weights.retain(|x| x.0 != t);
+        if weight != 1 {
+            self.weights.push((t, weight));
+        }
+    }
+
+    pub(super) fn set_fairness(&mut self, fairness: Fairness) {
+        self.fairness = fairness;
+    }
+
+    /// The tenant and the position of its group to grant next under the
+    /// policy: the front ones, or the least held of each (running per
+    /// unit of weight for tenants, running of the tenant on the group's
+    /// provider for groups), the earliest among equals.
+    fn choose(&self) -> Option<(u8, usize)> {
+        let running_of = |t: u8| self.running.iter().filter(|r| r.0 == t).count() as u64;
+        let t = match self.fairness {
+            Fairness::Rotation => *self.rotation.first()?,
+            Fairness::LeastHeld => {
+                let mut least = *self.rotation.first()?;
+                for &t in &self.rotation {
+                    let fewer = running_of(t) * u64::from(self.weight(least))
+                        < running_of(least) * u64::from(self.weight(t));
+                    if fewer {
+                        least = t;
+                    }
+                }
+                least
+            }
+        };
+        let groups = &self.tenants.iter().find(|x| x.0 == t)?.1;
+        let at = match self.fairness {
+            Fairness::Rotation => 0,
+            Fairness::LeastHeld => {
+                let held = |p: u8| self.running.iter().filter(|r| **r == (t, p)).count();
+                let mut at = 0;
+                for (i, &p) in groups.iter().enumerate() {
+                    if held(p) < held(groups[at]) {
+                        at = i;
+                    }
+                }
+                at
+            }
+        };
+        Some((t, at))
+    }
+
+    fn weight(&self, t: u8) -> u32 {
+        self.weights.iter().find(|x| x.0 == t).map_or(1, |x| x.1)
+    }
+
     /// The rotation keeps its eligible tenants in order and appends the
     /// newly eligible ones in creation order.
     fn sync(&mut self) {
@@ -300,6 +363,8 @@ impl Model {
             .filter(|&t| self.eligible(t))
             .collect();
         self.rotation.retain(|t| eligible.contains(t));
+        let rotation = self.rotation.clone();
+        self.turns.retain(|x| rotation.contains(&x.0));
         for t in eligible {
             if !self.rotation.contains(&t) {
                 self.rotation.push(t);
@@ -411,16 +476,16 @@ impl Model {
             return None;
         }
         loop {
-            let t = *self.rotation.first()?;
-            let p = self.groups_of(t)[0];
+            let (t, at) = self.choose()?;
+            let p = self.groups_of(t)[at];
             if self.provider_full(p) {
-                self.groups_of(t).remove(0);
+                self.groups_of(t).remove(at);
                 self.park(t, p);
                 self.sync();
                 continue;
             }
-            let at = (self.waiting.iter().position(|w| w.1 == t && w.2 == p)).expect("waiter");
-            let (item, _, _) = self.waiting.remove(at);
+            let oldest = (self.waiting.iter().position(|w| w.1 == t && w.2 == p)).expect("waiter");
+            let (item, _, _) = self.waiting.remove(oldest);
             let now = Instant::now();
             if let Some(x) = self.rates.iter_mut().find(|x| x.key == p) {
                 x.tat = x.tat.max(now) + x.rate.interval();
@@ -429,11 +494,17 @@ impl Model {
                 x.tat = x.tat.max(now) + x.rate.interval();
             }
             self.running.push((t, p));
-            self.groups_of(t).remove(0);
+            self.groups_of(t).remove(at);
             if self.group_len(t, p) > 0 {
                 self.groups_of(t).push(p);
             }
-            self.rotation.retain(|&x| x != t);
+            let turns = self.turns.iter().find(|x| x.0 == t).map_or(0, |x| x.1) + 1;
+            self.turns.retain(|x| x.0 != t);
+            if turns >= self.weight(t) || self.fairness == Fairness::LeastHeld {
+                self.rotation.retain(|&x| x != t);
+            } else {
+                self.turns.push((t, turns));
+            }
             self.sync();
             return Some((t, p, item));
         }

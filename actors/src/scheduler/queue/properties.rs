@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
 
-use super::{Ceilings, FairQueue, Owner, Rate, RunningKey, WaiterKey};
+use super::{Ceilings, FairQueue, Fairness, Owner, Rate, RunningKey, WaiterKey};
 
 /// Checks the module's invariants on the queue's internals.
 pub(super) fn assert_invariants<T, K, P>(q: &FairQueue<T, K, P>)
@@ -40,6 +40,8 @@ where
             .map_or(c.running_per_tenant, |own| own.min(c.running_per_tenant));
         assert!(t.pending <= c.pending_per_tenant && t.running <= ceiling);
         assert_eq!(t.own_ceiling, q.own_ceilings.get(&t.key).copied());
+        assert_eq!(t.weight, q.weight_of(&t.key));
+        assert!(t.active || t.turns == 0, "{:?} out with turns", t.key);
         let waits = !t.groups.is_empty() && t.running < ceiling;
         let lacks = (t.rate).is_some_and(|gcra| !gcra.ready(tokio::time::Instant::now()));
         if t.active {
@@ -114,6 +116,10 @@ enum Op {
     SetRate(Owner<u8, u8>, u32, u32),
     /// Advance the clock by so many ms, then ring the alarm (refill).
     Tick(u64),
+    /// Give a tenant a weight.
+    SetWeight(u8, u32),
+    /// Choose the fairness policy.
+    SetFairness(Fairness),
 }
 
 /// A rate of `requests` per 100 ms with `burst`.
@@ -157,6 +163,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (rate_owner(), 1u32..=4, 1u32..=3).prop_map(|(o, r, b)| Op::ConfigureRate(o, r, b)),
         1 => (rate_owner(), 1u32..=4, 1u32..=3).prop_map(|(o, r, b)| Op::SetRate(o, r, b)),
         3 => (0u64..80).prop_map(Op::Tick),
+        1 => (0u8..6, 1u32..=4).prop_map(|(t, w)| Op::SetWeight(t, w)),
+        1 => prop_oneof![Just(Fairness::Rotation), Just(Fairness::LeastHeld)]
+            .prop_map(Op::SetFairness),
     ]
 }
 
@@ -248,6 +257,14 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
                     queue.refill();
                     model.refill();
                 }
+                Op::SetWeight(t, w) => {
+                    queue.set_weight(t, w);
+                    model.set_weight(t, w);
+                }
+                Op::SetFairness(fairness) => {
+                    queue.set_fairness(fairness);
+                    model.set_fairness(fairness);
+                }
                 Op::Cancel(_) | Op::Release(_) => {}
             }
             prop_assert_eq!(queue.next_token(), model.next_token());
@@ -329,4 +346,146 @@ fn fair_share_with(running_per_tenant: u32) {
             "tenant {t}: {n} vs {share}"
         );
     }
+}
+
+/// Three backlogged tenants of weights 1, 2 and 4 on one provider,
+/// running_total 8, each step releasing the oldest running request: their
+/// grants are 1:2:4 (each within 5 %).
+#[test]
+fn weights_give_backlogged_tenants_shares_in_proportion() {
+    let mut q: FairQueue<u32, u32, u32> = FairQueue::new(Ceilings {
+        pending_total: 10_000,
+        pending_per_tenant: 10_000,
+        pending_per_provider: 10_000,
+        running_total: 8,
+        running_per_tenant: 8,
+        running_per_provider: 8,
+    });
+    let weights = [1u32, 2, 4];
+    for (t, &w) in (0u32..).zip(&weights) {
+        q.set_weight(t, w);
+        for i in 0..3000 {
+            assert!(q.push(t, 0, i).is_ok());
+        }
+    }
+    let mut running = std::collections::VecDeque::new();
+    let mut count = [0u32; 3];
+    while (0..3).all(|t| q.tenant_counts(&t).0 > 0) {
+        if let Some(g) = q.next_grant() {
+            let (tenant, _) = q.keys(g.running).map(|(t, p)| (*t, *p)).unzip();
+            let tenant = tenant.expect("live tenant");
+            count[tenant as usize] += 1;
+            running.push_back(tenant);
+        } else if let Some(t) = running.pop_front() {
+            q.release(&t, &0);
+        }
+    }
+    let total: u32 = count.iter().sum();
+    for (t, (&n, &w)) in count.iter().zip(&weights).enumerate() {
+        let fair = f64::from(total) * f64::from(w) / 7.0;
+        assert!(
+            (f64::from(n) - fair).abs() <= fair * 0.05,
+            "tenant {t} of weight {w}: {n} grants of {total}, fair {fair}"
+        );
+    }
+}
+
+/// Each backlogged tenant's share of slot-time: three tenants on one
+/// provider, with `weights`, whose requests hold a slot `holds` ticks
+/// each, running_total the multiple of the weights' sum nearest 30 (so
+/// fair shares are whole slots: with 28 slots, equal tenants' fair 9⅓
+/// would be held as 10, 9, 9) and no per-tenant ceiling below it. Every tenant
+/// is kept backlogged (a request queued for each granted); slot-time is
+/// summed per tick over `ticks` after a warm-up of 1,000.
+fn slot_time_shares(
+    fairness: Fairness,
+    weights: [u32; 3],
+    holds: [u64; 3],
+    ticks: u64,
+) -> [f64; 3] {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let sum: u32 = weights.iter().sum();
+    let slots = (30 + sum / 2) / sum * sum;
+    let mut q: FairQueue<u32, u32, u32> = FairQueue::new(Ceilings {
+        pending_total: 1_000,
+        pending_per_tenant: 1_000,
+        pending_per_provider: 1_000,
+        running_total: slots,
+        running_per_tenant: slots,
+        running_per_provider: slots,
+    });
+    q.set_fairness(fairness);
+    for (t, &w) in (0u32..).zip(&weights) {
+        q.set_weight(t, w);
+        for i in 0..100 {
+            assert!(q.push(t, 0, i).is_ok());
+        }
+    }
+    // (end tick, tenant) of each running request.
+    let mut ends: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    let mut held = [0u64; 3];
+    for now in 0..1_000 + ticks {
+        while let Some(&Reverse((end, t))) = ends.peek().filter(|e| e.0 .0 <= now) {
+            ends.pop();
+            q.release(&t, &0);
+            debug_assert!(end <= now);
+        }
+        while let Some(g) = q.next_grant() {
+            let (tenant, _) = q.keys(g.running).map(|(t, p)| (*t, *p)).unzip();
+            let t = tenant.expect("live tenant");
+            ends.push(Reverse((now + holds[t as usize], t)));
+            assert!(q.push(t, 0, g.item).is_ok(), "tenant {t} stays backlogged");
+        }
+        if now >= 1_000 {
+            for t in 0..3u32 {
+                held[t as usize] += u64::from(q.tenant_counts(&t).1);
+            }
+        }
+    }
+    let total: u64 = held.iter().sum();
+    held.map(|h| h as f64 / total as f64)
+}
+
+/// Whether each share is within 5 % of its weighted fair share.
+fn within_five_percent(shares: [f64; 3], weights: [u32; 3]) -> bool {
+    let sum: u32 = weights.iter().sum();
+    (shares.iter().zip(&weights)).all(|(&share, &w)| {
+        let fair = f64::from(w) / f64::from(sum);
+        (share - fair).abs() <= fair * 0.05
+    })
+}
+
+/// One tenant's requests hold their slot 100× longer than the others':
+/// under the least-held policy every tenant's share of slot-time is within
+/// 5 % of its weighted fair share, equal and 1:2:4 weights alike; the
+/// rotation hands the slow tenant most of the slots.
+#[test]
+fn least_held_shares_slot_time_by_weight_whatever_the_hold_times() {
+    let holds = [100, 1, 1];
+    for weights in [[1, 1, 1], [1, 2, 4], [4, 2, 1]] {
+        let held = slot_time_shares(Fairness::LeastHeld, weights, holds, 20_000);
+        assert!(
+            within_five_percent(held, weights),
+            "least held, weights {weights:?}: shares {held:?}"
+        );
+    }
+    let rotation = slot_time_shares(Fairness::Rotation, [1, 1, 1], holds, 20_000);
+    assert!(
+        rotation[0] > 0.9,
+        "the rotation's slow tenant held only {:.3} of slot-time",
+        rotation[0]
+    );
+}
+
+/// With equal hold times, the rotation's weighted turns give slot-time
+/// shares within 5 % of 1:2:4.
+#[test]
+fn weighted_turns_share_slot_time_by_weight_when_holds_are_equal() {
+    let weights = [1, 2, 4];
+    let shares = slot_time_shares(Fairness::Rotation, weights, [10, 10, 10], 20_000);
+    assert!(
+        within_five_percent(shares, weights),
+        "rotation, weights {weights:?}: shares {shares:?}"
+    );
 }

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::book::{Move, Provider};
 use super::slab::{Waiter, NIL};
-use super::{FairQueue, Grant, GrantedUnder, RunningKey, WaiterKey};
+use super::{FairQueue, Fairness, Grant, GrantedUnder, RunningKey, WaiterKey};
 
 impl<T, K, P> FairQueue<T, K, P>
 where
@@ -38,6 +38,8 @@ where
         let eligible = waits && !lacks;
         if eligible != tenant.active {
             tenant.active = eligible;
+            // Its turns count from its entry.
+            tenant.turns = 0;
             if eligible {
                 self.rotation.push_back(&mut self.tenants, t);
             } else {
@@ -154,16 +156,29 @@ where
     }
 
     /// The rotation step of `next_grant`, once the total ceiling allows a
-    /// grant: blocks front groups whose provider is full, serves the first
-    /// other one.
+    /// grant: blocks the chosen groups whose provider is full, serves the
+    /// first other one. The policy chooses: the front tenant and its front
+    /// group, or the least held of each.
     pub(super) fn grant_in_turn(&mut self) -> Option<Grant<T>> {
         loop {
-            let t = self.rotation.front()?;
-            let Some(g) = self.tenants.get(t).and_then(|tenant| tenant.groups.front()) else {
+            let (t, g) = match self.fairness {
+                Fairness::Rotation => {
+                    let t = self.rotation.front()?;
+                    (
+                        t,
+                        self.tenants.get(t).and_then(|tenant| tenant.groups.front()),
+                    )
+                }
+                Fairness::LeastHeld => {
+                    let t = self.least_held_tenant()?;
+                    (t, self.least_held_group(t))
+                }
+            };
+            let Some(g) = g else {
                 debug_assert!(false, "tenant {t} in rotation without groups");
                 self.rotation.remove(&mut self.tenants, t);
                 if let Some(tenant) = self.tenants.get_mut(t) {
-                    tenant.active = false;
+                    (tenant.active, tenant.turns) = (false, 0);
                 }
                 continue;
             };
@@ -209,21 +224,28 @@ where
             gcra.take(Instant::now());
         }
         self.count(Some(t), Some(p), Move::Grant);
-        // The group goes to the back of its tenant's provider rotation.
-        self.detach_group(g);
-        if self
-            .groups
-            .get(g)
-            .is_some_and(|group| group.waiters.is_empty())
-        {
-            self.forget_group(g);
-        } else {
-            self.place_group(g, false);
+        // The group goes to the back of its tenant's provider rotation,
+        // with no eligibility check between, so the tenant keeps its place.
+        let emptied = (self.groups.get(g)).is_none_or(|group| group.waiters.is_empty());
+        if let Some(tenant) = self.tenants.get_mut(t) {
+            tenant.groups.remove(&mut self.groups, g);
+            if !emptied {
+                tenant.groups.push_back(&mut self.groups, g);
+            }
         }
-        // The tenant goes to the back of the tenant rotation.
+        if emptied {
+            self.forget_group(g);
+        }
+        // The tenant goes to the back of the tenant rotation once its
+        // turns are used; under the least-held policy, at once (its weight
+        // weighs its slots instead).
+        let least_held = self.fairness == Fairness::LeastHeld;
         if let Some(tenant) = self.tenants.get_mut(t).filter(|tenant| tenant.active) {
-            tenant.active = false;
-            self.rotation.remove(&mut self.tenants, t);
+            tenant.turns += 1;
+            if tenant.turns >= tenant.weight || least_held {
+                (tenant.active, tenant.turns) = (false, 0);
+                self.rotation.remove(&mut self.tenants, t);
+            }
         }
         self.sync_tenant(t);
         Some(Grant {

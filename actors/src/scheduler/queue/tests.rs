@@ -361,3 +361,142 @@ fn a_key_of_a_forgotten_provider_is_stale_while_its_tenant_lives() {
     // the one the old key named.
     q.release_running(second.running);
 }
+
+#[test]
+fn a_tenant_of_weight_two_takes_two_turns_per_round() {
+    let mut q = Q::new(wide());
+    q.set_weight("a", 2);
+    for i in 1..=4 {
+        push(&mut q, "a", 0, i);
+    }
+    for i in 11..=13 {
+        push(&mut q, "b", 0, i);
+    }
+    assert_eq!(items(&mut q), [1, 2, 11, 3, 4, 12, 13]);
+}
+
+#[test]
+fn a_weighted_tenants_turns_go_round_its_providers() {
+    let mut q = Q::new(wide());
+    q.set_weight("a", 3);
+    for (provider, item) in [(1, 1), (2, 2), (1, 3), (2, 4)] {
+        push(&mut q, "a", provider, item);
+    }
+    push(&mut q, "b", 9, 11);
+    assert_eq!(items(&mut q), [1, 2, 3, 11, 4]);
+}
+
+#[test]
+fn a_weight_set_back_to_one_applies_from_the_next_grant() {
+    let mut q = Q::new(wide());
+    q.set_weight("a", 3);
+    for i in 1..=4 {
+        push(&mut q, "a", 0, i);
+    }
+    for i in 11..=12 {
+        push(&mut q, "b", 0, i);
+    }
+    assert_eq!(grants(&mut q, 1)[0].2, 1);
+    q.set_weight("a", 1);
+    assert_eq!(q.weight_of(&"a"), 1);
+    assert_eq!(items(&mut q), [2, 11, 3, 12, 4]);
+}
+
+#[test]
+fn a_weight_outlives_the_tenants_idle_spell() {
+    let mut q = Q::new(wide());
+    q.set_weight("a", 2);
+    push(&mut q, "a", 0, 1);
+    let g = q.next_grant().expect("granted");
+    q.release_running(g.running);
+    assert_eq!(q.tenant_counts(&"a"), (0, 0));
+    for i in 1..=3 {
+        push(&mut q, "a", 0, i);
+    }
+    for i in 11..=12 {
+        push(&mut q, "b", 0, i);
+    }
+    assert_eq!(items(&mut q), [1, 2, 11, 3, 12]);
+}
+
+#[test]
+fn a_weighted_tenant_at_its_ceiling_gives_up_its_remaining_turns() {
+    let mut q = Q::new(wide());
+    q.set_weight("a", 4);
+    assert!(q
+        .set_own_ceiling(Owner::Tenant("a"), Some(2), false)
+        .is_ok());
+    for i in 1..=4 {
+        push(&mut q, "a", 0, i);
+    }
+    for i in 11..=13 {
+        push(&mut q, "b", 0, i);
+    }
+    assert_eq!(items(&mut q), [1, 2, 11, 12, 13]);
+    assert_eq!(q.tenant_counts(&"a"), (2, 2));
+}
+
+fn least_held() -> Q {
+    let mut q = Q::new(wide());
+    q.set_fairness(Fairness::LeastHeld);
+    q
+}
+
+#[test]
+fn least_held_grants_the_tenant_holding_the_fewest_slots_first() {
+    let mut q = least_held();
+    for i in 1..=3 {
+        push(&mut q, "a", 0, i);
+    }
+    assert_eq!(grants(&mut q, 2).len(), 2);
+    for i in 11..=12 {
+        push(&mut q, "b", 0, i);
+    }
+    // "a" is ahead in the rotation but holds two slots; at two each, the
+    // rotation breaks the tie.
+    assert_eq!(items(&mut q), [11, 12, 3]);
+}
+
+#[test]
+fn least_held_weighs_slots_by_the_tenants_weight() {
+    let mut q = least_held();
+    q.set_weight("a", 2);
+    for i in 1..=4 {
+        push(&mut q, "a", 0, i);
+    }
+    assert_eq!(grants(&mut q, 2).len(), 2);
+    for i in 11..=13 {
+        push(&mut q, "b", 0, i);
+    }
+    // Two slots of weight 2 weigh as one of weight 1.
+    assert_eq!(items(&mut q), [11, 3, 12, 4, 13]);
+}
+
+#[test]
+fn least_held_inside_a_tenant_serves_the_provider_it_holds_fewest_of() {
+    let mut q = least_held();
+    push(&mut q, "a", 1, 1);
+    push(&mut q, "a", 1, 2);
+    assert_eq!(grants(&mut q, 1)[0].2, 1);
+    push(&mut q, "a", 2, 3);
+    push(&mut q, "a", 2, 4);
+    // Provider 2 holds none of "a"'s slots; then one each, and the
+    // provider rotation breaks the tie.
+    assert_eq!(items(&mut q), [3, 2, 4]);
+}
+
+#[test]
+fn least_held_keeps_the_ceilings() {
+    let mut q = least_held();
+    assert!(q
+        .set_own_ceiling(Owner::Tenant("b"), Some(1), false)
+        .is_ok());
+    for i in 1..=2 {
+        push(&mut q, "a", 0, i);
+    }
+    for i in 11..=12 {
+        push(&mut q, "b", 0, i);
+    }
+    assert_eq!(items(&mut q), [1, 11, 2]);
+    assert_eq!(q.tenant_counts(&"b"), (1, 1));
+}
