@@ -17,23 +17,20 @@ mod node;
 #[allow(dead_code, reason = "the example's origin; tests use a part")]
 mod origin;
 
-use std::io::{BufRead, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
 use std::time::Duration;
 
 use cluster_support::{
-    runtime, serial, start_origin, within, ClusterNode, ClusterRate, Running, Settings, GLOBAL,
-    LEASE,
+    child_env, runtime, serial, signal, spawn_child, start_origin, within, ClusterNode,
+    ClusterRate, Running, Settings, GLOBAL, LEASE,
 };
 use provider_pools::ProviderId;
 use provider_pools_test_peers::EtcdCluster;
-use rustix::process::{kill_process, Pid, Signal};
+use rustix::process::Signal;
 use tokio::time::Instant;
 
 const MEMBERS: [&str; 3] = ["a", "b", "c"];
 const WORKERS: usize = 4;
-const ENDPOINTS: &str = "CLUSTER_RATE_CHILD_ENDPOINTS";
-const ORIGIN: &str = "CLUSTER_RATE_CHILD_ORIGIN";
 /// The cluster's rate: 60 per second, a floor of 5 per node (a pool of
 /// 45), each node's own rate 60 per second with a burst of 3.
 const RATE: ClusterRate = ClusterRate {
@@ -52,32 +49,6 @@ fn settings() -> Settings {
         rate: Some(RATE),
         ..Settings::quick(GLOBAL)
     }
-}
-
-/// Node `c` in a child process; it says `ready` once it leads the rate.
-fn spawn_child(etcd: &EtcdCluster, origin: &str) -> Child {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args(["child_node", "--exact", "--include-ignored", "--nocapture"])
-        .env(ENDPOINTS, etcd.endpoints().join(","))
-        .env(ORIGIN, origin)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the child node starts");
-    let stdout = child.stdout.take().expect("the child's stdout");
-    let mut lines = std::io::BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok);
-    let ready = lines.any(|line| line.contains("child node ready"));
-    assert!(ready, "the child node never said it was ready");
-    std::thread::spawn(move || lines.for_each(drop));
-    child
-}
-
-fn signal(child: &Child, signal: Signal) {
-    kill_process(Pid::from_child(child), signal).expect("the child is signalled");
 }
 
 fn api() -> ProviderId {
@@ -193,10 +164,9 @@ fn the_cluster_never_grants_above_its_rate_and_a_burst_per_node_through_a_stop_a
 #[test]
 #[ignore = "the child process of the_cluster_never_grants_above_its_rate_…"]
 fn child_node() {
-    let (Ok(endpoints), Ok(origin)) = (std::env::var(ENDPOINTS), std::env::var(ORIGIN)) else {
+    let Some((endpoints, origin)) = child_env() else {
         return;
     };
-    let endpoints: Vec<String> = endpoints.split(',').map(str::to_owned).collect();
     runtime().block_on(async {
         let node =
             node::ClusterNode::start("c", &MEMBERS, &endpoints, &origin, &settings(), &["z"])

@@ -24,47 +24,18 @@ mod node;
 #[allow(dead_code, reason = "the example's origin; tests use a part")]
 mod origin;
 
-use std::io::{BufRead, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
 use std::time::Duration;
 
 use cluster_support::{
-    runtime, serial, shares_are, start_origin, within, Running, Settings, GLOBAL, LEASE,
+    child_env, runtime, serial, shares_are, signal, spawn_child, start_origin, within, Running,
+    Settings, GLOBAL, LEASE,
 };
 use provider_pools_test_peers::EtcdCluster;
-use rustix::process::{kill_process, Pid, Signal};
+use rustix::process::Signal;
 
 const MEMBERS: [&str; 3] = ["a", "b", "c"];
 const WORKERS: usize = 6;
-const ENDPOINTS: &str = "CLUSTER_CHILD_ENDPOINTS";
-const ORIGIN: &str = "CLUSTER_CHILD_ORIGIN";
-
-/// Starts node `c` in a child process; it says `ready` once started.
-fn spawn_child(etcd: &EtcdCluster, origin: &str) -> Child {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new(exe)
-        .args(["child_node", "--exact", "--include-ignored", "--nocapture"])
-        .env(ENDPOINTS, etcd.endpoints().join(","))
-        .env(ORIGIN, origin)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the child node starts");
-    let stdout = child.stdout.take().expect("the child's stdout");
-    let mut lines = std::io::BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok);
-    let ready = lines.any(|line| line.contains("child node ready"));
-    assert!(ready, "the child node never said it was ready");
-    // Keep reading, so the child's last lines never meet a closed pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    child
-}
-
-fn signal(child: &Child, signal: Signal) {
-    kill_process(Pid::from_child(child), signal).expect("the child is signalled");
-}
 
 #[test]
 fn a_stopped_node_keeps_no_share_past_its_lease_and_the_others_never_over_commit() {
@@ -146,10 +117,9 @@ fn a_stopped_node_keeps_no_share_past_its_lease_and_the_others_never_over_commit
 #[test]
 #[ignore = "the child process of a_stopped_node_keeps_no_share_past_its_lease_…"]
 fn child_node() {
-    let (Ok(endpoints), Ok(origin)) = (std::env::var(ENDPOINTS), std::env::var(ORIGIN)) else {
+    let Some((endpoints, origin)) = child_env() else {
         return;
     };
-    let endpoints: Vec<String> = endpoints.split(',').map(str::to_owned).collect();
     runtime().block_on(async {
         let etcd_free = Settings::quick(GLOBAL);
         let node = node::ClusterNode::start("c", &MEMBERS, &endpoints, &origin, &etcd_free, &["z"])

@@ -195,3 +195,50 @@ pub(crate) async fn average_shares(origin: &Origin, tenants: &[&str], span: Dura
         .map(|&s| s as f64 / samples.max(1) as f64)
         .collect()
 }
+
+/// The environment a child node reads its etcd endpoints from.
+const CHILD_ENDPOINTS: &str = "CLUSTER_CHILD_ENDPOINTS";
+/// The environment a child node reads its origin from.
+const CHILD_ORIGIN: &str = "CLUSTER_CHILD_ORIGIN";
+
+/// Starts the test binary's ignored `child_node` test in a child process
+/// on `etcd` and `origin`; returns once it said `child node ready`.
+pub(crate) fn spawn_child(etcd: &EtcdCluster, origin: &str) -> std::process::Child {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut child = Command::new(exe)
+        .args(["child_node", "--exact", "--include-ignored", "--nocapture"])
+        .env(CHILD_ENDPOINTS, etcd.endpoints().join(","))
+        .env(CHILD_ORIGIN, origin)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the child node starts");
+    let stdout = child.stdout.take().expect("the child's stdout");
+    let mut lines = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok);
+    let ready = lines.any(|line| line.contains("child node ready"));
+    assert!(ready, "the child node never said it was ready");
+    // Keep reading, so the child's last lines never meet a closed pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    child
+}
+
+/// In the child process: the etcd endpoints and the origin
+/// [`spawn_child`] passed; `None` when run as an ordinary test.
+pub(crate) fn child_env() -> Option<(Vec<String>, String)> {
+    let (Ok(endpoints), Ok(origin)) = (std::env::var(CHILD_ENDPOINTS), std::env::var(CHILD_ORIGIN))
+    else {
+        return None;
+    };
+    Some((endpoints.split(',').map(str::to_owned).collect(), origin))
+}
+
+/// Sends `signal` to `child`.
+pub(crate) fn signal(child: &std::process::Child, signal: rustix::process::Signal) {
+    use rustix::process::{kill_process, Pid};
+    kill_process(Pid::from_child(child), signal).expect("the child is signalled");
+}
