@@ -1,10 +1,17 @@
 //! Lock-free budgets shared by several owners.
 //!
-//! A [`Budget`] is a counter with a ceiling that several actors and handles may
-//! charge without a message hop: the node-wide metadata bytes, the configured
-//! clients, the retained configurations, a logical provider's clients across all
-//! of its retained epochs. Queues, choices and per-group counts do not belong
-//! here; they live in exactly one actor each.
+//! A [`Budget`] is a counter with a ceiling that several actors, handles and
+//! callers' tasks may charge without a message hop: the node-wide retained
+//! configurations, configured clients, metadata bytes, connections and idle
+//! connections (held by the ledger); a logical provider's clients across all
+//! of its retained epochs; one client's connections; the provider workers and
+//! the cleanup jobs; and each tenant's shares of the metadata, the workers and
+//! the admission path (`tenants`). A budget made waitable also lets a caller
+//! wait, up to a deadline, for a release.
+//!
+//! Only counts with a ceiling belong here. The admission queue, its choices
+//! and its per-group counts live in the scheduler's core, applied by
+//! whichever task owns it at the moment (see `scheduler`).
 //!
 //! Invariants:
 //! - `used <= limit` at every instant: the limit and the use share one atomic

@@ -1,13 +1,19 @@
-//! The node-wide ledger: budgets several owners charge, gauges they report to,
-//! and the control owner's state.
+//! The node-wide ledger of one registry generation: the budgets several
+//! owners charge, the tenants' shares of them, the gauges an operator reads,
+//! the control state, the limits in force (with the lowerable queue and idle
+//! ages), and the one sequence that orders grants and dispatches.
 //!
 //! Invariants:
 //! - Budgets are charged before the resource they pay for exists and released
 //!   only by dropping the charge after the resource is destroyed.
-//! - Gauges are observations maintained by the single actor that owns each
-//!   resource; nothing decides admission from a gauge.
+//! - Gauges are observations, moved by whatever owns the counted thing at the
+//!   time of the change: an actor (registry, workers, cleanup, epoch), the
+//!   admission core under its current owner, a dial permit, an epoch's
+//!   connection tally. Each change moves a gauge once; nothing decides
+//!   admission from a gauge.
 //! - The control state only moves forward: running → retiring → completed,
 //!   or to failed from anywhere but completed.
+//! - The limits in force are written by the registry actor alone.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

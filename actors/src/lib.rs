@@ -9,7 +9,9 @@
 //!
 //! ```text
 //! RegistryActor (supervisor; publishes epochs under its fence)
-//! ├── SchedulerActor   tenant → provider rotation, FIFO per group; grants admission
+//! ├── SchedulerActor   control of the admission queue: lowering, close,
+//! │                    hand-overs and the deadline alarm (grants happen on
+//! │                    the callers' own tasks, see the scheduler module)
 //! ├── WorkerPoolActor  provider worker slots; owns every job's join handle
 //! ├── CleanupActor     separate cleanup slots; destroys, then releases charges
 //! └── EpochActor × N   one per (provider, epoch), alive until drained

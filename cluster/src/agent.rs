@@ -121,6 +121,10 @@ impl ClusterAgent {
                 return Err(error.into());
             }
         }
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the agent keeps its runner's join handle"
+        )]
         let task = runtime.spawn(runner.run(stopping));
         Ok(Self { status, stop, task })
     }

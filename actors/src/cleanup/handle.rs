@@ -88,6 +88,10 @@ impl CleanupPool {
             runtime: runtime.clone(),
             closed: Arc::clone(&closed),
         };
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "starts the cleanup actor on the supplied runtime, under the registry's supervision"
+        )]
         let (actor, _join) = runtime
             .spawn(Actor::spawn_linked(None, CleanupActor, args, supervisor))
             .await

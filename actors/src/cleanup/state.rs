@@ -74,6 +74,10 @@ impl State {
             let _finish = finish;
             task.await
         };
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the cleanup actor's task table keeps the join handle"
+        )]
         let join = self.tasks.runtime().spawn(job.instrument(span.clone()));
         self.tasks.insert(id, join, Running { slot, span });
         tracing::trace!(cleanup = id, "cleanup started");

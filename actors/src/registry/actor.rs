@@ -77,6 +77,10 @@ impl Actor for RegistryActor {
             return Err("the handle stopped waiting for the control actors".into());
         }
         let registry = RegistryHandle::new(args.slots.attach(myself));
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the registry keeps the reclaim ticker's join handle"
+        )]
         let ticker = args.runtime.spawn(reclaim_ticks(registry.clone()));
         Ok(State::new(
             args.limits,

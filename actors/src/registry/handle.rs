@@ -68,6 +68,10 @@ impl RegistryHandle {
             runtime: spec.runtime,
             restart: spec.restart,
         };
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "starts the registry actor on the supplied runtime"
+        )]
         let spawned = runtime
             .spawn(async move {
                 match supervisor {

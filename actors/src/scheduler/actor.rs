@@ -130,6 +130,10 @@ async fn answer_counts(core: &Core, replies: Vec<RpcReplyPort<(u32, u32)>>) {
 }
 
 /// Keeps the alarm at `next`: unchanged if it is set there already.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the alarm keeps its timer task's join handle and aborts it when dropped"
+)]
 fn set_alarm(alarm: &mut Option<Alarm>, next: Option<Instant>, core: &Arc<Core>, runtime: &Handle) {
     if alarm.as_ref().map(|a| a.at) == next {
         return;

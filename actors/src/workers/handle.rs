@@ -65,6 +65,10 @@ impl WorkerPool {
             closed: Arc::clone(&closed),
             runtime: runtime.clone(),
         };
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "starts the worker-pool actor on the supplied runtime, under the registry's supervision"
+        )]
         let (actor, _join) = runtime
             .spawn(Actor::spawn_linked(None, WorkerPoolActor, args, supervisor))
             .await

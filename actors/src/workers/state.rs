@@ -98,6 +98,10 @@ impl State {
         let id = self.tasks.next_id();
         let finish = FinishGuard::new(slot, Msg::Finished { id });
         let runtime = self.tasks.runtime();
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "the worker pool's task table keeps every job's join handle"
+        )]
         let join = match work.take().ok_or(JobError::Closed)? {
             Work::Async(future) => runtime.spawn(async move {
                 let _finish = finish;

@@ -200,6 +200,10 @@ impl<H: Send + 'static, O: Send + 'static> Drop for TaskTable<H, O> {
             // The actor is gone before its tasks: the reaper keeps the
             // holdings until the real join. Its own handle is not kept; it
             // ends as soon as the task it waits for does.
+            #[allow(
+                clippy::disallowed_methods,
+                reason = "the reaper holds a dropped table's holdings until each task's real join"
+            )]
             drop(self.runtime.spawn(async move {
                 let _ = join.await;
                 drop(held);

@@ -137,6 +137,10 @@ where
     };
     // Detached on purpose: the task owns its permit and activation, which
     // shutdown waits for (module doc).
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the dial task owns its permit and activation, which shutdown waits for"
+    )]
     drop(runtime.spawn(task.instrument(span)));
     DialAnswer {
         answer,
