@@ -1,6 +1,6 @@
 //! Loopback GET throughput and latency through the buffered HTTP adapter,
-//! against raw hyper connections and a shared reqwest client, and over
-//! HTTP/2 against a raw h2 connection.
+//! against raw hyper connections, hyper-util's legacy client and a shared
+//! reqwest client, and over HTTP/2 against a raw h2 connection.
 //!
 //! The HTTP/1.1 clients hit the same in-process hyper HTTP/1.1 server on a
 //! free loopback port, which answers every GET with a fixed 256-byte body,
@@ -16,6 +16,8 @@
 //!   running request admitted before the timer starts.
 //! - `http/hyper_conn`: hyper's `client::conn::http1`, one connection per
 //!   task, opened before the timer starts and reused for every request.
+//! - `http/hyper_legacy`: one shared `hyper_util::client::legacy::Client`
+//!   (HTTP/1.1 over its `tokio` connector) with its own keep-alive pool.
 //! - `http/reqwest`: one shared `reqwest::Client` (0.12, plain HTTP/1.1)
 //!   with its own keep-alive pool.
 //! - `http/engine_h2`: as `http/engine`, for a provider with `http2 = "on"`:
@@ -42,6 +44,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::client::conn::http1 as client_http1;
 use hyper::{HeaderMap, Method, Request, Response};
+use hyper_util::client::legacy::{self, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use provider_pools::{Bytes, Limits, RunningRequest};
 use provider_pools_adapters::http::{
@@ -120,6 +123,7 @@ enum Client {
     Engine,
     EngineCall,
     HyperConn,
+    HyperLegacy,
     Reqwest,
     EngineH2,
     H2Conn,
@@ -127,10 +131,11 @@ enum Client {
 }
 
 impl Client {
-    const ALL: [Client; 7] = [
+    const ALL: [Client; 8] = [
         Client::Engine,
         Client::EngineCall,
         Client::HyperConn,
+        Client::HyperLegacy,
         Client::Reqwest,
         Client::EngineH2,
         Client::H2Conn,
@@ -142,6 +147,7 @@ impl Client {
             Client::Engine => "engine",
             Client::EngineCall => "engine_call",
             Client::HyperConn => "hyper_conn",
+            Client::HyperLegacy => "hyper_legacy",
             Client::Reqwest => "reqwest",
             Client::EngineH2 => "engine_h2",
             Client::H2Conn => "h2_conn",
@@ -150,11 +156,15 @@ impl Client {
     }
 }
 
+/// hyper-util's pooling client over its plain-TCP connector.
+type LegacyClient = legacy::Client<HttpConnector, Empty<Bytes>>;
+
 /// Everything the clients share.
 struct Fixture {
     addr: SocketAddr,
     engine: Arc<Engine>,
     dialer: Arc<HttpDialer>,
+    hyper_legacy: LegacyClient,
     reqwest: reqwest::Client,
     url: String,
     /// The same for HTTP/2: an engine whose provider has `http2 = "on"`,
@@ -192,6 +202,9 @@ async fn fixture() -> Fixture {
     let target = format!("http://{addr}");
     let engine = Arc::new(Engine::start(limits(), &target).await);
     let dialer = Arc::new(HttpDialer::new(engine.pools.clone()));
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let hyper_legacy = legacy::Client::builder(TokioExecutor::new()).build(connector);
     // An error means a provider is installed already: keep it.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let reqwest = reqwest::Client::builder()
@@ -222,6 +235,7 @@ async fn fixture() -> Fixture {
         addr,
         engine,
         dialer,
+        hyper_legacy,
         reqwest,
         url: format!("{target}/"),
         h2_engine,
@@ -247,6 +261,7 @@ enum Session {
     Engine(Arc<Engine>, Arc<HttpDialer>),
     EngineCall(Arc<Engine>, Arc<HttpDialer>, RunningRequest),
     HyperConn(client_http1::SendRequest<Empty<Bytes>>, String),
+    HyperLegacy(LegacyClient, hyper::Uri),
     Reqwest(reqwest::Client, String),
     H2Conn(h2::client::SendRequest<Bytes>, String),
     HyperH2Conn(
@@ -275,6 +290,9 @@ impl Session {
                     let _ = connection.await;
                 });
                 Session::HyperConn(sender, f.addr.to_string())
+            }
+            Client::HyperLegacy => {
+                Session::HyperLegacy(f.hyper_legacy.clone(), f.url.parse().expect("absolute uri"))
             }
             Client::Reqwest => Session::Reqwest(f.reqwest.clone(), f.url.clone()),
             Client::EngineH2 => Session::Engine(Arc::clone(&f.h2_engine), Arc::clone(&f.h2_dialer)),
@@ -313,6 +331,14 @@ impl Session {
                     .expect("request");
                 sender.ready().await.expect("connection ready");
                 let response = sender.send_request(request).await.expect("response");
+                let body = response.into_body().collect().await.expect("body");
+                body.to_bytes().len()
+            }
+            Session::HyperLegacy(client, uri) => {
+                let request = Request::get(uri.clone())
+                    .body(Empty::new())
+                    .expect("request");
+                let response = client.request(request).await.expect("response");
                 let body = response.into_body().collect().await.expect("body");
                 body.to_bytes().len()
             }
