@@ -2,8 +2,9 @@
 //! an in-memory control plane that can be cut off: the share lapses by
 //! the node's own clock before its registration can, and comes back with
 //! the control plane. A provider's cluster rate likewise lapses to its
-//! floor rate, and two nodes on one control plane share it equally
-//! between the tenants waiting, wherever they wait.
+//! floor rate, and two nodes on one control plane share it between the
+//! tenants waiting, wherever they wait: equally, or by the weights set on
+//! their nodes.
 
 mod support;
 
@@ -403,11 +404,32 @@ async fn a_cluster_rate_needs_a_rate_configured_on_the_node() {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
-    // Two nodes on one control plane: x and y wait on a, z on b. The 30
-    // above the floors go 10 to each tenant: a holds 20, b 10, whatever
-    // the number of requests each tenant has waiting.
+/// One node of [`two_rate_nodes`]: its registry, its agent and its
+/// tenants' requests, waiting or granted (and held running).
+type RateNode = (ProviderPools, ClusterAgent, Vec<Result<PoolReady, Admit>>);
+
+/// Starts an admission for `tenant` and polls it once: the grant if it
+/// came at once (held, so it keeps running), else the waiting admission.
+async fn admit_and_hold(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+) -> Result<PoolReady, Admit> {
+    let admitting = pools.clone();
+    let admit = request(pools, plan(tenant, session), receipt, b"");
+    let mut future: Admit = Box::pin(async move { admitting.admit(admit).await });
+    match std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx))).await {
+        Poll::Pending => Err(future),
+        Poll::Ready(answer) => Ok(answer.expect("granted")),
+    }
+}
+
+/// Two nodes on one control plane under `rate_section`'s cluster rate,
+/// `mem` at 100 a second on each: x and y wait on a, z on b, with z of
+/// weight `z_weight` on b. Grants are held, so every tenant keeps requests
+/// waiting throughout (behind the node's running ceiling).
+async fn two_rate_nodes(z_weight: u32) -> Vec<RateNode> {
     let mem = ProviderId::new("mem").expect("valid");
     let board = Arc::new(Cuttable::default());
     let mut nodes = Vec::new();
@@ -420,6 +442,10 @@ async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
         pools
             .configure_provider_rate(&mem, RateLimit::new(100, Duration::from_secs(1), 4))
             .expect("a rate");
+        if name == "b" {
+            let z = provider_pools::TenantId::new("z").expect("valid");
+            pools.set_tenant_weight(&z, z_weight).expect("a weight");
+        }
         let section = ClusterSection {
             node: name.into(),
             ..rate_section()
@@ -431,16 +457,23 @@ async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
             &tokio::runtime::Handle::current(),
         )
         .expect("the agent starts");
-        // Requests held waiting (granted ones are held running), so each
-        // tenant keeps some waiting for the whole test.
         let mut held = Vec::new();
         for (tenant, count) in tenants {
             for session in 0..*count {
-                held.push(admit_once(&pools, &receipt, tenant, session).await);
+                held.push(admit_and_hold(&pools, &receipt, tenant, session).await);
             }
         }
         nodes.push((pools, agent, held));
     }
+    nodes
+}
+
+/// Advances the paused clock a period at a time, at most 20, until the
+/// nodes' rate shares above their floors are `expected`, and checks that
+/// they stay so for 6 more periods (the division settled there, not on
+/// its way elsewhere) while requests still wait on both nodes.
+async fn rate_shares_become(nodes: &[RateNode], expected: [u32; 2]) {
+    let mem = ProviderId::new("mem").expect("valid");
     let shares = || -> Vec<u32> {
         nodes
             .iter()
@@ -448,12 +481,16 @@ async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
             .collect()
     };
     for _ in 0..20 {
-        if shares() == [20, 10] {
+        if shares() == expected {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    assert_eq!(shares(), [20, 10], "{:?}", nodes[0].1.status());
+    for _ in 0..6 {
+        assert_eq!(shares(), expected, "{:?}", nodes[0].1.status());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(shares(), expected, "{:?}", nodes[0].1.status());
     let waiting: Vec<u32> = nodes
         .iter()
         .map(|(pools, _, _)| pools.provider_demand(&mem).iter().map(|d| d.pending).sum())
@@ -462,6 +499,25 @@ async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
         waiting.iter().all(|&w| w > 0),
         "requests still wait on both nodes: {waiting:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_is_shared_equally_by_the_tenants_waiting_wherever_they_wait() {
+    // The 30 above the floors go 10 to each tenant: a holds 20, b 10,
+    // whatever the number of requests each tenant has waiting.
+    let nodes = two_rate_nodes(1).await;
+    rate_shares_become(&nodes, [20, 10]).await;
     assert_eq!(rate_now(&nodes[0].0), 25, "a's rate in force");
     assert_eq!(rate_now(&nodes[1].0), 15, "b's rate in force");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tenants_weight_set_on_its_node_weights_its_share_of_the_cluster_rate() {
+    // z of weight 2 against x and y of weight 1: the 30 above the floors
+    // go 7.5 : 7.5 : 15, the half unit to y (the later served), so a
+    // holds 15 and b 15.
+    let nodes = two_rate_nodes(2).await;
+    rate_shares_become(&nodes, [15, 15]).await;
+    assert_eq!(rate_now(&nodes[0].0), 20, "a's rate in force");
+    assert_eq!(rate_now(&nodes[1].0), 20, "b's rate in force");
 }

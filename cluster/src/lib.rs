@@ -7,7 +7,8 @@
 //! the other:
 //!
 //! - [`allocate`]: the deterministic division of a provider's ceiling
-//!   between nodes, max-min fair over tenants' global backlog;
+//!   between nodes, max-min fair over tenants' global backlog
+//!   ([`allocate_weighted`]: in proportion to the tenants' weights);
 //! - [`plan::next_table`]: the fenced leader's step, which moves shares
 //!   without ever letting the nodes' bounds exceed the ceiling;
 //! - [`share::Holding`]: a node's side — what it may put in force after
@@ -36,7 +37,7 @@ pub mod share;
 pub mod wire;
 
 pub use agent::{ClusterAgent, ClusterStatus, ProviderStatus, RateStatus};
-pub use allocate::{allocate, Allocation, Demand};
+pub use allocate::{allocate, allocate_weighted, Allocation, Demand};
 pub use config::{
     CeilingSection, ClusterConfig, ClusterSection, GlobalCeiling, GlobalRate, RateSection,
     MAX_CEILINGS,

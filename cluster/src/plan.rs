@@ -28,8 +28,9 @@
 //!   the node acknowledges). Raises are paid only from what no node holds
 //!   or may hold: `pool − Σ held`, divided between the nodes that want
 //!   more by water-filling.
-//! - What each node wants: its share of [`allocate`] over the reported
-//!   backlogs, at most its cap, plus an even part of whatever the backlogs
+//! - What each node wants: its share of [`allocate_weighted`] over the
+//!   reported backlogs and weights (a tenant's highest reported weight),
+//!   at most its cap, plus an even part of whatever the backlogs
 //!   leave (headroom, so new work need not wait a period). A node that
 //!   reports it is leaving wants nothing, so its bound falls to zero once
 //!   it acknowledges, and its departure reserves nothing.
@@ -38,7 +39,7 @@ use std::collections::BTreeMap;
 
 use provider_pools_control_plane::NodeId;
 
-use crate::allocate::{allocate, water_fill, Demand};
+use crate::allocate::{allocate_weighted, water_fill, Demand};
 use crate::wire::{Departed, Report, Row, Table};
 
 /// How many of its latest grants a row keeps.
@@ -171,6 +172,21 @@ fn held(previous: Option<&Table>, reports: &BTreeMap<NodeId, Report>) -> BTreeMa
         .collect()
 }
 
+/// Each tenant's weight for the division: the highest any live report
+/// gives it (nodes keep weights in memory, so one restarted since the last
+/// change reports 1 until the host sets it again; the highest keeps the
+/// weight the host set while that happens).
+fn weights(reports: &BTreeMap<NodeId, Report>) -> BTreeMap<provider_pools_actors::TenantId, u32> {
+    let mut weights = BTreeMap::new();
+    for report in reports.values().filter(|report| !report.leaving) {
+        for (tenant, &weight) in &report.weights {
+            let entry = weights.entry(tenant.clone()).or_insert(weight);
+            *entry = (*entry).max(weight);
+        }
+    }
+    weights
+}
+
 struct Wanted {
     grant: u32,
     tenants: BTreeMap<provider_pools_actors::TenantId, u32>,
@@ -190,7 +206,7 @@ fn wanted(pool: u32, reports: &BTreeMap<NodeId, Report>) -> BTreeMap<NodeId, Wan
             })
         })
         .collect();
-    let allocation = allocate(pool, &demands);
+    let allocation = allocate_weighted(pool, &demands, &weights(reports));
     let mut wanted: BTreeMap<NodeId, Wanted> = reports
         .iter()
         .map(|(node, report)| {

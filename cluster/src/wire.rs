@@ -3,7 +3,8 @@
 //!
 //! - A [`Report`] is one node's post for one provider: the incarnation of
 //!   its registration, the table epoch it has applied, the dynamic share in
-//!   force, the most it can hold, and each tenant's backlog.
+//!   force, the most it can hold, each tenant's backlog, and the weights
+//!   of those tenants whose weight is not 1.
 //! - A [`Table`] is the leader's fenced record for one provider: for each
 //!   node (by incarnation) its grant, the bound the leader accounts it at,
 //!   and its tenants' shares; and the nodes that departed, reserved at
@@ -19,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use provider_pools_actors::TenantId;
+use provider_pools_actors::{ProviderPools, TenantId};
 use provider_pools_control_plane::{NodeId, MAX_BOARD_VALUE_BYTES};
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,13 @@ pub struct Report {
     /// running ceiling; for a rate, the node's cap for each tenant with
     /// requests waiting (a rate's demand is not a count of requests).
     pub tenants: BTreeMap<TenantId, u32>,
+    /// The weight of each listed tenant whose weight on this node is not 1
+    /// (`ProviderPools::set_tenant_weight`); the leader divides the pool
+    /// between tenants in proportion to their weights. Every key is also a
+    /// key of `tenants`, and every weight is within
+    /// `1..=ProviderPools::MAX_TENANT_WEIGHT`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub weights: BTreeMap<TenantId, u32>,
     /// The node is leaving: it wants no share (its backlog aside), so its
     /// bound can fall to zero before it deregisters.
     #[serde(default)]
@@ -107,9 +115,28 @@ impl Report {
     /// # Errors
     ///
     /// [`ClusterError::Encode`] past [`MAX_BOARD_VALUE_BYTES`] (it cannot
-    /// be, with at most [`MAX_REPORTED_TENANTS`] tenants of bounded ids).
+    /// be, with at most [`MAX_REPORTED_TENANTS`] tenants of bounded ids),
+    /// or when a weight is out of range or names a tenant not listed.
     pub fn encode(&self) -> Result<Vec<u8>, ClusterError> {
+        if let Some(reason) = self.weights_refused() {
+            return Err(ClusterError::Encode {
+                what: "report",
+                reason: reason.to_owned(),
+            });
+        }
         encode("report", self, self.tenants.len() <= MAX_REPORTED_TENANTS)
+    }
+
+    /// Why the report's weights are refused, if they are.
+    fn weights_refused(&self) -> Option<&'static str> {
+        let most = ProviderPools::MAX_TENANT_WEIGHT;
+        if self.weights.values().any(|w| !(1..=most).contains(w)) {
+            return Some("a tenant weight outside 1..=the most a tenant may have");
+        }
+        if self.weights.keys().any(|t| !self.tenants.contains_key(t)) {
+            return Some("a weight for a tenant the report does not list");
+        }
+        None
     }
 
     /// A report as read back.
@@ -121,6 +148,9 @@ impl Report {
         let report: Self = decode("report", bytes)?;
         if report.tenants.len() > MAX_REPORTED_TENANTS {
             return Err(ClusterError::decode("report", "too many tenants"));
+        }
+        if let Some(reason) = report.weights_refused() {
+            return Err(ClusterError::decode("report", reason));
         }
         Ok(report)
     }

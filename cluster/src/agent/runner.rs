@@ -387,27 +387,34 @@ impl Runner {
             demand.sort_by_key(|d| std::cmp::Reverse(d.pending.saturating_add(d.running)));
             demand.truncate(MAX_REPORTED_TENANTS);
         }
+        let tenants: BTreeMap<TenantId, u32> = demand
+            .into_iter()
+            .map(|d| {
+                let backlog = match tracked.bound {
+                    Bound::Running => d.pending.saturating_add(d.running),
+                    // A rate's demand is not a count of requests: a
+                    // tenant with requests waiting could use all this
+                    // node can hold, one without uses what the
+                    // headroom leaves.
+                    Bound::Rate { .. } if d.pending > 0 => tracked.cap,
+                    Bound::Rate { .. } => 0,
+                };
+                (d.tenant, backlog)
+            })
+            .filter(|(_, backlog)| *backlog > 0)
+            .collect();
+        let weights = tenants
+            .keys()
+            .map(|tenant| (tenant.clone(), self.pools.tenant_weight(tenant)))
+            .filter(|(_, weight)| *weight != 1)
+            .collect();
         let report = Report {
             incarnation: self.incarnation,
             epoch: tracked.holding.epoch,
             in_force: tracked.holding.in_force,
             cap: tracked.cap,
-            tenants: demand
-                .into_iter()
-                .map(|d| {
-                    let backlog = match tracked.bound {
-                        Bound::Running => d.pending.saturating_add(d.running),
-                        // A rate's demand is not a count of requests: a
-                        // tenant with requests waiting could use all this
-                        // node can hold, one without uses what the
-                        // headroom leaves.
-                        Bound::Rate { .. } if d.pending > 0 => tracked.cap,
-                        Bound::Rate { .. } => 0,
-                    };
-                    (d.tenant, backlog)
-                })
-                .filter(|(_, backlog)| *backlog > 0)
-                .collect(),
+            tenants,
+            weights,
             leaving: self.leaving,
         };
         let bytes = match report.encode() {

@@ -1,13 +1,13 @@
 //! Property tests of the allocation's invariants (module documentation of
-//! `allocate`), over random demands of up to 5 nodes × 6 tenants, and the
-//! issue's own case: a tenant spread over three nodes against one on a
-//! single node.
+//! `allocate`), over random demands of up to 5 nodes × 6 tenants with
+//! random weights, and two cases written out: a tenant spread over three
+//! nodes against one on a single node, and weights 1:2:4.
 
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
-use super::{allocate, Allocation, Demand};
+use super::{allocate, allocate_weighted, water_fill, weighted_fill, Allocation, Demand};
 
 /// Random demands: (node, tenant, backlog), some with no backlog.
 fn demands() -> impl Strategy<Value = Vec<Demand<u8, u8>>> {
@@ -163,4 +163,152 @@ fn no_backlog_gets_nothing() {
     }];
     let allocation = allocate(10, &demands);
     assert!(allocation.nodes.is_empty() && allocation.tenants.is_empty());
+}
+
+/// Random weights (1..=8) for some of the tenants 0..6.
+fn weights() -> impl Strategy<Value = BTreeMap<u8, u32>> {
+    prop::collection::btree_map(0u8..6, 1u32..=8, 0..6)
+}
+
+proptest! {
+    #[test]
+    fn with_every_weight_one_the_weighted_fill_is_the_equal_fill(
+        units in 0u64..200,
+        backlogs in prop::collection::vec(0u64..60, 0..8),
+    ) {
+        let total: u64 = backlogs.iter().sum();
+        let plain: Vec<(usize, u64)> = backlogs.iter().copied().enumerate().collect();
+        let weighted: Vec<(usize, u64, u64)> =
+            backlogs.iter().enumerate().map(|(k, &b)| (k, b, 1)).collect();
+        prop_assert_eq!(
+            weighted_fill(units.min(total), weighted),
+            water_fill(units.min(total), plain)
+        );
+    }
+
+    #[test]
+    fn weighted_shares_sum_to_the_ceiling_or_the_whole_backlog_and_none_passes_its_backlog(
+        ceiling in 0u32..120,
+        demands in demands(),
+        weights in weights(),
+    ) {
+        let allocation = allocate_weighted(ceiling, &demands, &weights);
+        let backlog: u64 = demands.iter().map(|d| u64::from(d.backlog)).sum();
+        prop_assert_eq!(allocation.total(), u64::from(ceiling).min(backlog));
+        for (tenant, &(backlog, share)) in &per_tenant(&demands, &allocation) {
+            prop_assert!(share <= backlog, "tenant {} gets {} of {}", tenant, share, backlog);
+        }
+    }
+
+    #[test]
+    fn a_tenant_short_of_its_backlog_gets_its_weighted_part_within_rounding(
+        ceiling in 0u32..120,
+        demands in demands(),
+        weights in weights(),
+    ) {
+        let allocation = allocate_weighted(ceiling, &demands, &weights);
+        let weight = |t: &u8| u64::from(weights.get(t).copied().unwrap_or(1));
+        let tenants = per_tenant(&demands, &allocation);
+        for (short, &(backlog, share)) in &tenants {
+            if share < backlog {
+                for (other, &(_, other_share)) in &tenants {
+                    prop_assert!(
+                        other_share.saturating_sub(1) * weight(short) < (share + 1) * weight(other),
+                        "tenant {} (weight {}) short at {} while tenant {} (weight {}) has {}",
+                        short, weight(short), share, other, weight(other), other_share
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_weighted_result_does_not_depend_on_the_order_of_the_demands(
+        ceiling in 0u32..120,
+        demands in demands(),
+        weights in weights(),
+    ) {
+        let mut reversed = demands.clone();
+        reversed.reverse();
+        prop_assert_eq!(
+            allocate_weighted(ceiling, &demands, &weights),
+            allocate_weighted(ceiling, &reversed, &weights)
+        );
+    }
+
+    #[test]
+    fn backlogged_tenants_share_in_proportion_to_their_weights(
+        ceiling in 0u32..2_000,
+        weights in prop::collection::vec(1u32..=16, 1..6),
+    ) {
+        // Every tenant waits for the whole ceiling: each gets its exact
+        // weighted part, rounded one way or the other.
+        let demands: Vec<Demand<u8, u8>> = (0..weights.len() as u8)
+            .map(|tenant| Demand { node: tenant % 2, tenant, backlog: ceiling })
+            .collect();
+        let by_tenant: BTreeMap<u8, u32> =
+            weights.iter().enumerate().map(|(t, &w)| (t as u8, w)).collect();
+        let allocation = allocate_weighted(ceiling, &demands, &by_tenant);
+        let total_weight: u64 = weights.iter().map(|&w| u64::from(w)).sum();
+        for (tenant, &(_, share)) in &per_tenant(&demands, &allocation) {
+            let exact = u64::from(ceiling) * u64::from(by_tenant[tenant]);
+            prop_assert!(
+                share * total_weight + total_weight > exact && exact + total_weight > share * total_weight,
+                "tenant {} of weight {} gets {} of {} (exact {}/{})",
+                tenant, by_tenant[tenant], share, ceiling, exact, total_weight
+            );
+        }
+    }
+}
+
+#[test]
+fn weights_one_two_four_divide_a_flooded_ceiling_one_two_four() {
+    let demand = |node, tenant, backlog| Demand {
+        node,
+        tenant,
+        backlog,
+    };
+    // Tenant "c" waits on two nodes; its weight, not its spread, sets its share.
+    let demands = [
+        demand("n1", "a", 100),
+        demand("n2", "b", 100),
+        demand("n1", "c", 50),
+        demand("n2", "c", 50),
+    ];
+    let weights = BTreeMap::from([("a", 1), ("b", 2), ("c", 4)]);
+    let allocation = allocate_weighted(70, &demands, &weights);
+    let expected = BTreeMap::from([
+        (("n1", "a"), 10),
+        (("n2", "b"), 20),
+        (("n1", "c"), 20),
+        (("n2", "c"), 20),
+    ]);
+    assert_eq!(allocation.tenants, expected);
+}
+
+#[test]
+fn a_light_tenant_keeps_its_whole_backlog_beside_heavy_weights() {
+    let demands = [
+        Demand {
+            node: 1,
+            tenant: "light",
+            backlog: 3,
+        },
+        Demand {
+            node: 1,
+            tenant: "heavy",
+            backlog: 100,
+        },
+        Demand {
+            node: 2,
+            tenant: "plain",
+            backlog: 100,
+        },
+    ];
+    let weights = BTreeMap::from([("heavy", 8)]);
+    let allocation = allocate_weighted(39, &demands, &weights);
+    // 3 to the light tenant; the other 36 split 8:1.
+    assert_eq!(allocation.tenants[&(1, "light")], 3);
+    assert_eq!(allocation.tenants[&(1, "heavy")], 32);
+    assert_eq!(allocation.tenants[&(2, "plain")], 4);
 }

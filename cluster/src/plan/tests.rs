@@ -202,6 +202,7 @@ impl World {
                         in_force: n.holding.in_force,
                         cap: CAP,
                         tenants: n.backlog.clone(),
+                        weights: BTreeMap::new(),
                         leaving: n.leaving,
                     });
                 }
@@ -293,6 +294,7 @@ fn round(world: &mut World) {
             in_force: n.holding.in_force,
             cap: CAP,
             tenants: backlog.into_iter().collect(),
+            weights: BTreeMap::new(),
             leaving: false,
         });
     }
@@ -411,6 +413,7 @@ fn a_leaving_node_is_bound_to_nothing_once_it_acknowledges_so_its_departure_rese
             in_force: n.holding.in_force,
             cap: CAP,
             tenants: n.backlog.clone(),
+            weights: BTreeMap::new(),
             leaving: true,
         });
         world.run(&Step::LeaderRead);
@@ -498,6 +501,7 @@ mod rate {
                 .map_or(0, |row| row.grant),
             cap: CAP,
             tenants: tenants.iter().map(|&t| (tenant(t), CAP)).collect(),
+            weights: BTreeMap::new(),
             leaving: false,
         }
     }
@@ -530,6 +534,29 @@ mod rate {
         assert_eq!(grants.iter().sum::<u32>(), 45, "{grants:?}");
         assert_eq!(grants[2], y, "n2 carries y alone: {grants:?}");
         assert!(grants[0].abs_diff(grants[1]) <= 1, "x split: {grants:?}");
+    }
+
+    #[test]
+    fn a_tenant_takes_the_highest_weight_any_live_node_reports_for_it() {
+        // x waits on n0 (weight 2 there) and n1 (weight 1 there: restarted,
+        // say), y on n2: x's weight is 2, so the 45 go 30 to x, 15 to y.
+        let mut reports: BTreeMap<_, _> = (0..3)
+            .map(|i| (node(i), report(i, None, [&[0u8][..], &[0], &[1]][i])))
+            .collect();
+        if let Some(n0) = reports.get_mut(&node(0)) {
+            n0.weights.insert(tenant(0), 2);
+        }
+        let table = next_table(pool(), 3, None, &reports);
+        assert_eq!(tenant_total(&table, 0), 30, "{table:?}");
+        assert_eq!(tenant_total(&table, 1), 15, "{table:?}");
+        // A leaving node's weight counts no more (nor its backlog): x and
+        // y are even again, the extra unit to the later served.
+        if let Some(n0) = reports.get_mut(&node(0)) {
+            n0.leaving = true;
+        }
+        let table = next_table(pool(), 3, None, &reports);
+        assert_eq!(tenant_total(&table, 0), 22, "{table:?}");
+        assert_eq!(tenant_total(&table, 1), 23, "{table:?}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ fn report(tenants: usize) -> Report {
         tenants: (0..tenants)
             .map(|i| (TenantId::new(format!("tenant-{i}")).expect("valid"), 1))
             .collect(),
+        weights: BTreeMap::new(),
         leaving: false,
     }
 }
@@ -98,4 +99,35 @@ fn a_value_larger_than_the_board_allows_is_refused_before_parsing() {
         decode_error(Report::decode(&huge)),
         "larger than a board value"
     );
+}
+
+#[test]
+fn a_report_carries_weights_and_refuses_them_out_of_range_or_for_tenants_not_listed() {
+    let mut sent = report(2);
+    let tenant = TenantId::new("tenant-1").expect("valid");
+    sent.weights.insert(tenant.clone(), 3);
+    assert_eq!(
+        Report::decode(&sent.encode().expect("encodes")).expect("decodes"),
+        sent
+    );
+    let most = provider_pools_actors::ProviderPools::MAX_TENANT_WEIGHT;
+    for weight in [0, most + 1] {
+        let mut bad = report(2);
+        bad.weights.insert(tenant.clone(), weight);
+        assert!(matches!(
+            bad.encode(),
+            Err(ClusterError::Encode { what: "report", .. })
+        ));
+        let bytes = serde_json::to_vec(&bad).expect("serialises");
+        assert!(decode_error(Report::decode(&bytes)).contains("weight outside"));
+    }
+    let mut unlisted = report(2);
+    unlisted
+        .weights
+        .insert(TenantId::new("someone-else").expect("valid"), 2);
+    let bytes = serde_json::to_vec(&unlisted).expect("serialises");
+    assert!(decode_error(Report::decode(&bytes)).contains("does not list"));
+    // A report without weights says nothing of them on the wire.
+    let plain = String::from_utf8(report(1).encode().expect("encodes")).expect("utf-8");
+    assert!(!plain.contains("weights"), "{plain}");
 }

@@ -120,6 +120,7 @@ fn standing(table: &Table, node: &NodeId) -> Option<Report> {
         in_force: row.bound,
         cap: 0,
         tenants: BTreeMap::new(),
+        weights: BTreeMap::new(),
         leaving: false,
     })
 }
