@@ -122,10 +122,25 @@ impl HttpConnection {
     }
 
     /// Tells the driver the deadline of the request now using the
-    /// connection (`None` while it is idle): past it, the driver closes the
+    /// connection, or of its idle spell: past it, the driver closes the
     /// socket.
+    ///
+    /// Only a deadline earlier than the one it replaces wakes the driver; a
+    /// later one is written without a notice, and the driver reads it when
+    /// the earlier one comes (see [`run_until_expired`]). A request on a
+    /// parked connection usually moves the deadline later and its parking
+    /// earlier, so each call wakes the driver once, not twice, and resets
+    /// its timer once.
     pub(crate) fn expire_at(&self, deadline: Option<Instant>) {
-        self.expiry.send_replace(deadline);
+        self.expiry.send_if_modified(|current| {
+            let earlier = match (deadline, *current) {
+                (Some(new), Some(old)) => new < old,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            *current = deadline;
+            earlier
+        });
     }
 
     /// The closure notice its driver fires when the socket closes.
@@ -246,8 +261,14 @@ async fn drive(
 }
 
 /// Runs `connection` until it ends (its sender dropped, or the origin
-/// closed it) or the deadline of the request using it passes; either way
-/// the socket is closed when this returns.
+/// closed it) or the deadline in force passes; either way the socket is
+/// closed when this returns.
+///
+/// The timer is armed at the deadline read last. A later deadline arrives
+/// without a notice (see [`HttpConnection::expire_at`]), so when the timer
+/// fires the deadline is read again: passed, the driver ends; moved later
+/// (or taken away), the timer is armed anew. The timer thus never fires
+/// after the deadline in force, and at most once early per later deadline.
 async fn run_until_expired(connection: Driver, mut expiry: watch::Receiver<Option<Instant>>) {
     let mut connection = std::pin::pin!(connection);
     loop {
@@ -261,7 +282,11 @@ async fn run_until_expired(connection: Driver, mut expiry: watch::Receiver<Optio
                     return;
                 }
             }
-            () = expired(deadline) => return,
+            () = expired(deadline) => {
+                if expiry.borrow().is_some_and(|d| d <= Instant::now()) {
+                    return;
+                }
+            }
         }
     }
 }
