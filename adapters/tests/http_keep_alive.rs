@@ -457,89 +457,72 @@ async fn a_bad_connection_setting_is_refused_by_name_before_any_dial() {
     }
 }
 
-/// A `/hang` stream for session 2 with `deadline`, on the connection the
-/// first call (session 1, `/ok`) parked 50 ms before.
-async fn hanging_on_the_parked_connection(
-    pools: &ProviderPools,
-    receipt: &provider_pools_actors::InstallReceipt,
-    dialer: &HttpDialer,
-    deadline: Instant,
-) -> provider_pools_adapters::http::ResponseStream {
-    ok(pools, receipt, dialer, 1, get("/ok")).await;
+/// Parks a connection of a provider whose `idle_timeout_ms` is
+/// `idle_timeout`, then, 50 ms on, reuses it for a `/hang` stream with
+/// `left` to its deadline that nobody reads, and waits for the origin to
+/// see the socket closed. Returns by how much the close followed the
+/// request's deadline (negative: how much it came before).
+async fn close_of_a_reused_connection(idle_timeout: &str, left: Duration) -> (Duration, bool) {
+    let mut origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(
+        &pools,
+        &origin.target,
+        &[(IDLE_TIMEOUT_SETTING, idle_timeout)],
+        b"k",
+    )
+    .await;
+    let dialer = HttpDialer::new(pools.clone());
+    ok(&pools, &receipt, &dialer, 1, get("/ok")).await;
     assert_eq!(pools.snapshot().connections.idle, 1, "parked");
     // Well inside the shortest idle timeout used here: the driver runs,
     // so it sleeps until the idle deadline before the next checkout.
     tokio::time::sleep(Duration::from_millis(50)).await;
+    let deadline = Instant::now() + left;
     let plan = support::plan_until("t", 2, deadline);
     let request = support::running_plan(
-        pools,
-        receipt,
+        &pools,
+        &receipt,
         plan,
         provider_pools_actors::OriginKind::Http,
         provider_pools_actors::Bytes::new(),
     )
     .await;
     let stream = provider_pools_adapters::http::call_streaming(
-        pools,
+        &pools,
         &request,
-        dialer,
+        &dialer,
         get("/hang"),
         BodyLimits::default(),
     )
     .await
     .expect("200");
     assert_eq!(dialer.dials(), 1, "the parked connection was reused");
-    stream
+    // Nobody reads: only the driver can close the socket.
+    origin.client_closed().await;
+    let now = Instant::now();
+    drop(stream);
+    if now >= deadline {
+        (now - deadline, true)
+    } else {
+        (deadline - now, false)
+    }
 }
 
 #[tokio::test]
 async fn a_reused_connection_stays_open_past_its_idle_deadline_until_its_requests_deadline() {
-    let mut origin = Origin::start().await;
-    let pools = start(Limits::DEFAULT).await;
     // Parked for 200 ms at most; then used by a request with 1.2 s left.
-    let receipt = install(
-        &pools,
-        &origin.target,
-        &[(IDLE_TIMEOUT_SETTING, "200")],
-        b"k",
-    )
-    .await;
-    let dialer = HttpDialer::new(pools.clone());
-    let deadline = Instant::now() + Duration::from_millis(1_200);
-    let stream = hanging_on_the_parked_connection(&pools, &receipt, &dialer, deadline).await;
-
-    // Nobody reads: the driver closes the socket at the request's deadline,
-    // not at the idle deadline the connection had while parked.
-    origin.client_closed().await;
-    assert!(
-        Instant::now() >= deadline,
-        "closed {:?} before the request's deadline",
-        deadline - Instant::now()
-    );
-    drop(stream);
+    let (by, after) = close_of_a_reused_connection("200", Duration::from_millis(1_200)).await;
+    assert!(after, "closed {by:?} before the request's deadline");
 }
 
 #[tokio::test]
 async fn a_reused_connection_closes_at_its_requests_deadline_before_its_idle_deadline() {
-    let mut origin = Origin::start().await;
-    let pools = start(Limits::DEFAULT).await;
     // Parked for up to 30 s; then used by a request with 300 ms left.
-    let receipt = install(
-        &pools,
-        &origin.target,
-        &[(IDLE_TIMEOUT_SETTING, "30000")],
-        b"k",
-    )
-    .await;
-    let dialer = HttpDialer::new(pools.clone());
-    let deadline = Instant::now() + Duration::from_millis(300);
-    let stream = hanging_on_the_parked_connection(&pools, &receipt, &dialer, deadline).await;
-
-    origin.client_closed().await;
-    let late = Instant::now() - deadline;
+    let (by, after) = close_of_a_reused_connection("30000", Duration::from_millis(300)).await;
+    assert!(after, "closed {by:?} before the request's deadline");
     assert!(
-        late < Duration::from_millis(1_500),
-        "closed by the request's deadline, not the idle one: {late:?} after it"
+        by < Duration::from_millis(1_500),
+        "closed at the request's deadline, not the idle one: {by:?} after it"
     );
-    drop(stream);
 }
