@@ -129,11 +129,6 @@ proptest! {
 
 #[test]
 fn a_tenant_on_three_nodes_and_one_on_a_single_node_get_equal_global_shares() {
-    let demand = |node, tenant, backlog| Demand {
-        node,
-        tenant,
-        backlog,
-    };
     let demands = [
         demand("n1", "spread", 20),
         demand("n2", "spread", 20),
@@ -163,6 +158,15 @@ fn no_backlog_gets_nothing() {
     }];
     let allocation = allocate(10, &demands);
     assert!(allocation.nodes.is_empty() && allocation.tenants.is_empty());
+}
+
+/// One written-out demand.
+fn demand<N, T>(node: N, tenant: T, backlog: u32) -> Demand<N, T> {
+    Demand {
+        node,
+        tenant,
+        backlog,
+    }
 }
 
 /// Random weights (1..=8) for some of the tenants 0..6.
@@ -263,11 +267,6 @@ proptest! {
 
 #[test]
 fn weights_one_two_four_divide_a_flooded_ceiling_one_two_four() {
-    let demand = |node, tenant, backlog| Demand {
-        node,
-        tenant,
-        backlog,
-    };
     // Tenant "c" waits on two nodes; its weight, not its spread, sets its share.
     let demands = [
         demand("n1", "a", 100),
@@ -289,21 +288,9 @@ fn weights_one_two_four_divide_a_flooded_ceiling_one_two_four() {
 #[test]
 fn a_light_tenant_keeps_its_whole_backlog_beside_heavy_weights() {
     let demands = [
-        Demand {
-            node: 1,
-            tenant: "light",
-            backlog: 3,
-        },
-        Demand {
-            node: 1,
-            tenant: "heavy",
-            backlog: 100,
-        },
-        Demand {
-            node: 2,
-            tenant: "plain",
-            backlog: 100,
-        },
+        demand(1, "light", 3),
+        demand(1, "heavy", 100),
+        demand(2, "plain", 100),
     ];
     let weights = BTreeMap::from([("heavy", 8)]);
     let allocation = allocate_weighted(39, &demands, &weights);
