@@ -1,9 +1,11 @@
 //! String identities: one rule table per kind, one validator, one macro for the shared impls.
 
-use std::{fmt, str::FromStr, sync::Arc};
+use std::hash::{Hash, Hasher};
+use std::{cmp::Ordering, fmt, str::FromStr, sync::Arc};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::keyed::keyed_hash;
 use super::{IdentityError, IdentityKind};
 
 /// What one kind of string identity accepts; [`validate`] is the only reader.
@@ -113,8 +115,12 @@ macro_rules! string_identity {
         pub fn new;
     ) => {
         $(#[$type_doc])*
-        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(Arc<str>);
+        #[derive(Clone)]
+        pub struct $name {
+            name: Arc<str>,
+            /// The name's keyed hash, computed once at validation.
+            hash: u64,
+        }
 
         impl $name {
             $(#[$new_doc])*
@@ -124,24 +130,62 @@ macro_rules! string_identity {
 
             /// The validated identity as a string slice.
             pub fn as_str(&self) -> &str {
-                &self.0
+                &self.name
             }
 
             fn parse(value: &str) -> Result<Self, IdentityError> {
                 validate(&$rules, value)?;
-                Ok(Self(Arc::from(value)))
+                Ok(Self {
+                    hash: keyed_hash(value),
+                    name: Arc::from(value),
+                })
+            }
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                Arc::ptr_eq(&self.name, &other.name)
+                    || (self.hash == other.hash && self.name == other.name)
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        /// By name.
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> Ordering {
+                self.name.cmp(&other.name)
+            }
+        }
+
+        /// Feeds the name's keyed hash, one integer, to `state`.
+        impl Hash for $name {
+            fn hash<H: Hasher>(&self, state: &mut H) {
+                state.write_u64(self.hash);
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_tuple(stringify!($name)).field(&self.name).finish()
             }
         }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                f.write_str(&self.name)
             }
         }
 
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
-                &self.0
+                &self.name
             }
         }
 
@@ -163,7 +207,7 @@ macro_rules! string_identity {
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(&self.0)
+                serializer.serialize_str(&self.name)
             }
         }
 

@@ -13,13 +13,12 @@
 //! - The lock is held for a lookup or a lowering only, never across a drop
 //!   of a charge or an await.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::budget::{Budget, Charge, Exhausted, InUse};
-use crate::identity::TenantId;
+use crate::identity::{IdMap, TenantId};
 
 const PRUNE_FLOOR: usize = 64;
 
@@ -35,7 +34,7 @@ pub(crate) struct ShareTable {
 }
 
 struct Table {
-    tenants: HashMap<TenantId, Weak<Budget>>,
+    tenants: IdMap<TenantId, Weak<Budget>>,
     /// Dead entries are pruned when the table reaches this size.
     prune_at: usize,
     /// The budgets created last, kept alive; `next` is the oldest's place.
@@ -49,7 +48,7 @@ impl ShareTable {
             name,
             share: AtomicU32::new(share),
             table: Mutex::new(Table {
-                tenants: HashMap::new(),
+                tenants: IdMap::default(),
                 prune_at: PRUNE_FLOOR,
                 recent: Default::default(),
                 next: 0,
