@@ -153,6 +153,30 @@ impl Budget {
     ///
     /// [`Exhausted`] when `used + amount` would exceed the limit.
     pub fn try_reserve(self: &Arc<Self>, amount: u32) -> Result<Charge, Exhausted> {
+        self.reserve(amount)?;
+        Ok(Charge {
+            budget: Some(Arc::clone(self)),
+            amount,
+        })
+    }
+
+    /// [`Budget::try_reserve`] on a budget the caller already holds a
+    /// reference to, which the charge then keeps (no count taken or
+    /// dropped).
+    ///
+    /// # Errors
+    ///
+    /// [`Exhausted`] when `used + amount` would exceed the limit.
+    pub(crate) fn try_reserve_owned(self: Arc<Self>, amount: u32) -> Result<Charge, Exhausted> {
+        self.reserve(amount)?;
+        Ok(Charge {
+            budget: Some(self),
+            amount,
+        })
+    }
+
+    /// Adds `amount` to the use, or refuses.
+    fn reserve(&self, amount: u32) -> Result<(), Exhausted> {
         let mut current = self.word.load(Ordering::Acquire);
         loop {
             let (limit, used) = unpack(current);
@@ -173,12 +197,7 @@ impl Budget {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => {
-                    return Ok(Charge {
-                        budget: Some(Arc::clone(self)),
-                        amount,
-                    })
-                }
+                Ok(_) => return Ok(()),
                 Err(actual) => current = actual,
             }
         }

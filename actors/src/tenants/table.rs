@@ -58,7 +58,7 @@ impl ShareTable {
 
     /// Charges `amount` to `tenant`'s budget.
     pub(crate) fn charge(&self, tenant: &TenantId, amount: u32) -> Result<Charge, Exhausted> {
-        self.budget(tenant).try_reserve(amount)
+        self.budget(tenant).try_reserve_owned(amount)
     }
 
     /// Charges `amount` to `tenant`'s budget, waiting until `deadline` for
