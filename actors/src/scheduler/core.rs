@@ -85,6 +85,9 @@ const STOPPED: u8 = 2;
 /// The fair queue, its owner protocol and its route to the scheduler actor.
 pub(crate) struct Core {
     state: Mutex<State>,
+    /// The registry's ledger, which the state reports to; its grants
+    /// lend it to their requests.
+    ledger: Arc<Ledger>,
     deferred: Mutex<VecDeque<Op>>,
     /// [`OWNED`] | [`ONE`] × operations counted and not yet applied.
     word: AtomicUsize,
@@ -102,7 +105,8 @@ impl Core {
     /// operations already waiting for the owner is refused busy.
     pub(crate) fn new(ceilings: Ceilings, ledger: Arc<Ledger>, bound: usize) -> Self {
         Self {
-            state: Mutex::new(State::new(ceilings, ledger)),
+            state: Mutex::new(State::new(ceilings, Arc::clone(&ledger))),
+            ledger,
             deferred: Mutex::new(VecDeque::new()),
             word: AtomicUsize::new(0),
             bound,
@@ -115,6 +119,11 @@ impl Core {
     /// Binds the actor that takes hand-overs and keeps the alarm.
     pub(crate) fn attach(&self, actor: impl WakeTarget + Send + Sync + 'static) {
         let _ = self.actor.set(Box::new(actor));
+    }
+
+    /// The registry's ledger.
+    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
