@@ -110,10 +110,15 @@ impl Budget {
         amount: u32,
         deadline: tokio::time::Instant,
     ) -> Result<Charge, Exhausted> {
+        // A budget with room answers without registering as a waiter.
+        let refused = match self.try_reserve(amount) {
+            Ok(charge) => return Ok(charge),
+            Err(refused) => refused,
+        };
+        let Some(freed) = &self.freed else {
+            return Err(refused);
+        };
         loop {
-            let Some(freed) = &self.freed else {
-                return self.try_reserve(amount);
-            };
             // Registered before the attempt, so a release between a refusal
             // and the wait still wakes this waiter.
             let notified = freed.notified();
