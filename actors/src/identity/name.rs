@@ -106,7 +106,14 @@ fn validate(rules: &Rules, value: &str) -> Result<(), IdentityError> {
     Ok(())
 }
 
-/// Defines a validated string identity over `Arc<str>` with its shared trait impls.
+/// A validated name and its keyed hash, shared by every clone of its
+/// identity (one pointer wide).
+struct Named {
+    hash: u64,
+    name: Box<str>,
+}
+
+/// Defines a validated string identity over a shared [`Named`] with its shared trait impls.
 macro_rules! string_identity {
     (
         $(#[$type_doc:meta])*
@@ -116,11 +123,7 @@ macro_rules! string_identity {
     ) => {
         $(#[$type_doc])*
         #[derive(Clone)]
-        pub struct $name {
-            name: Arc<str>,
-            /// The name's keyed hash, computed once at validation.
-            hash: u64,
-        }
+        pub struct $name(Arc<Named>);
 
         impl $name {
             $(#[$new_doc])*
@@ -130,22 +133,22 @@ macro_rules! string_identity {
 
             /// The validated identity as a string slice.
             pub fn as_str(&self) -> &str {
-                &self.name
+                &self.0.name
             }
 
             fn parse(value: &str) -> Result<Self, IdentityError> {
                 validate(&$rules, value)?;
-                Ok(Self {
+                Ok(Self(Arc::new(Named {
                     hash: keyed_hash(value),
-                    name: Arc::from(value),
-                })
+                    name: Box::from(value),
+                })))
             }
         }
 
         impl PartialEq for $name {
             fn eq(&self, other: &Self) -> bool {
-                Arc::ptr_eq(&self.name, &other.name)
-                    || (self.hash == other.hash && self.name == other.name)
+                Arc::ptr_eq(&self.0, &other.0)
+                    || (self.0.hash == other.0.hash && self.0.name == other.0.name)
             }
         }
 
@@ -160,32 +163,32 @@ macro_rules! string_identity {
         /// By name.
         impl Ord for $name {
             fn cmp(&self, other: &Self) -> Ordering {
-                self.name.cmp(&other.name)
+                self.0.name.cmp(&other.0.name)
             }
         }
 
         /// Feeds the name's keyed hash, one integer, to `state`.
         impl Hash for $name {
             fn hash<H: Hasher>(&self, state: &mut H) {
-                state.write_u64(self.hash);
+                state.write_u64(self.0.hash);
             }
         }
 
         impl fmt::Debug for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_tuple(stringify!($name)).field(&self.name).finish()
+                f.debug_tuple(stringify!($name)).field(&self.as_str()).finish()
             }
         }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.name)
+                f.write_str(self.as_str())
             }
         }
 
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
-                &self.name
+                self.as_str()
             }
         }
 
@@ -207,7 +210,7 @@ macro_rules! string_identity {
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(&self.name)
+                serializer.serialize_str(self.as_str())
             }
         }
 

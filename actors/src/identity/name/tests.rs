@@ -283,7 +283,7 @@ fn conversions_agree_and_clones_share_storage() {
     assert!("Billing".parse::<ServiceName>().is_err());
     assert!(ServiceName::try_from(String::new()).is_err());
     let clone = parsed.clone();
-    assert!(Arc::ptr_eq(&parsed.name, &clone.name));
+    assert!(Arc::ptr_eq(&parsed.0, &clone.0));
 }
 
 #[test]
