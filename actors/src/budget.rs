@@ -110,10 +110,15 @@ impl Budget {
         amount: u32,
         deadline: tokio::time::Instant,
     ) -> Result<Charge, Exhausted> {
+        // A budget with room answers without registering as a waiter.
+        let refused = match self.try_reserve(amount) {
+            Ok(charge) => return Ok(charge),
+            Err(refused) => refused,
+        };
+        let Some(freed) = &self.freed else {
+            return Err(refused);
+        };
         loop {
-            let Some(freed) = &self.freed else {
-                return self.try_reserve(amount);
-            };
             // Registered before the attempt, so a release between a refusal
             // and the wait still wakes this waiter.
             let notified = freed.notified();
@@ -153,6 +158,30 @@ impl Budget {
     ///
     /// [`Exhausted`] when `used + amount` would exceed the limit.
     pub fn try_reserve(self: &Arc<Self>, amount: u32) -> Result<Charge, Exhausted> {
+        self.reserve(amount)?;
+        Ok(Charge {
+            budget: Some(Arc::clone(self)),
+            amount,
+        })
+    }
+
+    /// [`Budget::try_reserve`] on a budget the caller already holds a
+    /// reference to, which the charge then keeps (no count taken or
+    /// dropped).
+    ///
+    /// # Errors
+    ///
+    /// [`Exhausted`] when `used + amount` would exceed the limit.
+    pub(crate) fn try_reserve_owned(self: Arc<Self>, amount: u32) -> Result<Charge, Exhausted> {
+        self.reserve(amount)?;
+        Ok(Charge {
+            budget: Some(self),
+            amount,
+        })
+    }
+
+    /// Adds `amount` to the use, or refuses.
+    fn reserve(&self, amount: u32) -> Result<(), Exhausted> {
         let mut current = self.word.load(Ordering::Acquire);
         loop {
             let (limit, used) = unpack(current);
@@ -173,12 +202,7 @@ impl Budget {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => {
-                    return Ok(Charge {
-                        budget: Some(Arc::clone(self)),
-                        amount,
-                    })
-                }
+                Ok(_) => return Ok(()),
                 Err(actual) => current = actual,
             }
         }

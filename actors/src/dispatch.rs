@@ -12,10 +12,9 @@
 //!   `ProviderCall`, and only after the authority allowed it.
 //! - A revocation takes effect for every dispatch that follows it.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
-use crate::identity::{Epoch, ProviderId, TenantId};
+use crate::identity::{Epoch, IdMap, IdSet, ProviderId, TenantId};
 use crate::plan::{ExecutionPlan, LedgerId, SessionId};
 
 /// Decides whether an activation may call a provider now.
@@ -47,7 +46,7 @@ pub struct Denied {
 /// and clones neither.
 #[derive(Debug, Default)]
 pub struct PolicyTable {
-    allowed: RwLock<HashMap<TenantId, HashSet<ProviderId>>>,
+    allowed: RwLock<IdMap<TenantId, IdSet<ProviderId>>>,
 }
 
 impl PolicyTable {

@@ -1,7 +1,6 @@
 //! [`PoolReady`]: capacity granted, execution not yet permitted.
 
 use std::fmt;
-use std::sync::Arc;
 
 use tokio::time::Instant;
 
@@ -10,7 +9,6 @@ use crate::admission::{AdmitError, CallMismatch, StagedInput};
 use crate::dispatch::ProviderCall;
 use crate::epoch::ClientLease;
 use crate::identity::{Epoch, ProviderId};
-use crate::ledger::Ledger;
 use crate::plan::ExecutionPlan;
 use crate::scheduler::RunningGrant;
 use crate::tenants::SharedCharge;
@@ -28,7 +26,6 @@ pub struct PoolReady {
     pub(crate) deadline: Instant,
     pub(crate) generation: u64,
     pub(crate) granted: u64,
-    pub(crate) ledger: Arc<Ledger>,
 }
 
 impl PoolReady {

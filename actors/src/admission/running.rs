@@ -11,7 +11,6 @@ use crate::admission::ready::PoolReady;
 use crate::admission::{AdmitError, HeldMetadata, OutputBuffer, StagedInput, StagedOutput};
 use crate::epoch::connection::{ConnectError, RequestHold};
 use crate::epoch::ClientLease;
-use crate::ledger::Ledger;
 use crate::plan::ExecutionPlan;
 use crate::scheduler::RunningGrant;
 use crate::tenants::SharedCharge;
@@ -31,7 +30,6 @@ struct Running {
     input: StagedInput,
     _charge: SharedCharge,
     deadline: Instant,
-    ledger: Arc<Ledger>,
 }
 
 impl RunningRequest {
@@ -49,7 +47,6 @@ impl RunningRequest {
             input,
             charge,
             deadline,
-            ledger,
             generation: _,
             granted: _,
         } = ready;
@@ -60,7 +57,6 @@ impl RunningRequest {
             input,
             _charge: charge,
             deadline,
-            ledger,
         }))
     }
 
@@ -127,7 +123,7 @@ impl RunningRequest {
     /// `metadata_bytes` when the node's budget has none.
     pub fn stage_output(&self, bytes: Bytes) -> Result<StagedOutput, AdmitError> {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        let ledger = &self.0.ledger;
+        let ledger = self.0.grant.ledger();
         let charge = ledger
             .tenants
             .charge_metadata(self.0.plan.tenant(), &ledger.metadata, len)?;
@@ -145,7 +141,7 @@ impl RunningRequest {
     /// As [`Self::stage_output`].
     pub fn hold_metadata(&self, len: usize) -> Result<HeldMetadata, AdmitError> {
         let amount = u32::try_from(len).unwrap_or(u32::MAX);
-        let ledger = &self.0.ledger;
+        let ledger = self.0.grant.ledger();
         let charge =
             ledger
                 .tenants
@@ -161,7 +157,7 @@ impl RunningRequest {
     /// [`OutputBuffer::extend`]), and [`OutputBuffer::finish`] makes them a
     /// [`StagedOutput`].
     pub fn output_buffer(&self) -> OutputBuffer {
-        OutputBuffer::new(Arc::clone(&self.0.ledger), self.clone())
+        OutputBuffer::new(Arc::clone(self.0.grant.ledger()), self.clone())
     }
 }
 

@@ -152,7 +152,7 @@ impl PublishedEpoch {
                 kind,
                 id: ClientId(InstanceId::next().get()),
                 connections: Budget::new("connections_per_client", connections_per_client),
-                tenants: ShareTable::new("connections_per_tenant", connections_share),
+                tenants: ShareTable::waitable("connections_per_tenant", connections_share),
                 adapter: AdapterState::default(),
                 idle: IdleStash::new(index, Some(Arc::clone(&ledger))),
                 mux: MuxTable::default(),

@@ -1,9 +1,11 @@
 //! String identities: one rule table per kind, one validator, one macro for the shared impls.
 
-use std::{fmt, str::FromStr, sync::Arc};
+use std::hash::{Hash, Hasher};
+use std::{cmp::Ordering, fmt, str::FromStr, sync::Arc};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::keyed::keyed_hash;
 use super::{IdentityError, IdentityKind};
 
 /// What one kind of string identity accepts; [`validate`] is the only reader.
@@ -104,7 +106,14 @@ fn validate(rules: &Rules, value: &str) -> Result<(), IdentityError> {
     Ok(())
 }
 
-/// Defines a validated string identity over `Arc<str>` with its shared trait impls.
+/// A validated name and its keyed hash, shared by every clone of its
+/// identity (one pointer wide).
+struct Named {
+    hash: u64,
+    name: Box<str>,
+}
+
+/// Defines a validated string identity over a shared [`Named`] with its shared trait impls.
 macro_rules! string_identity {
     (
         $(#[$type_doc:meta])*
@@ -113,8 +122,8 @@ macro_rules! string_identity {
         pub fn new;
     ) => {
         $(#[$type_doc])*
-        #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(Arc<str>);
+        #[derive(Clone)]
+        pub struct $name(Arc<Named>);
 
         impl $name {
             $(#[$new_doc])*
@@ -124,24 +133,62 @@ macro_rules! string_identity {
 
             /// The validated identity as a string slice.
             pub fn as_str(&self) -> &str {
-                &self.0
+                &self.0.name
             }
 
             fn parse(value: &str) -> Result<Self, IdentityError> {
                 validate(&$rules, value)?;
-                Ok(Self(Arc::from(value)))
+                Ok(Self(Arc::new(Named {
+                    hash: keyed_hash(value),
+                    name: Box::from(value),
+                })))
+            }
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                Arc::ptr_eq(&self.0, &other.0)
+                    || (self.0.hash == other.0.hash && self.0.name == other.0.name)
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        /// By name.
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> Ordering {
+                self.0.name.cmp(&other.0.name)
+            }
+        }
+
+        /// Feeds the name's keyed hash, one integer, to `state`.
+        impl Hash for $name {
+            fn hash<H: Hasher>(&self, state: &mut H) {
+                state.write_u64(self.0.hash);
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_tuple(stringify!($name)).field(&self.as_str()).finish()
             }
         }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
+                f.write_str(self.as_str())
             }
         }
 
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
-                &self.0
+                self.as_str()
             }
         }
 
@@ -163,7 +210,7 @@ macro_rules! string_identity {
 
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(&self.0)
+                serializer.serialize_str(self.as_str())
             }
         }
 

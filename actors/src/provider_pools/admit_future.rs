@@ -12,7 +12,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio::time::Instant;
@@ -174,7 +173,6 @@ impl Carried<'_> {
             deadline: self.deadline,
             generation: pools.inner.generation.id(),
             granted: pools.inner.ledger.next_sequence(),
-            ledger: Arc::clone(&pools.inner.ledger),
         });
         finish(self.watch, ready)
     }

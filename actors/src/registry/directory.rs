@@ -9,15 +9,14 @@
 //!   it has seen the new one.
 //! - A provider has at most one current epoch.
 
-use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::epoch::published::PublishedEpoch;
-use crate::identity::{Epoch, ProviderId};
+use crate::identity::{Epoch, IdMap, ProviderId};
 
 #[derive(Debug, Default)]
 pub(crate) struct Directory {
-    current: RwLock<HashMap<ProviderId, Arc<PublishedEpoch>>>,
+    current: RwLock<IdMap<ProviderId, Arc<PublishedEpoch>>>,
 }
 
 impl Directory {

@@ -22,6 +22,11 @@
 //!   [`PASSES`] passes for others; past that it hands ownership to the
 //!   scheduler actor (which continues in bounded passes between its other
 //!   messages), so no caller's latency grows with the load.
+//! - A hand-over is a token: whoever clears its bit owns the queue. The
+//!   actor clears it when its wake-up arrives; a caller that leaves an
+//!   operation while the token still waits for the actor clears it first
+//!   and applies in its own bounded passes, so the queue never waits for
+//!   the actor's turn on a busy runtime while callers are running.
 //! - The scheduler actor's control operations (ceilings, close, counts,
 //!   the deadline alarm) lock the state directly; the state's mutex only
 //!   ever makes an owner wait for one such operation.
@@ -80,6 +85,9 @@ const STOPPED: u8 = 2;
 /// The fair queue, its owner protocol and its route to the scheduler actor.
 pub(crate) struct Core {
     state: Mutex<State>,
+    /// The registry's ledger, which the state reports to; its grants
+    /// lend it to their requests.
+    ledger: Arc<Ledger>,
     deferred: Mutex<VecDeque<Op>>,
     /// [`OWNED`] | [`ONE`] × operations counted and not yet applied.
     word: AtomicUsize,
@@ -97,7 +105,8 @@ impl Core {
     /// operations already waiting for the owner is refused busy.
     pub(crate) fn new(ceilings: Ceilings, ledger: Arc<Ledger>, bound: usize) -> Self {
         Self {
-            state: Mutex::new(State::new(ceilings, ledger)),
+            state: Mutex::new(State::new(ceilings, Arc::clone(&ledger))),
+            ledger,
             deferred: Mutex::new(VecDeque::new()),
             word: AtomicUsize::new(0),
             bound,
@@ -110,6 +119,11 @@ impl Core {
     /// Binds the actor that takes hand-overs and keeps the alarm.
     pub(crate) fn attach(&self, actor: impl WakeTarget + Send + Sync + 'static) {
         let _ = self.actor.set(Box::new(actor));
+    }
+
+    /// The registry's ledger.
+    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -201,7 +215,7 @@ impl Core {
                 .compare_exchange(current, counted, Ordering::AcqRel, Ordering::Relaxed)
             {
                 Ok(previous) => {
-                    if previous & OWNED == 0 {
+                    if previous & OWNED == 0 || self.take_back() {
                         self.give_up(Some(PASSES));
                     }
                     return;
@@ -209,6 +223,16 @@ impl Core {
                 Err(now) => current = now,
             }
         }
+    }
+
+    /// Takes back ownership handed to the actor that the actor has not
+    /// taken yet (true: the caller owns the queue now). Whoever clears
+    /// [`HANDED`] owns, as in [`Core::hand_over`] and the actor's
+    /// `run_handed`: a caller that finds work waiting for the actor applies
+    /// it instead of leaving every caller to wait for the actor's turn.
+    fn take_back(&self) -> bool {
+        self.handoff.load(Ordering::Acquire) & HANDED != 0
+            && self.handoff.fetch_and(!HANDED, Ordering::AcqRel) & HANDED != 0
     }
 
     /// Owner: applies the counted operations in passes of at most [`BATCH`],

@@ -23,12 +23,17 @@ use crate::scheduler::Ended;
 #[must_use = "dropping a waiter cancels the queued request"]
 pub(crate) struct Waiting {
     cell: Arc<Cell>,
-    core: Arc<Core>,
+    /// Moved into the grant once granted: an answered waiter has nothing
+    /// left to give back.
+    core: Option<Arc<Core>>,
 }
 
 impl Waiting {
     pub(crate) fn new(cell: Arc<Cell>, core: Arc<Core>) -> Self {
-        Self { cell, core }
+        Self {
+            cell,
+            core: Some(core),
+        }
     }
 }
 
@@ -36,9 +41,14 @@ impl Future for Waiting {
     type Output = Result<RunningGrant, Ended>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let answer = std::task::ready!(self.cell.poll_answer(cx));
+        let this = self.get_mut();
+        let answer = std::task::ready!(this.cell.poll_answer(cx));
         Poll::Ready(match answer {
-            Answer::Granted(running) => Ok(RunningGrant::new(running, Arc::clone(&self.core))),
+            Answer::Granted(running) => match this.core.take() {
+                Some(core) => Ok(RunningGrant::new(running, core)),
+                // Polled again after its grant: the answer was read.
+                None => Err(Ended::Closed),
+            },
             Answer::Refused(refused) => Err(Ended::Refused(refused)),
             Answer::RateLimited(late) => Err(Ended::RateLimited(late)),
             Answer::Closed => Err(Ended::Closed),
@@ -49,9 +59,12 @@ impl Future for Waiting {
 
 impl Drop for Waiting {
     fn drop(&mut self) {
-        match self.cell.leave() {
-            Left::Queued => self.core.cancel(Arc::clone(&self.cell)),
-            Left::Holding(running) => self.core.release(running),
+        let left = self.cell.leave();
+        // Without its core the waiter read its grant, so left settled.
+        let Some(core) = &self.core else { return };
+        match left {
+            Left::Queued => core.cancel(Arc::clone(&self.cell)),
+            Left::Holding(running) => core.release(running),
             Left::Settled => {}
         }
     }
@@ -86,6 +99,11 @@ impl RunningGrant {
     /// once the share's grant-time expiry has passed.
     pub(crate) fn share_holds(&self) -> bool {
         self.running.share_surely_holds() || !self.core.share_lapsed(&self.running)
+    }
+
+    /// The registry's ledger, which the granted request charges.
+    pub(crate) fn ledger(&self) -> &Arc<crate::ledger::Ledger> {
+        self.core.ledger()
     }
 }
 

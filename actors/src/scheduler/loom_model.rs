@@ -175,6 +175,46 @@ fn operations_combined_under_contention_are_all_applied_and_handed_over() {
 }
 
 #[test]
+fn a_hand_over_is_applied_once_by_a_caller_taking_it_back_or_by_the_actor() {
+    crate::sync::model(
+        "a_hand_over_is_applied_once_by_a_caller_taking_it_back_or_by_the_actor",
+        Some(2),
+        || {
+            let (core, actor) = setup(2);
+            let first = granted(admit(&core, "a"));
+            let second = granted(admit(&core, "b"));
+            let mut waiter = waiting(admit(&core, "c"));
+            // Two releases race: whoever finds the queue owned leaves its
+            // release, and an owner's pass of one operation hands the rest
+            // to the actor, which is not served until the end.
+            let one = thread::spawn(move || drop(first));
+            drop(second);
+            // A later caller may find that hand-over still waiting for the
+            // actor: it takes it back and applies in its own passes.
+            let late = admit(&core, "d");
+            one.join().expect("release");
+            actor.serve(&core);
+            let Poll::Ready(Ok(c)) = poll(&mut waiter) else {
+                panic!("c was not granted");
+            };
+            let d = match late {
+                Admission::Granted(grant) => grant,
+                Admission::Waiting(mut waiter) => {
+                    let Poll::Ready(Ok(grant)) = poll(&mut waiter) else {
+                        panic!("d was left in line with capacity free");
+                    };
+                    grant
+                }
+                Admission::Ended(ended) => panic!("d was refused: {ended:?}"),
+            };
+            settled(&core, &actor, (0, 2));
+            drop((c, d));
+            settled(&core, &actor, (0, 0));
+        },
+    );
+}
+
+#[test]
 fn with_the_actor_stopping_a_hand_over_is_applied_by_one_side() {
     crate::sync::model(
         "with_the_actor_stopping_a_hand_over_is_applied_by_one_side",

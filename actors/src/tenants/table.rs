@@ -12,14 +12,15 @@
 //!   tenants holding something, not every tenant ever seen.
 //! - The lock is held for a lookup or a lowering only, never across a drop
 //!   of a charge or an await.
+//! - Only a table made waitable can keep a charge waiting, and only its
+//!   releases wake anyone.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::budget::{Budget, Charge, Exhausted, InUse};
-use crate::identity::TenantId;
+use crate::identity::{IdMap, TenantId};
 
 const PRUNE_FLOOR: usize = 64;
 
@@ -30,12 +31,15 @@ const RECENT: usize = 4;
 /// Per-tenant budgets named `name`, each limited to the share in force.
 pub(crate) struct ShareTable {
     name: &'static str,
+    /// Its budgets can be waited on ([`Self::charge_within`]); a release
+    /// of one that cannot wakes nobody.
+    waitable: bool,
     share: AtomicU32,
     table: Mutex<Table>,
 }
 
 struct Table {
-    tenants: HashMap<TenantId, Weak<Budget>>,
+    tenants: IdMap<TenantId, Weak<Budget>>,
     /// Dead entries are pruned when the table reaches this size.
     prune_at: usize,
     /// The budgets created last, kept alive; `next` is the oldest's place.
@@ -44,12 +48,25 @@ struct Table {
 }
 
 impl ShareTable {
+    /// A table whose charges never wait: a tenant at its share is
+    /// refused at once.
     pub(crate) fn new(name: &'static str, share: u32) -> Self {
+        Self::with_waits(name, share, false)
+    }
+
+    /// A table whose charges may also wait for the tenant's own releases
+    /// ([`Self::charge_within`]).
+    pub(crate) fn waitable(name: &'static str, share: u32) -> Self {
+        Self::with_waits(name, share, true)
+    }
+
+    fn with_waits(name: &'static str, share: u32, waitable: bool) -> Self {
         Self {
             name,
+            waitable,
             share: AtomicU32::new(share),
             table: Mutex::new(Table {
-                tenants: HashMap::new(),
+                tenants: IdMap::default(),
                 prune_at: PRUNE_FLOOR,
                 recent: Default::default(),
                 next: 0,
@@ -59,12 +76,13 @@ impl ShareTable {
 
     /// Charges `amount` to `tenant`'s budget.
     pub(crate) fn charge(&self, tenant: &TenantId, amount: u32) -> Result<Charge, Exhausted> {
-        self.budget(tenant).try_reserve(amount)
+        self.budget(tenant).try_reserve_owned(amount)
     }
 
     /// Charges `amount` to `tenant`'s budget, waiting until `deadline` for
-    /// the tenant's own charges to be released. Only this tenant's releases
-    /// wake it: its waiters never stand in front of another tenant's.
+    /// the tenant's own charges to be released (at once in a table made
+    /// with [`Self::new`]). Only this tenant's releases wake it: its
+    /// waiters never stand in front of another tenant's.
     ///
     /// # Cancel safety
     ///
@@ -114,7 +132,12 @@ impl ShareTable {
         if let Some(budget) = table.tenants.get(tenant).and_then(Weak::upgrade) {
             return budget;
         }
-        let budget = Budget::waitable(self.name, self.share.load(Ordering::Acquire));
+        let share = self.share.load(Ordering::Acquire);
+        let budget = if self.waitable {
+            Budget::waitable(self.name, share)
+        } else {
+            Budget::new(self.name, share)
+        };
         if table.tenants.len() >= table.prune_at {
             table.tenants.retain(|_, budget| budget.strong_count() > 0);
             table.prune_at = (table.tenants.len() * 2).max(PRUNE_FLOOR);
@@ -161,7 +184,7 @@ mod tests {
 
     #[test]
     fn a_tenant_that_charges_and_releases_in_turn_keeps_one_budget() {
-        let table = ShareTable::new("connections_per_tenant", 2);
+        let table = ShareTable::waitable("connections_per_tenant", 2);
         let first = Arc::downgrade(&table.budget(&tenant("a")));
         for _ in 0..3 {
             let charge = table.charge(&tenant("a"), 2).expect("within the share");
@@ -175,7 +198,7 @@ mod tests {
 
     #[test]
     fn past_the_recent_few_an_uncharged_budget_dies_and_restarts_at_zero() {
-        let table = ShareTable::new("connections_per_tenant", 2);
+        let table = ShareTable::waitable("connections_per_tenant", 2);
         let a = Arc::downgrade(&table.budget(&tenant("a")));
         for n in 0..RECENT {
             let _ = table.budget(&tenant(&format!("t{n}")));

@@ -63,19 +63,30 @@ impl Drop for Freed {
 /// Counts a connection as checked out (active, or retired once its epoch
 /// retires) while alive.
 pub(crate) struct ActiveGauge {
-    epoch: Arc<PublishedEpoch>,
+    /// Always present until [`ActiveGauge::check_in`] takes it.
+    epoch: Option<Arc<PublishedEpoch>>,
 }
 
 impl ActiveGauge {
     pub(crate) fn new(epoch: Arc<PublishedEpoch>) -> Self {
         epoch.conn_tally().check_out();
-        Self { epoch }
+        Self { epoch: Some(epoch) }
+    }
+
+    /// Counts the connection in again, as dropping the gauge does, and
+    /// hands over its epoch reference.
+    fn check_in(mut self) -> Option<Arc<PublishedEpoch>> {
+        let epoch = self.epoch.take()?;
+        epoch.conn_tally().check_in();
+        Some(epoch)
     }
 }
 
 impl Drop for ActiveGauge {
     fn drop(&mut self) {
-        self.epoch.conn_tally().check_in();
+        if let Some(epoch) = &self.epoch {
+            epoch.conn_tally().check_in();
+        }
     }
 }
 
@@ -238,8 +249,7 @@ impl<T: Send + 'static> PooledConnection<T> {
             reused: _,
             _owner,
         } = self;
-        let epoch = Arc::clone(&gauge.epoch);
-        drop(gauge);
+        let epoch = gauge.check_in();
         let entry = IdleConn {
             type_id: TypeId::of::<T>(),
             conn,
@@ -249,7 +259,11 @@ impl<T: Send + 'static> PooledConnection<T> {
             watch,
         };
         // Destroyed there (the resource before its charges) if refused.
-        idle::park(&epoch, client, entry);
+        match epoch {
+            Some(epoch) => idle::park(&epoch, client, entry),
+            // Never: a gauge holds its epoch until it is checked in.
+            None => drop(entry),
+        }
         // Idle, it is no tenant's any more.
         drop(tenant);
         drop(_owner);

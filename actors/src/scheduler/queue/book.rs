@@ -262,9 +262,10 @@ where
 
     /// Drops the bookkeeping of group `g`, which is empty and in no FIFO.
     pub(super) fn forget_group(&mut self, g: u32) {
-        if let Some(group) = self.groups.remove(g) {
+        if let Some(group) = self.groups.get(g) {
             debug_assert!(group.waiters.is_empty(), "forgetting a non-empty group");
             self.group_ix.remove(&(group.tenant, group.provider));
+            self.groups.discard(g);
         }
     }
 
@@ -276,13 +277,15 @@ where
                 .is_some_and(|tenant| tenant.pending == 0 && tenant.running == 0)
         }) {
             self.created_tenants.remove(&mut self.tenants, t);
-            if let Some(tenant) = self.tenants.remove(t) {
+            // Read in place and dropped there: an entry is not small.
+            if let Some(tenant) = self.tenants.get(t) {
                 debug_assert!(!tenant.active && tenant.groups.is_empty());
                 if let Some(gcra) = tenant.rate {
                     // The TAT outlives the entry: idling resets nothing.
                     self.rates.tenants.insert(tenant.key.clone(), gcra);
                 }
                 self.tenant_ix.remove(&tenant.key);
+                self.tenants.discard(t);
             }
         }
         if let Some(p) = p.filter(|&p| {
@@ -291,13 +294,14 @@ where
                 .is_some_and(|provider| provider.pending == 0 && provider.running == 0)
         }) {
             self.created_providers.remove(&mut self.providers, p);
-            if let Some(provider) = self.providers.remove(p) {
+            if let Some(provider) = self.providers.get(p) {
                 debug_assert!(provider.blocked.is_empty());
                 if let Some(gcra) = provider.rate {
                     // The TAT outlives the entry: idling resets nothing.
                     self.rates.providers.insert(provider.key.clone(), gcra);
                 }
                 self.provider_ix.remove(&provider.key);
+                self.providers.discard(p);
             }
         }
     }

@@ -2,8 +2,9 @@
 //! and slab indices: a rotate, a xor and a multiply per integer, no seed.
 //!
 //! No caller chooses these keys, so no caller can flood a bucket with them;
-//! identities that callers choose (tenants, providers) keep the standard
-//! library's keyed SipHash.
+//! identities that callers choose (tenants, providers) are hashed with a
+//! key once, when validated, and their maps mix that keyed hash
+//! (`identity::IdMap`).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

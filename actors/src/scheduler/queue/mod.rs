@@ -68,12 +68,12 @@ mod properties;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 
 use tokio::time::Instant;
 
+use crate::identity::IdMap;
 use book::{Move, Provider, Tenant, CREATED, ROTATION};
 pub(crate) use index_hash::IndexMap;
 use slab::{Group, List, Slab, Waiter};
@@ -132,19 +132,19 @@ pub(crate) struct FairQueue<T, K, P> {
     groups: Slab<Group>,
     tenants: Slab<Tenant<K>>,
     providers: Slab<Provider<P>>,
-    tenant_ix: HashMap<K, u32>,
-    provider_ix: HashMap<P, u32>,
+    tenant_ix: IdMap<K, u32>,
+    provider_ix: IdMap<P, u32>,
     /// Tenants' own running ceilings, kept while their bookkeeping comes
     /// and goes; bounded by the caller.
-    own_ceilings: HashMap<K, u32>,
+    own_ceilings: IdMap<K, u32>,
     /// Providers' own running ceilings, likewise.
-    own_provider_ceilings: HashMap<P, u32>,
+    own_provider_ceilings: IdMap<P, u32>,
     /// When providers' own ceilings fall back, for those that do.
-    own_provider_expiries: HashMap<P, Expiry>,
+    own_provider_expiries: IdMap<P, Expiry>,
     /// Which eligible tenant, and which of its groups, is granted next.
     fairness: Fairness,
     /// Tenants' weights other than 1, likewise.
-    weights: HashMap<K, u32>,
+    weights: IdMap<K, u32>,
     /// Providers' and tenants' request rates, likewise, and those
     /// awaiting a token.
     rates: Rates<K, P>,
@@ -173,13 +173,13 @@ where
             groups: Slab::new(),
             tenants: Slab::new(),
             providers: Slab::new(),
-            tenant_ix: HashMap::new(),
-            provider_ix: HashMap::new(),
-            own_ceilings: HashMap::new(),
-            own_provider_ceilings: HashMap::new(),
-            own_provider_expiries: HashMap::new(),
+            tenant_ix: IdMap::default(),
+            provider_ix: IdMap::default(),
+            own_ceilings: IdMap::default(),
+            own_provider_ceilings: IdMap::default(),
+            own_provider_expiries: IdMap::default(),
             fairness: Fairness::Rotation,
-            weights: HashMap::new(),
+            weights: IdMap::default(),
             rates: Rates::default(),
             group_ix: IndexMap::default(),
             pair_running: IndexMap::default(),

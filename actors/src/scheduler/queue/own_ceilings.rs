@@ -2,13 +2,13 @@
 //! their bookkeeping comes and goes, and copied into that bookkeeping when
 //! it is created (see the module rules of [`super`]).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 
 use tokio::time::Instant;
 
 use super::{Bound, FairQueue, InUse, RunningKey};
+use crate::identity::IdMap;
 
 /// When a provider's own ceiling falls back, and the ceiling it falls
 /// back to.
@@ -195,7 +195,7 @@ where
 }
 
 /// Sets or clears `key`'s entry in an own-ceiling table.
-fn put<X: Eq + Hash>(table: &mut HashMap<X, u32>, key: X, ceiling: Option<u32>) {
+fn put<X: Eq + Hash>(table: &mut IdMap<X, u32>, key: X, ceiling: Option<u32>) {
     match ceiling {
         Some(c) => table.insert(key, c),
         None => table.remove(&key),

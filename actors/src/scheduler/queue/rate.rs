@@ -41,13 +41,13 @@
 //!   every tenant out of the rotation only for want of a token, is listed
 //!   as awaiting exactly once.
 
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::{FairQueue, Owner};
+use crate::identity::IdMap;
 
 #[cfg(test)]
 mod tests;
@@ -183,9 +183,9 @@ impl Gcra {
 pub(super) struct Rates<K, P> {
     /// Each rate-limited provider's rate, and its TAT while it is idle
     /// (its entry holds the live one while it has work).
-    pub(super) providers: HashMap<P, Gcra>,
+    pub(super) providers: IdMap<P, Gcra>,
     /// Each rate-limited tenant's, likewise.
-    pub(super) tenants: HashMap<K, Gcra>,
+    pub(super) tenants: IdMap<K, Gcra>,
     /// Providers (slot, generation) whose groups may be parked for a token.
     pub(super) awaiting: Vec<(u32, u32)>,
     /// Tenants (slot, generation) out of the rotation for want of a token.
@@ -195,8 +195,8 @@ pub(super) struct Rates<K, P> {
 impl<K, P> Default for Rates<K, P> {
     fn default() -> Self {
         Self {
-            providers: HashMap::new(),
-            tenants: HashMap::new(),
+            providers: IdMap::default(),
+            tenants: IdMap::default(),
             awaiting: Vec::new(),
             awaiting_tenants: Vec::new(),
         }
@@ -452,7 +452,7 @@ where
 
 /// Configures a first rate in `table`, or refuses.
 fn configure<X: Eq + Hash>(
-    table: &mut HashMap<X, Gcra>,
+    table: &mut IdMap<X, Gcra>,
     key: X,
     gcra: Gcra,
     most: usize,

@@ -160,6 +160,22 @@ impl<E> Slab<E> {
         Some(value)
     }
 
+    /// Drops the entry where it lies, freeing its slot under a new
+    /// generation (no move of the entry); false when there was none.
+    pub(super) fn discard(&mut self, index: u32) -> bool {
+        let Some(slot) = self.slots.get_mut(index as usize) else {
+            return false;
+        };
+        if slot.value.is_none() {
+            return false;
+        }
+        slot.value = None;
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free.push(index);
+        self.len -= 1;
+        true
+    }
+
     pub(super) fn get(&self, index: u32) -> Option<&E> {
         self.slots.get(index as usize)?.value.as_ref()
     }
