@@ -26,6 +26,10 @@
 //!   starts, every task sending on a clone of its `SendRequest`.
 //! - `http/hyper_h2_conn`: hyper's `client::conn::http2` the same way (its
 //!   tasks on tokio through hyper-util's executor).
+//! - `http/hyper_legacy_h2`: hyper-util's legacy client with `http2_only`
+//!   (prior knowledge), its own pool, over the HTTP/2 origin.
+//! - `http/reqwest_h2`: a reqwest client with `http2_prior_knowledge`, its
+//!   own pool, over the HTTP/2 origin.
 //!
 //! Before each throughput benchmark the same client runs a fixed number of
 //! requests ([`LATENCY_SAMPLES`]) at the same concurrency, records each
@@ -128,10 +132,12 @@ enum Client {
     EngineH2,
     H2Conn,
     HyperH2Conn,
+    HyperLegacyH2,
+    ReqwestH2,
 }
 
 impl Client {
-    const ALL: [Client; 8] = [
+    const ALL: [Client; 10] = [
         Client::Engine,
         Client::EngineCall,
         Client::HyperConn,
@@ -140,6 +146,8 @@ impl Client {
         Client::EngineH2,
         Client::H2Conn,
         Client::HyperH2Conn,
+        Client::HyperLegacyH2,
+        Client::ReqwestH2,
     ];
 
     fn name(self) -> &'static str {
@@ -152,6 +160,8 @@ impl Client {
             Client::EngineH2 => "engine_h2",
             Client::H2Conn => "h2_conn",
             Client::HyperH2Conn => "hyper_h2_conn",
+            Client::HyperLegacyH2 => "hyper_legacy_h2",
+            Client::ReqwestH2 => "reqwest_h2",
         }
     }
 }
@@ -173,6 +183,9 @@ struct Fixture {
     h2_dialer: Arc<HttpDialer>,
     h2_conn: h2::client::SendRequest<Bytes>,
     hyper_h2_conn: hyper::client::conn::http2::SendRequest<Empty<Bytes>>,
+    /// The pooling clients speaking HTTP/2 with prior knowledge.
+    hyper_legacy_h2: LegacyClient,
+    reqwest_h2: reqwest::Client,
     h2_url: String,
 }
 
@@ -231,6 +244,16 @@ async fn fixture() -> Fixture {
     support::spawn(async move {
         let _ = connection.await;
     });
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    let hyper_legacy_h2 = legacy::Client::builder(TokioExecutor::new())
+        .http2_only(true)
+        .build(connector);
+    let reqwest_h2 = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .http2_prior_knowledge()
+        .build()
+        .expect("reqwest HTTP/2 client");
     Fixture {
         addr,
         engine,
@@ -242,6 +265,8 @@ async fn fixture() -> Fixture {
         h2_dialer,
         h2_conn,
         hyper_h2_conn,
+        hyper_legacy_h2,
+        reqwest_h2,
         h2_url: format!("{h2_target}/"),
     }
 }
@@ -261,7 +286,7 @@ enum Session {
     Engine(Arc<Engine>, Arc<HttpDialer>),
     EngineCall(Arc<Engine>, Arc<HttpDialer>, RunningRequest),
     HyperConn(client_http1::SendRequest<Empty<Bytes>>, String),
-    HyperLegacy(LegacyClient, hyper::Uri),
+    HyperLegacy(Box<LegacyClient>, hyper::Uri),
     Reqwest(reqwest::Client, String),
     H2Conn(h2::client::SendRequest<Bytes>, String),
     HyperH2Conn(
@@ -291,13 +316,19 @@ impl Session {
                 });
                 Session::HyperConn(sender, f.addr.to_string())
             }
-            Client::HyperLegacy => {
-                Session::HyperLegacy(f.hyper_legacy.clone(), f.url.parse().expect("absolute uri"))
-            }
+            Client::HyperLegacy => Session::HyperLegacy(
+                Box::new(f.hyper_legacy.clone()),
+                f.url.parse().expect("absolute uri"),
+            ),
             Client::Reqwest => Session::Reqwest(f.reqwest.clone(), f.url.clone()),
             Client::EngineH2 => Session::Engine(Arc::clone(&f.h2_engine), Arc::clone(&f.h2_dialer)),
             Client::H2Conn => Session::H2Conn(f.h2_conn.clone(), f.h2_url.clone()),
             Client::HyperH2Conn => Session::HyperH2Conn(f.hyper_h2_conn.clone(), f.h2_url.clone()),
+            Client::HyperLegacyH2 => Session::HyperLegacy(
+                Box::new(f.hyper_legacy_h2.clone()),
+                f.h2_url.parse().expect("absolute uri"),
+            ),
+            Client::ReqwestH2 => Session::Reqwest(f.reqwest_h2.clone(), f.h2_url.clone()),
         }
     }
 
