@@ -29,7 +29,8 @@ use tokio::time::Instant;
 use crate::nats::dialer::{NatsDialer, SUBSCRIPTION_CAPACITY};
 use crate::nats::error::{Missing, NatsError};
 use crate::nats::held::{self, Held};
-use crate::nats::names::{self, ConsumerName};
+use crate::nats::names::ConsumerName;
+use crate::nats::settings;
 use crate::nats::NatsLimits;
 
 /// Most messages one fetch may ask for.
@@ -226,7 +227,7 @@ pub async fn fetch(
             "expires must be positive and end before the request's deadline",
         ));
     }
-    let stream = names::stream(running)?;
+    let stream = settings::stream(running)?;
     let mut held = Held::reserve(pools, running, dialer).await?;
     let fetched = held
         .attempt(deadline, async move |conn| {

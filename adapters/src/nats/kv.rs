@@ -13,7 +13,8 @@ use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 use crate::nats::dialer::NatsDialer;
 use crate::nats::error::{Missing, NatsError};
 use crate::nats::held::Held;
-use crate::nats::names::{self, KvKey};
+use crate::nats::names::KvKey;
+use crate::nats::settings;
 use crate::nats::NatsLimits;
 
 /// A value read from the bucket.
@@ -48,7 +49,7 @@ pub async fn kv_get(
     limits: NatsLimits,
 ) -> Result<KvEntry, NatsError> {
     limits.check()?;
-    let bucket = names::kv_bucket(running)?;
+    let bucket = settings::kv_bucket(running)?;
     let held = Held::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         use async_nats::jetstream::kv::Operation;
@@ -98,7 +99,7 @@ pub async fn kv_put(
 ) -> Result<u64, NatsError> {
     limits.check()?;
     NatsError::check_size("value", value.len(), limits.max_value)?;
-    let bucket = names::kv_bucket(running)?;
+    let bucket = settings::kv_bucket(running)?;
     let held = Held::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         use async_nats::jetstream::kv::PutErrorKind;

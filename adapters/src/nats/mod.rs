@@ -117,6 +117,7 @@ mod ingress;
 mod kv;
 mod names;
 mod publish;
+mod settings;
 mod target;
 
 pub use auth::AUTH_SETTING;
@@ -128,11 +129,9 @@ pub use ingress::{
     ingress_step, EventOutcome, Handling, IngressConsumer, IngressHost, IngressRoute, Settlement,
 };
 pub use kv::{kv_get, kv_put, KvEntry};
-pub use names::{
-    ConsumerName, KvKey, NameError, Subject, KV_BUCKET_SETTING, MAX_NAME, MAX_SUBJECT,
-    STREAM_SETTING, SUBJECT_PREFIX_SETTING,
-};
+pub use names::{ConsumerName, KvKey, NameError, Subject, MAX_NAME, MAX_SUBJECT};
 pub use publish::{publish, PublishAck};
+pub use settings::{KV_BUCKET_SETTING, STREAM_SETTING, SUBJECT_PREFIX_SETTING};
 pub use target::{NatsTarget, NatsTargetError, DEFAULT_PORT};
 
 pub use crate::tls_roots::CA_FILE_SETTING;

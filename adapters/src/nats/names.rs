@@ -1,5 +1,6 @@
 //! Names a guest may give — a subject under the provider's prefix, a
-//! consumer, a key — and the provider settings that scope them.
+//! consumer, a key — and their syntax, which the provider settings that
+//! scope them (`settings.rs`) keep too.
 //!
 //! Invariants:
 //! - A guest [`Subject`] is relative: the adapter puts it under the
@@ -11,18 +12,6 @@
 //! - Parsing here is pure: nothing dials or installs.
 
 use std::fmt;
-
-use provider_pools_actors::RunningRequest;
-
-use crate::nats::error::NatsError;
-
-/// The provider setting naming the JetStream stream `fetch` reads from.
-pub const STREAM_SETTING: &str = "stream";
-/// The provider setting naming the subject prefix every guest subject is
-/// put under (`orders` makes the guest's `created` into `orders.created`).
-pub const SUBJECT_PREFIX_SETTING: &str = "subject_prefix";
-/// The provider setting naming the key-value bucket.
-pub const KV_BUCKET_SETTING: &str = "kv_bucket";
 
 /// Longest subject (prefix included) or key, in bytes.
 pub const MAX_SUBJECT: usize = 256;
@@ -75,10 +64,10 @@ impl Subject {
     }
 
     /// The full subject under `prefix`.
-    pub(crate) fn under(&self, prefix: &str) -> Result<String, NatsError> {
+    pub(crate) fn under(&self, prefix: &str) -> Result<String, NameError> {
         let full = format!("{prefix}.{}", self.0);
         if full.len() > MAX_SUBJECT {
-            return Err(NatsError::Name(NameError::TooLong { max: MAX_SUBJECT }));
+            return Err(NameError::TooLong { max: MAX_SUBJECT });
         }
         Ok(full)
     }
@@ -162,7 +151,7 @@ fn bounded(text: &str, max: usize) -> Result<(), NameError> {
     Ok(())
 }
 
-fn check_subject(text: &str) -> Result<(), NameError> {
+pub(super) fn check_subject(text: &str) -> Result<(), NameError> {
     bounded(text, MAX_SUBJECT)?;
     for token in text.split('.') {
         if token.is_empty() {
@@ -178,7 +167,7 @@ fn check_subject(text: &str) -> Result<(), NameError> {
     Ok(())
 }
 
-fn check_name(text: &str) -> Result<(), NameError> {
+pub(super) fn check_name(text: &str) -> Result<(), NameError> {
     bounded(text, MAX_NAME)?;
     if !text
         .bytes()
@@ -187,39 +176,6 @@ fn check_name(text: &str) -> Result<(), NameError> {
         return Err(NameError::InvalidByte);
     }
     Ok(())
-}
-
-/// The epoch's setting `key`, checked by `check`; a missing or invalid
-/// setting is a configuration error naming the setting only.
-fn setting<'r>(
-    running: &'r RunningRequest,
-    key: &'static str,
-    check: fn(&str) -> Result<(), NameError>,
-) -> Result<&'r str, NatsError> {
-    let value = running.client().setting(key).ok_or(NatsError::Config {
-        setting: key,
-        reason: "is not set",
-    })?;
-    check(value).map_err(|_| NatsError::Config {
-        setting: key,
-        reason: "is not a valid name",
-    })?;
-    Ok(value)
-}
-
-/// The epoch's `subject_prefix`.
-pub(crate) fn subject_prefix(running: &RunningRequest) -> Result<&str, NatsError> {
-    setting(running, SUBJECT_PREFIX_SETTING, check_subject)
-}
-
-/// The epoch's `stream`.
-pub(crate) fn stream(running: &RunningRequest) -> Result<&str, NatsError> {
-    setting(running, STREAM_SETTING, check_name)
-}
-
-/// The epoch's `kv_bucket`.
-pub(crate) fn kv_bucket(running: &RunningRequest) -> Result<&str, NatsError> {
-    setting(running, KV_BUCKET_SETTING, check_name)
 }
 
 #[cfg(test)]
