@@ -17,8 +17,8 @@ use bytes::Bytes;
 use provider_pools_actors::{ProviderPools, RunningRequest, StreamLease};
 use tokio::time::Instant;
 
+use crate::http::error::Progress;
 use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::Progress;
 use crate::http::http2::{H2Body, H2Connection, H2Dialer};
 use crate::http::settings::ConnectionSettings;
 
