@@ -43,16 +43,6 @@ const CIRCLES_TO_BREAK: &[(&str, &str, &[&str])] = &[
         ],
     ),
     (
-        "adapters",
-        "http",
-        &["delivery", "dialer", "exchange", "http2"],
-    ),
-    ("adapters", "nats", &["error", "names"]),
-    ("adapters", "s3", &["body", "connector"]),
-    ("adapters", "vault", &["client", "transit"]),
-    ("adapters", "vault", &["config", "error"]),
-    ("cluster", "crate root", &["plan", "wire"]),
-    (
         "control-plane",
         "crate root",
         &[
