@@ -108,7 +108,9 @@ pub async fn kv_put(
             .put(key.as_str(), value)
             .await
             .map_err(|e| match e.kind() {
-                PutErrorKind::InvalidKey => NatsError::Name(crate::nats::NameError::InvalidByte),
+                PutErrorKind::InvalidKey => {
+                    NatsError::Name(crate::nats::NatsNameError::InvalidByte)
+                }
                 _ => put_error(e),
             })
     })

@@ -129,7 +129,7 @@ pub use ingress::{
     ingress_step, EventOutcome, Handling, IngressConsumer, IngressHost, IngressRoute, Settlement,
 };
 pub use kv::{kv_get, kv_put, KvEntry};
-pub use names::{ConsumerName, KvKey, NameError, Subject, MAX_NAME, MAX_SUBJECT};
+pub use names::{ConsumerName, KvKey, NatsNameError, Subject, MAX_NAME, MAX_SUBJECT};
 pub use publish::{publish, PublishAck};
 pub use settings::{KV_BUCKET_SETTING, STREAM_SETTING, SUBJECT_PREFIX_SETTING};
 pub use target::{NatsTarget, NatsTargetError, DEFAULT_PORT};

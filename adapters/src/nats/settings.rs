@@ -9,7 +9,7 @@
 use provider_pools_actors::RunningRequest;
 
 use crate::nats::error::NatsError;
-use crate::nats::names::{check_name, check_subject, NameError};
+use crate::nats::names::{check_name, check_subject, NatsNameError};
 
 /// The provider setting naming the JetStream stream `fetch` reads from.
 pub const STREAM_SETTING: &str = "stream";
@@ -24,7 +24,7 @@ pub const KV_BUCKET_SETTING: &str = "kv_bucket";
 fn setting<'r>(
     running: &'r RunningRequest,
     key: &'static str,
-    check: fn(&str) -> Result<(), NameError>,
+    check: fn(&str) -> Result<(), NatsNameError>,
 ) -> Result<&'r str, NatsError> {
     let value = running.client().setting(key).ok_or(NatsError::Config {
         setting: key,

@@ -13,7 +13,7 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use provider_pools_actors::{AdmitError, ConnectError};
 
 use crate::s3::config::S3ConfigError;
-use crate::s3::key::KeyError;
+use crate::s3::key::ObjectKeyError;
 
 /// Longest S3 error code kept; longer or unusual codes become `unknown`.
 const MAX_CODE: usize = 64;
@@ -27,7 +27,7 @@ pub enum S3Error {
     Limit(#[from] crate::limits::LimitError),
     /// The guest's key or prefix was refused.
     #[error(transparent)]
-    Key(#[from] KeyError),
+    Key(#[from] ObjectKeyError),
     /// The provider's configuration or credential is unusable.
     #[error(transparent)]
     Config(#[from] S3ConfigError),
