@@ -30,7 +30,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use provider_pools_actors::{
-    HeldMetadata, PooledConnection, ProviderPools, RunningRequest, StreamLease,
+    HeldMetadata, PooledConnection, PooledStream, ProviderPools, RunningRequest,
 };
 use tokio::time::Instant;
 
@@ -146,7 +146,7 @@ impl Default for BodyLimits {
 
 /// A sent request whose response head has arrived.
 pub(crate) struct Opened {
-    pub(crate) conn: HttpLease,
+    pub(crate) conn: ResponseCarrier,
     pub(crate) response: http::Response<ResponseBody>,
     /// The response head's charge, held as long as the head is.
     pub(crate) head: HeldMetadata,
@@ -156,12 +156,12 @@ pub(crate) struct Opened {
 
 /// What an exchange holds while its response is read: its HTTP/1.1
 /// connection, or its stream on a shared HTTP/2 connection.
-pub(crate) enum HttpLease {
+pub(crate) enum ResponseCarrier {
     Http1(PooledConnection<HttpConnection>),
-    Http2(StreamLease<H2Connection>),
+    Http2(PooledStream<H2Connection>),
 }
 
-impl HttpLease {
+impl ResponseCarrier {
     /// After a complete response: an HTTP/1.1 connection is parked when
     /// `keep_alive` and it is ready for the next request (else destroyed);
     /// an HTTP/2 stream ends, its connection staying with its tenant's
@@ -257,11 +257,11 @@ pub(crate) async fn send(
     let request = build(running, request)?;
     if http2::enabled(running)? {
         let request = http2::for_http2(running, request)?;
-        let http2::Delivered { lease, response } =
+        let http2::Delivered { stream, response } =
             http2::deliver(pools, running, dialer.h2(), request, progress).await?;
         let head = charge_head(running, &response)?;
         return Ok(Opened {
-            conn: HttpLease::Http2(lease),
+            conn: ResponseCarrier::Http2(stream),
             response: response.map(ResponseBody::Http2),
             head,
             keep_alive: false,
@@ -275,7 +275,7 @@ pub(crate) async fn send(
     let keep_alive =
         !request_close && response.version() == Version::HTTP_11 && !asks_close(response.headers());
     Ok(Opened {
-        conn: HttpLease::Http1(conn),
+        conn: ResponseCarrier::Http1(conn),
         response: response.map(ResponseBody::Http1),
         head,
         keep_alive,
