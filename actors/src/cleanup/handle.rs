@@ -20,23 +20,23 @@ use crate::cleanup::{
 use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{MailboxSlots, ReleaseSlot};
-use crate::workers::slots::SlotPool;
+use crate::workers::slots::TaskSlots;
 
 /// The handle of the cleanup actor. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct CleanupPool {
     /// Mailbox, cleanup slots (reserved here, freed by the actor after
     /// joins), startup limit and close flag.
-    pool: SlotPool<Msg>,
+    pool: TaskSlots<Msg>,
     ledger: Arc<Ledger>,
 }
 
 /// `close`, `when_idle`, `counts`, `set_limit` and `cell` are the shared
-/// [`SlotPool`] operations.
+/// [`TaskSlots`] operations.
 impl std::ops::Deref for CleanupPool {
-    type Target = SlotPool<Msg>;
+    type Target = TaskSlots<Msg>;
 
-    fn deref(&self) -> &SlotPool<Msg> {
+    fn deref(&self) -> &TaskSlots<Msg> {
         &self.pool
     }
 }
@@ -97,7 +97,7 @@ impl CleanupPool {
             .await
             .map_err(|e| SpawnErr::StartupFailed(Box::new(e)))??;
         Ok(CleanupPool {
-            pool: SlotPool::new(
+            pool: TaskSlots::new(
                 slots.attach(actor),
                 Budget::new("cleanup_jobs", limits.cleanup_jobs),
                 limits.cleanup_jobs,
