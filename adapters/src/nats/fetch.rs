@@ -26,9 +26,9 @@ use futures_util::StreamExt;
 use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 use tokio::time::Instant;
 
+use crate::nats::checkout::{self, CheckedOut};
 use crate::nats::dialer::{NatsDialer, SUBSCRIPTION_CAPACITY};
 use crate::nats::error::{Missing, NatsError};
-use crate::nats::held::{self, Held};
 use crate::nats::names::ConsumerName;
 use crate::nats::settings;
 use crate::nats::NatsLimits;
@@ -51,7 +51,7 @@ pub struct Delivery {
 
 /// The connection a fetched batch came on, shared by its messages.
 struct Link {
-    held: Option<Held>,
+    held: Option<CheckedOut>,
     /// A settlement failed or was dropped midway.
     failed: AtomicBool,
     deadline: Instant,
@@ -163,7 +163,7 @@ impl FetchedMessage {
         };
         let mut health = held.conn().health();
         let client = held.conn().client()?.clone();
-        let outcome = held::bounded(link.deadline, &mut health, async {
+        let outcome = checkout::bounded(link.deadline, &mut health, async {
             client
                 .request(reply, Bytes::from(kind))
                 .await
@@ -228,7 +228,7 @@ pub async fn fetch(
         ));
     }
     let stream = settings::stream(running)?;
-    let mut held = Held::reserve(pools, running, dialer).await?;
+    let mut held = CheckedOut::reserve(pools, running, dialer).await?;
     let fetched = held
         .attempt(deadline, async move |conn| {
             let consumer: Consumer<pull::Config> = conn

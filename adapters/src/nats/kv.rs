@@ -10,9 +10,9 @@
 use bytes::Bytes;
 use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 
+use crate::nats::checkout::CheckedOut;
 use crate::nats::dialer::NatsDialer;
 use crate::nats::error::{Missing, NatsError};
-use crate::nats::held::Held;
 use crate::nats::names::KvKey;
 use crate::nats::settings;
 use crate::nats::NatsLimits;
@@ -50,7 +50,7 @@ pub async fn kv_get(
 ) -> Result<KvEntry, NatsError> {
     limits.check()?;
     let bucket = settings::kv_bucket(running)?;
-    let held = Held::reserve(pools, running, dialer).await?;
+    let held = CheckedOut::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         use async_nats::jetstream::kv::Operation;
         let store = conn.kv(bucket).await?;
@@ -100,7 +100,7 @@ pub async fn kv_put(
     limits.check()?;
     NatsError::check_size("value", value.len(), limits.max_value)?;
     let bucket = settings::kv_bucket(running)?;
-    let held = Held::reserve(pools, running, dialer).await?;
+    let held = CheckedOut::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         use async_nats::jetstream::kv::PutErrorKind;
         let store = conn.kv(bucket).await?;

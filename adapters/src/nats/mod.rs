@@ -107,12 +107,12 @@
 //! failed is `nak`ed with the host's delay, so JetStream delivers it again.
 
 mod auth;
+mod checkout;
 mod connection;
 mod dialer;
 mod error;
 mod fetch;
 mod health;
-mod held;
 mod ingress;
 mod kv;
 mod names;

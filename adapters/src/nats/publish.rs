@@ -10,9 +10,9 @@
 use bytes::Bytes;
 use provider_pools_actors::{ProviderPools, RunningRequest};
 
+use crate::nats::checkout::CheckedOut;
 use crate::nats::dialer::NatsDialer;
 use crate::nats::error::{Missing, NatsError};
-use crate::nats::held::Held;
 use crate::nats::names::Subject;
 use crate::nats::settings;
 use crate::nats::NatsLimits;
@@ -56,7 +56,7 @@ pub async fn publish(
     limits.check()?;
     NatsError::check_size("payload", payload.len(), limits.max_payload)?;
     let subject = subject.under(settings::subject_prefix(running)?)?;
-    let held = Held::reserve(pools, running, dialer).await?;
+    let held = CheckedOut::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         let max = conn.client()?.max_payload();
         NatsError::check_size("payload", payload.len(), max)?;
