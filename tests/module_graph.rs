@@ -60,7 +60,6 @@ const CIRCLES_TO_BREAK: &[(&str, &str, &[&str])] = &[
             "transport",
         ],
     ),
-    ("mailbox", "crate root", &["batch", "mailbox"]),
 ];
 
 /// One module's graph: child → the children it names → the files that
