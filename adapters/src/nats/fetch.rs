@@ -1,17 +1,17 @@
 //! Pull consumption: a batch of messages from a durable consumer of the
-//! provider's stream, each settled explicitly (`ack`, `nak`, `term`).
+//! provider's stream, each acknowledged explicitly (`ack`, `nak`, `term`).
 //!
 //! Invariants:
 //! - Every fetched payload is charged as the request's `StagedOutput`
 //!   before it is handed out; the batch's bytes are bounded twice: the
 //!   server is asked for at most `max_batch_bytes`, and the adapter checks.
 //! - The connection the batch came on stays checked out — active, charged,
-//!   holding the request — until the last message of the batch is settled
-//!   or dropped; then it is parked if every settlement succeeded and the
+//!   holding the request — until the last message of the batch is acknowledged
+//!   or dropped; then it is parked if every acknowledgement succeeded and the
 //!   client is healthy, else closed.
-//! - A settlement is confirmed by the server (a request to the message's
+//! - An acknowledgement is confirmed by the server (a request to the message's
 //!   reply subject), so an `Ok` from `ack` means the server recorded it.
-//! - A message dropped unsettled is never acknowledged: the server
+//! - A message dropped without an answer is never acknowledged: the server
 //!   redelivers it after the consumer's ack wait.
 
 use std::fmt;
@@ -52,7 +52,7 @@ pub struct Delivery {
 /// The connection a fetched batch came on, shared by its messages.
 struct Link {
     held: Option<CheckedOut>,
-    /// A settlement failed or was dropped midway.
+    /// An acknowledgement failed or was dropped midway.
     failed: AtomicBool,
     deadline: Instant,
 }
@@ -65,7 +65,7 @@ impl Drop for Link {
     }
 }
 
-/// Marks the batch's connection failed unless disarmed: a settlement that
+/// Marks the batch's connection failed unless disarmed: an acknowledgement that
 /// fails or is dropped midway leaves the connection unfit for reuse.
 struct Unconfirmed<'a> {
     failed: &'a AtomicBool,
@@ -81,8 +81,8 @@ impl Drop for Unconfirmed<'_> {
 }
 
 /// One fetched message: its subject, its charged payload, where it stands,
-/// and the means to settle it.
-#[must_use = "a message dropped unsettled is delivered again after the consumer's ack wait"]
+/// and the means to acknowledge it.
+#[must_use = "a message dropped unacknowledged is delivered again after the consumer's ack wait"]
 pub struct FetchedMessage {
     subject: String,
     payload: StagedOutput,
@@ -121,7 +121,7 @@ impl FetchedMessage {
     /// [`NatsError::NotFound`] (`Consumer`) when the consumer is gone, and
     /// [`NatsError::Protocol`]; the message may then be delivered again.
     pub async fn ack(self) -> Result<(), NatsError> {
-        self.settle(AckKind::Ack).await
+        self.acknowledge(AckKind::Ack).await
     }
 
     /// Refuses the message for now: the server delivers it again after
@@ -136,7 +136,7 @@ impl FetchedMessage {
     /// As [`FetchedMessage::ack`]; the message is then delivered again
     /// after the consumer's ack wait.
     pub async fn nak(self, delay: Option<Duration>) -> Result<(), NatsError> {
-        self.settle(AckKind::Nak(delay)).await
+        self.acknowledge(AckKind::Nak(delay)).await
     }
 
     /// Stops delivery of the message without acknowledging it as handled.
@@ -149,10 +149,10 @@ impl FetchedMessage {
     ///
     /// As [`FetchedMessage::ack`].
     pub async fn term(self) -> Result<(), NatsError> {
-        self.settle(AckKind::Term).await
+        self.acknowledge(AckKind::Term).await
     }
 
-    async fn settle(self, kind: AckKind) -> Result<(), NatsError> {
+    async fn acknowledge(self, kind: AckKind) -> Result<(), NatsError> {
         let Self { reply, link, .. } = self;
         let Some(held) = link.held.as_ref() else {
             return Err(NatsError::protocol("settling a message", "no connection"));
@@ -168,7 +168,7 @@ impl FetchedMessage {
                 .request(reply, Bytes::from(kind))
                 .await
                 .map(drop)
-                .map_err(settle_error)
+                .map_err(ack_error)
         })
         .await;
         drop(client);
@@ -311,7 +311,7 @@ fn consumer_error(e: async_nats::jetstream::stream::ConsumerError) -> NatsError 
     }
 }
 
-fn settle_error(e: async_nats::RequestError) -> NatsError {
+fn ack_error(e: async_nats::RequestError) -> NatsError {
     use async_nats::RequestErrorKind;
     match e.kind() {
         RequestErrorKind::TimedOut => NatsError::Timeout,
