@@ -54,7 +54,6 @@ const CIRCLES_TO_BREAK: &[(&str, &str, &[&str])] = &[
             "error",
             "http",
             "lease",
-            "metadata",
             "name",
             "presence",
             "transport",
