@@ -16,11 +16,11 @@ pub use provider_pools_actors::{
     ExecutionPlan, Exhausted, Fairness, Held, IdentityError, IdentityKind, InUse, IngressEvent,
     IngressRequest, InstallError, InstallReceipt, Installation, JobError, JobHandle, LedgerId,
     LimitField, Limits, LimitsError, LookupError, LowerError, Multiplexed, OriginKind, OriginSlot,
-    OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PoolsConfig, Prepaid,
-    ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools, RateError,
-    RateInForce, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot,
-    SpawnError, StagedInput, StagedOutput, StartError, StreamLease, TenantDemand, TenantId,
-    TextPart, TypedSlot, Usage, WeightError,
+    OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PooledStream, PoolsConfig,
+    Prepaid, ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools,
+    RateError, RateInForce, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId,
+    Snapshot, SpawnError, StagedInput, StagedOutput, StartError, TenantDemand, TenantId, TextPart,
+    TypedSlot, Usage, WeightError,
 };
 /// The protocol adapters, each behind the feature of its name (`http`,
 /// `blob`, `s3`, `vault`, `nats`, `secret`); with none on, only

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use provider_pools::{
-    ConnectError, DialError, DialTarget, Dialer, Limits, Multiplexed, ProviderPools,
-    RunningRequest, StreamLease,
+    ConnectError, DialError, DialTarget, Dialer, Limits, Multiplexed, PooledStream, ProviderPools,
+    RunningRequest,
 };
 use support::{bounded, running, with_mem};
 
@@ -90,7 +90,7 @@ async fn stream(
     pools: &ProviderPools,
     request: &RunningRequest,
     dialer: &MuxDialer,
-) -> StreamLease<Muxed> {
+) -> PooledStream<Muxed> {
     bounded("a stream", pools.reserve_stream(request, dialer))
         .await
         .expect("a stream")

@@ -62,7 +62,7 @@ pub use credential::{Credential, CredentialError};
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
 pub use epoch::connection::{
     close_watch, CloseNotifier, CloseWatch, ConnectError, DialError, DialErrorKind, DialTarget,
-    Dialer, Multiplexed, PooledConnection, StreamLease,
+    Dialer, Multiplexed, PooledConnection, PooledStream,
 };
 pub use epoch::{ClientId, ClientLease, TypedSlot};
 pub use error::{InstallError, LookupError, LowerError, SpawnError, StartError};

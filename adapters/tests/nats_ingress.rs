@@ -14,8 +14,8 @@ use async_nats::jetstream::consumer;
 use bytes::Bytes;
 use provider_pools_actors::{IngressRequest, InstallReceipt, Limits, OriginKind, ProviderPools};
 use provider_pools_adapters::nats::{
-    ingress_step, ConsumerName, FetchedMessage, Handling, IngressConsumer, IngressHost,
-    IngressRoute, NatsDialer, NatsLimits, Settlement,
+    ingress_step, Acknowledgement, ConsumerName, FetchedMessage, Handling, IngressConsumer,
+    IngressHost, IngressRoute, NatsDialer, NatsLimits,
 };
 use provider_pools_test_peers::Nats;
 use support::nats::{admin, assert_clean, install, prepare};
@@ -178,13 +178,13 @@ async fn a_flood_of_inbound_events_stays_within_the_limits_and_loses_nothing() {
             drop(source);
             for outcome in outcomes {
                 let sequence = outcome.delivery.stream_sequence;
-                match (&outcome.handling, &outcome.settlement) {
-                    (Handling::Handled, Ok(Settlement::Acked)) => {
+                match (&outcome.handling, &outcome.acknowledgement) {
+                    (Handling::Handled, Ok(Acknowledgement::Acked)) => {
                         *acked.entry(sequence).or_default() += 1;
                     }
-                    (Handling::Refused(_), Ok(Settlement::Naked)) => refused += 1,
-                    (handling, settlement) => {
-                        panic!("event {sequence}: {handling:?} then {settlement:?}")
+                    (Handling::Refused(_), Ok(Acknowledgement::Naked)) => refused += 1,
+                    (handling, acknowledgement) => {
+                        panic!("event {sequence}: {handling:?} then {acknowledgement:?}")
                     }
                 }
             }
@@ -334,19 +334,19 @@ async fn unroutable_events_are_terminated_and_failed_ones_come_back() {
     first.sort_by_key(|o| o.delivery.stream_sequence);
     let seen: Vec<_> = first
         .iter()
-        .map(|o| match (&o.handling, &o.settlement) {
+        .map(|o| match (&o.handling, &o.acknowledgement) {
             (Handling::Handled, Ok(s)) => ("handled", *s),
             (Handling::Unroutable, Ok(s)) => ("unroutable", *s),
             (Handling::Failed(_), Ok(s)) => ("failed", *s),
-            (handling, settlement) => panic!("{handling:?} then {settlement:?}"),
+            (handling, acknowledgement) => panic!("{handling:?} then {acknowledgement:?}"),
         })
         .collect();
     assert_eq!(
         seen,
         [
-            ("handled", Settlement::Acked),
-            ("unroutable", Settlement::Termed),
-            ("failed", Settlement::Naked),
+            ("handled", Acknowledgement::Acked),
+            ("unroutable", Acknowledgement::Termed),
+            ("failed", Acknowledgement::Naked),
         ]
     );
 
@@ -364,7 +364,10 @@ async fn unroutable_events_are_terminated_and_failed_ones_come_back() {
         "only the failed event comes back: {second:?}"
     );
     assert!(matches!(second[0].handling, Handling::Handled));
-    assert!(matches!(second[0].settlement, Ok(Settlement::Acked)));
+    assert!(matches!(
+        second[0].acknowledgement,
+        Ok(Acknowledgement::Acked)
+    ));
     assert_eq!(second[0].delivery.stream_sequence, 3);
     assert_eq!(second[0].delivery.delivered, 2);
     assert_eq!(

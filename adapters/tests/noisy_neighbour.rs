@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use provider_pools_actors::{AdmitError, AdmitRequest, OriginKind, PoolReady};
-use provider_pools_adapters::blob::{self, BlobError, BlobKey, BlobLimits, KeyError, PathRefusal};
+use provider_pools_adapters::blob::{
+    self, BlobError, BlobKey, BlobKeyError, BlobLimits, PathRefusal,
+};
 use provider_pools_adapters::http::{self, BodyLimits};
 use tokio::task::JoinHandle;
 
@@ -281,7 +283,7 @@ async fn a_guests_bad_blob_keys_never_back_off_the_shared_blob_client() {
     let name = "n".repeat(blob::MAX_NAME + 1);
     assert_eq!(
         BlobKey::parse(&name).err(),
-        Some(KeyError::NameLength {
+        Some(BlobKeyError::NameLength {
             len: blob::MAX_NAME + 1
         })
     );

@@ -44,4 +44,4 @@ pub use config::{
 };
 pub use error::ClusterError;
 pub use failover::Failover;
-pub use wire::{MAX_REPORTED_TENANTS, MAX_ROWS};
+pub use wire::{MAX_REPORTED_TENANTS, MAX_ROWS, RECENT_GRANTS};

@@ -40,10 +40,7 @@ use std::collections::BTreeMap;
 use provider_pools_control_plane::NodeId;
 
 use crate::allocate::{allocate_weighted, water_fill, Demand};
-use crate::wire::{Departed, Report, Row, Table};
-
-/// How many of its latest grants a row keeps.
-pub const RECENT_GRANTS: usize = 8;
+use crate::wire::{Departed, Report, Row, Table, RECENT_GRANTS};
 
 /// The table that follows `previous` for a dynamic pool of `pool`, given
 /// the live reports (one per node); a departed node stays reserved for

@@ -31,6 +31,8 @@ use crate::error::ClusterError;
 pub const MAX_REPORTED_TENANTS: usize = 256;
 /// Most rows (nodes) of one table.
 pub const MAX_ROWS: usize = 64;
+/// How many of its latest grants a row keeps.
+pub const RECENT_GRANTS: usize = 8;
 
 /// One node's post for one provider.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +106,7 @@ pub struct Row {
     /// aside).
     pub tenants: BTreeMap<TenantId, u32>,
     /// This incarnation's grants in the latest tables, oldest first, this
-    /// one's last (at most [`RECENT_GRANTS`](crate::plan::RECENT_GRANTS)).
+    /// one's last (at most [`RECENT_GRANTS`]).
     #[serde(default)]
     pub recent: Vec<u32>,
 }
@@ -186,7 +188,7 @@ impl Table {
         if table.rows.values().any(|row| {
             row.tenants.len() > MAX_REPORTED_TENANTS
                 || row.grant > row.bound
-                || row.recent.len() > crate::plan::RECENT_GRANTS
+                || row.recent.len() > RECENT_GRANTS
         }) {
             return Err(ClusterError::decode(
                 "table",

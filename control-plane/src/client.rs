@@ -19,8 +19,6 @@
 //!   [`read_lease`](ControlPlane::read_lease) (see [`crate::lease::settle`]).
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::error::ControlPlaneError;
@@ -28,9 +26,7 @@ use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
 use crate::name::ServiceName;
 use crate::presence::{PresenceKey, Registration};
 
-/// A boxed, sendable future: the trait stays object safe, so hosts can hold
-/// an `Arc<dyn ControlPlane>` chosen at start-up.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::future::BoxFuture;
 
 /// The result of a control-plane call.
 pub type CallResult<T> = Result<T, ControlPlaneError>;

@@ -30,6 +30,7 @@ pub mod coordinator;
 mod error;
 pub mod etcd;
 pub mod file;
+mod future;
 pub mod heartbeat;
 pub mod http;
 pub mod lease;

@@ -1,6 +1,6 @@
 //! [`bounded`]: decodes a registration's metadata map while enforcing its
 //! bounds, so a hostile file or answer never materialises more than
-//! [`MAX_METADATA_ENTRIES`](crate::presence::MAX_METADATA_ENTRIES) entries.
+//! [`MAX_METADATA_ENTRIES`] entries.
 //!
 //! Invariants:
 //! - Decoding stops at the first entry past the cap, before reading it.
@@ -11,7 +11,8 @@ use std::fmt;
 
 use serde::de::{Deserializer, Error as _, MapAccess, Visitor};
 
-use crate::presence::MAX_METADATA_ENTRIES;
+/// Most metadata entries of one registration.
+pub const MAX_METADATA_ENTRIES: usize = 32;
 
 /// Deserializes a metadata map of at most `MAX_METADATA_ENTRIES` distinct
 /// keys.

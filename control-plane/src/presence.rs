@@ -18,8 +18,7 @@ use crate::name::{NodeId, ServiceName};
 
 /// Longest address, in bytes.
 pub const MAX_ADDRESS_BYTES: usize = 1_024;
-/// Most metadata entries of one registration.
-pub const MAX_METADATA_ENTRIES: usize = 32;
+pub use crate::metadata::MAX_METADATA_ENTRIES;
 /// Longest metadata key, in bytes.
 pub const MAX_METADATA_KEY_BYTES: usize = 128;
 /// Longest metadata value, in bytes.

@@ -27,11 +27,13 @@ use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use ractor::{ActorId, ActorRef, ActorStatus, Message};
+use ractor::{ActorRef, Message};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::mailbox::{Envelope, MailboxBound, MailboxError, MailboxSlots, ReleaseSlot, Target};
+use crate::envelope::Envelope;
+use crate::fifo::{Shared, Stopped, Wake, WakeTarget};
+use crate::mailbox::{MailboxBound, MailboxError, MailboxSlots, ReleaseSlot, Target};
 use crate::sync::{AtomicBool, Ordering};
 
 /// Most envelopes one drain takes before handing the worker back.
@@ -41,71 +43,6 @@ pub const DRAIN_LIMIT: usize = 256;
 /// drain short (and two need not).
 #[cfg(all(test, loom))]
 pub const DRAIN_LIMIT: usize = 2;
-
-/// The one ractor message of a batched actor: "your FIFO has envelopes".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Wake;
-
-/// The actor stopped; its FIFO is gone or will be dropped unread.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stopped;
-
-/// Where a batched actor's [`Wake`] goes: the actor itself (a stand-in,
-/// shared through an `Arc`, in model checks and unit tests).
-pub trait WakeTarget {
-    /// True once the actor takes no more messages.
-    fn stopping(&self) -> bool;
-    /// Sends one [`Wake`]; fails once the actor is gone.
-    fn wake(&self) -> Result<(), Stopped>;
-}
-
-impl<T: WakeTarget + ?Sized> WakeTarget for Arc<T> {
-    fn stopping(&self) -> bool {
-        (**self).stopping()
-    }
-
-    fn wake(&self) -> Result<(), Stopped> {
-        (**self).wake()
-    }
-}
-
-impl WakeTarget for ActorRef<Wake> {
-    fn stopping(&self) -> bool {
-        self.get_status() >= ActorStatus::Draining
-    }
-
-    fn wake(&self) -> Result<(), Stopped> {
-        self.send_message(Wake).map_err(|_| Stopped)
-    }
-}
-
-/// The sending half the mailbox and every release slot share.
-pub(crate) struct Shared<M, A = ActorRef<Wake>> {
-    queue: mpsc::UnboundedSender<Envelope<M>>,
-    scheduled: Arc<AtomicBool>,
-    actor: A,
-}
-
-impl<M, A: WakeTarget> Shared<M, A> {
-    /// Queues `envelope` and wakes the actor if no wake-up is pending.
-    pub(crate) fn push(&self, envelope: Envelope<M>) -> Result<(), Stopped> {
-        if self.actor.stopping() {
-            return Err(Stopped);
-        }
-        self.queue.send(envelope).map_err(|_| Stopped)?;
-        if !self.scheduled.swap(true, Ordering::AcqRel) {
-            // A stopped actor drops its FIFO, and the envelope with it.
-            self.actor.wake()?;
-        }
-        Ok(())
-    }
-}
-
-impl<M> Shared<M> {
-    pub(crate) fn actor_id(&self) -> ActorId {
-        self.actor.get_id()
-    }
-}
 
 /// Creates the two halves of a batched mailbox before its actor exists:
 /// the slots, to attach once the actor is spawned, and the inbox the actor

@@ -40,6 +40,8 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 mod batch;
+mod envelope;
+mod fifo;
 mod mailbox;
 mod pool;
 mod sync;
@@ -49,10 +51,8 @@ mod sync;
 #[doc(hidden)]
 pub use sync::model as loom_model;
 
-pub use batch::{
-    batch, BatchInbox, BatchMailbox, BatchSlots, Stopped, Wake, WakeTarget, DRAIN_LIMIT,
-};
-pub use mailbox::{
-    ActorGone, Envelope, Mailbox, MailboxBound, MailboxError, MailboxSlots, ReleaseSlot,
-};
+pub use batch::{batch, BatchInbox, BatchMailbox, BatchSlots, DRAIN_LIMIT};
+pub use envelope::Envelope;
+pub use fifo::{Stopped, Wake, WakeTarget};
+pub use mailbox::{ActorGone, Mailbox, MailboxBound, MailboxError, MailboxSlots, ReleaseSlot};
 pub use pool::{Slot, SlotPool};

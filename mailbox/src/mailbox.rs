@@ -8,7 +8,8 @@ use std::sync::Arc;
 use ractor::{ActorRef, Message};
 use tokio::time::Instant;
 
-use crate::batch;
+use crate::envelope::Envelope;
+use crate::fifo::Shared;
 use crate::pool::{Slot, SlotPool};
 
 /// The sizes of one actor's two slot pools.
@@ -86,36 +87,6 @@ impl fmt::Debug for MailboxSlots {
             .field("free_messages", &self.messages.free())
             .field("free_releases", &self.releases.free())
             .finish()
-    }
-}
-
-/// A message together with the mailbox slot it occupies, if any.
-pub struct Envelope<M> {
-    pub(crate) slot: Option<Slot>,
-    pub(crate) msg: M,
-}
-
-impl<M> Envelope<M> {
-    /// A message an actor sends itself (a timer tick): it carries no slot.
-    ///
-    /// Only for an actor's own scheduled messages, each duty keeping at most
-    /// one in flight, so that ticks are bounded by construction; anything a
-    /// handle sends goes through [`Mailbox`] and takes a slot.
-    pub fn tick(msg: M) -> Self {
-        Self { slot: None, msg }
-    }
-
-    /// Takes the message out, returning its slot to the sender side.
-    pub fn open(self) -> M {
-        self.msg
-    }
-}
-
-impl<M> fmt::Debug for Envelope<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Envelope")
-            .field("tick", &self.slot.is_none())
-            .finish_non_exhaustive()
     }
 }
 
@@ -231,7 +202,7 @@ pub(crate) enum Target<M> {
     /// One ractor message, as [`Mailbox`] sends.
     Actor(ActorRef<Envelope<M>>),
     /// The batched FIFO of a [`BatchMailbox`].
-    Batch(Arc<batch::Shared<M>>),
+    Batch(Arc<Shared<M>>),
 }
 
 impl<M: Message> ReleaseSlot<M> {

@@ -1,6 +1,6 @@
 //! [`CleanupPool`], the cleanup actor's handle: its only public face. It
-//! admits cleanups itself, so a submission never waits and can be made
-//! from a `Drop`.
+//! reserves each cleanup's slots itself, so a submission never waits and
+//! can be made from a `Drop`.
 
 use std::pin::Pin;
 use std::sync::atomic::AtomicBool;
@@ -20,29 +20,30 @@ use crate::cleanup::{
 use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{MailboxSlots, ReleaseSlot};
-use crate::workers::slots::SlotPool;
+use crate::workers::slots::TaskSlots;
 
 /// The handle of the cleanup actor. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct CleanupPool {
     /// Mailbox, cleanup slots (reserved here, freed by the actor after
     /// joins), startup limit and close flag.
-    pool: SlotPool<Msg>,
+    pool: TaskSlots<Msg>,
     ledger: Arc<Ledger>,
 }
 
 /// `close`, `when_idle`, `counts`, `set_limit` and `cell` are the shared
-/// [`SlotPool`] operations.
+/// [`TaskSlots`] operations.
 impl std::ops::Deref for CleanupPool {
-    type Target = SlotPool<Msg>;
+    type Target = TaskSlots<Msg>;
 
-    fn deref(&self) -> &SlotPool<Msg> {
+    fn deref(&self) -> &TaskSlots<Msg> {
         &self.pool
     }
 }
 
-/// What an admitted cleanup holds before it runs.
-struct Admission {
+/// What a reserved cleanup holds before it runs: its cleanup slot and the
+/// release slots of its run and finish messages.
+struct Reserved {
     slot: Charge,
     run: ReleaseSlot<Msg>,
     finish: ReleaseSlot<Msg>,
@@ -97,7 +98,7 @@ impl CleanupPool {
             .await
             .map_err(|e| SpawnErr::StartupFailed(Box::new(e)))??;
         Ok(CleanupPool {
-            pool: SlotPool::new(
+            pool: TaskSlots::new(
                 slots.attach(actor),
                 Budget::new("cleanup_jobs", limits.cleanup_jobs),
                 limits.cleanup_jobs,
@@ -124,8 +125,8 @@ impl CleanupPool {
         charge: impl Send + 'static,
     ) -> Result<CleanupTicket<T>, CleanupRefused<T>> {
         let charge: Box<dyn Send> = Box::new(charge);
-        match self.admit() {
-            Ok(admission) => Ok(self.launch(admission, resource, charge)),
+        match self.reserve() {
+            Ok(reserved) => Ok(self.launch(reserved, resource, charge)),
             Err(error) => Err(CleanupRefused {
                 resource,
                 charge,
@@ -144,16 +145,16 @@ impl CleanupPool {
         &self,
         failed: CleanupFailed<T>,
     ) -> Result<CleanupTicket<T>, (CleanupFailed<T>, CleanupError)> {
-        match self.admit() {
-            Ok(admission) => {
+        match self.reserve() {
+            Ok(reserved) => {
                 let (resource, charge) = failed.into_parts();
-                Ok(self.launch(admission, resource, charge))
+                Ok(self.launch(reserved, resource, charge))
             }
             Err(error) => Err((failed, error)),
         }
     }
 
-    fn admit(&self) -> Result<Admission, CleanupError> {
+    fn reserve(&self) -> Result<Reserved, CleanupError> {
         let stopped = self.mailbox.actor().get_status() >= ActorStatus::Draining;
         if self.is_closed() || stopped {
             return Err(CleanupError::Closed);
@@ -162,12 +163,12 @@ impl CleanupPool {
         // Two release slots per cleanup slot: running out is a sizing bug.
         let run = self.mailbox.reserve_release().ok_or(CleanupError::Busy)?;
         let finish = self.mailbox.reserve_release().ok_or(CleanupError::Busy)?;
-        Ok(Admission { slot, run, finish })
+        Ok(Reserved { slot, run, finish })
     }
 
     fn launch<T: Cleanup>(
         &self,
-        admission: Admission,
+        reserved: Reserved,
         resource: T,
         charge: Box<dyn Send>,
     ) -> CleanupTicket<T> {
@@ -178,8 +179,8 @@ impl CleanupPool {
             outcome,
             Arc::clone(&self.ledger),
         ));
-        let Admission { slot, run, finish } = admission;
-        // Fails only if the actor stopped since `admit`: the unrun task is
+        let Reserved { slot, run, finish } = reserved;
+        // Fails only if the actor stopped since `reserve`: the unrun task is
         // dropped with it, the resource before its charge.
         let _ = run.send(Msg::Run { task, slot, finish });
         CleanupTicket::new(ticket)

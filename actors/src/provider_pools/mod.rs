@@ -1,6 +1,24 @@
 //! [`ProviderPools`], the registry handle: the only public face of the
 //! registry and scheduler actors.
 //!
+//! Its methods, by concern, and where each is:
+//!
+//! | concern | methods | file |
+//! | --- | --- | --- |
+//! | start and supervision | `start`, `start_linked`, `generation`, `registry_cell`; with feature `testing`: `scheduler_cell`, `control_cells` | `mod.rs` |
+//! | providers: install, rotate, look up | `install`, `rotate`, `client`, `describe` | `providers.rs` |
+//! | admission of a request | `stage_input`, `admit`, `dispatch` | `admit.rs` (its future: `admit_future.rs`) |
+//! | requests from outside (ingress) | `ingress` | `inbound.rs` |
+//! | metadata paid ahead of a request | `prepay` | `prepay.rs` |
+//! | connections and streams | `reserve_connection`; `reserve_stream` | `connections.rs`; `streams.rs` |
+//! | provider jobs, drivers and closes | `spawn`, `spawn_blocking`, `spawn_blocking_for`, `control_blocking`, `spawn_driver`, `close_connection`, `retry_close` | `jobs.rs` |
+//! | limits | `limits`, `limits_in_force`, `lower_limits` | `limits.rs` |
+//! | running ceilings of tenants and providers | `set_tenant_running`, `set_tenant_running_draining`, `set_provider_running`, `set_provider_running_until`, `provider_demand` | `own_running.rs` |
+//! | rates | `configure_provider_rate`, `set_provider_rate`, `set_provider_rate_until`, `provider_rate`, `provider_rates`, `configure_tenant_rate`, `set_tenant_rate`, `tenant_rate` | `rate.rs` |
+//! | tenant weights | `set_tenant_weight`, `tenant_weight`, `MAX_TENANT_WEIGHT` | `weights.rs` |
+//! | observation | `snapshot`, `usage`, `observe_admissions`; with feature `testing`: `settled` | `observation.rs`; `settled.rs` |
+//! | retirement and shutdown | `retire`, `shutdown` | `shutdown.rs` |
+//!
 //! Invariants:
 //! - One registry per [`BrokerGeneration`], ever: the claim is never undone.
 //! - Admission is closed as soon as `retire` or `shutdown` is called, a
@@ -10,11 +28,13 @@
 mod admit;
 mod admit_future;
 mod connections;
-mod control;
 mod inbound;
 mod jobs;
+mod limits;
+mod observation;
 mod own_running;
 mod prepay;
+mod providers;
 mod rate;
 #[cfg(feature = "testing")]
 mod settled;
@@ -33,7 +53,7 @@ use crate::fairness::Fairness;
 use crate::identity::BrokerGeneration;
 use crate::ledger::Ledger;
 use crate::limits::Limits;
-use crate::observe::{AdmissionObserver, ObserverSlot};
+use crate::observe::ObserverSlot;
 use crate::registry::{Directory, RegistryHandle, RegistrySpec};
 use crate::scheduler;
 use crate::snapshot::ControlState;
@@ -306,41 +326,6 @@ impl ProviderPools {
         })
     }
 
-    /// The startup limits, as given in [`PoolsConfig::limits`]; they never
-    /// change. The limits enforced now are [`ProviderPools::limits_in_force`].
-    pub fn limits(&self) -> &Limits {
-        &self.inner.limits
-    }
-
-    /// The limits in force now: the startup limits, then each accepted
-    /// [`ProviderPools::lower_limits`]. Build a further lowering from these,
-    /// not from [`ProviderPools::limits`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use provider_pools_actors::{BrokerGeneration, Limits, PoolsConfig, ProviderPools};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
-    /// let pools = ProviderPools::start(config).await?;
-    /// let in_force = pools.limits_in_force();
-    /// pools
-    ///     .lower_limits(Limits {
-    ///         running_per_tenant: 2,
-    ///         ..in_force
-    ///     })
-    ///     .await?;
-    /// assert_eq!(pools.limits_in_force().running_per_tenant, 2);
-    /// assert_eq!(pools.limits().running_per_tenant, Limits::DEFAULT.running_per_tenant);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn limits_in_force(&self) -> Limits {
-        self.inner.ledger.limits_in_force()
-    }
-
     /// The broker generation this registry serves.
     pub fn generation(&self) -> &BrokerGeneration {
         &self.inner.generation
@@ -368,13 +353,6 @@ impl ProviderPools {
             self.inner.workers.cell(),
             self.inner.cleanup.cell(),
         ]
-    }
-
-    /// Installs the sink that hears every admission's outcome and wait
-    /// from now on (a metrics exporter). One per registry: returns false,
-    /// installing nothing, when one is installed already.
-    pub fn observe_admissions(&self, observer: Arc<dyn AdmissionObserver>) -> bool {
-        self.inner.observer.set(observer)
     }
 
     fn is_open(&self) -> bool {

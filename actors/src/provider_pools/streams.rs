@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::admission::RunningRequest;
 use crate::epoch::connection::mux::Multiplexed;
-use crate::epoch::connection::{ConnectError, Dialer, PooledConnection, StreamLease};
+use crate::epoch::connection::{ConnectError, Dialer, PooledConnection, PooledStream};
 use crate::provider_pools::ProviderPools;
 
 impl ProviderPools {
@@ -22,7 +22,7 @@ impl ProviderPools {
     /// # Cancel safety
     ///
     /// As [`Self::reserve_connection`]: a stream is counted only once this
-    /// returns it, and dropping the [`StreamLease`] ends it.
+    /// returns it, and dropping the [`PooledStream`] ends it.
     ///
     /// # Errors
     ///
@@ -36,7 +36,7 @@ impl ProviderPools {
         &self,
         running: &RunningRequest,
         dialer: &D,
-    ) -> Result<StreamLease<D::Conn>, ConnectError>
+    ) -> Result<PooledStream<D::Conn>, ConnectError>
     where
         D: Dialer + Clone + 'static,
         D::Conn: Multiplexed,
@@ -54,7 +54,7 @@ impl ProviderPools {
                 .flatten()
         });
         if let Some((id, stream)) = shared {
-            let lease = StreamLease::new(
+            let lease = PooledStream::new(
                 stream,
                 (Arc::clone(epoch), client, id),
                 true,
@@ -77,7 +77,7 @@ impl ProviderPools {
             });
             match inserted {
                 Ok((id, stream)) => {
-                    return Ok(StreamLease::new(
+                    return Ok(PooledStream::new(
                         stream,
                         (Arc::clone(epoch), client, id),
                         reused,

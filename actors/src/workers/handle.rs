@@ -15,7 +15,7 @@ use crate::limits::Limits;
 use crate::mailbox::{MailboxError, MailboxSlots};
 use crate::workers::actor::{WorkerPoolActor, WorkerPoolArgs};
 use crate::workers::job::ResultSlot;
-use crate::workers::slots::SlotPool;
+use crate::workers::slots::TaskSlots;
 use crate::workers::{mailbox_bound, JobError, JobHandle, JobHolds, JobKind, Msg, Work};
 
 /// The handle of the worker-pool actor. Cheap to clone.
@@ -23,15 +23,15 @@ use crate::workers::{mailbox_bound, JobError, JobHandle, JobHolds, JobKind, Msg,
 pub(crate) struct WorkerPool {
     /// Mailbox, worker slots (reserved by the actor, lowered through the
     /// handle), startup limit and close flag.
-    pool: SlotPool<Msg>,
+    pool: TaskSlots<Msg>,
 }
 
 /// `close`, `when_idle`, `counts`, `set_limit` and `cell` are the shared
-/// [`SlotPool`] operations.
+/// [`TaskSlots`] operations.
 impl std::ops::Deref for WorkerPool {
-    type Target = SlotPool<Msg>;
+    type Target = TaskSlots<Msg>;
 
-    fn deref(&self) -> &SlotPool<Msg> {
+    fn deref(&self) -> &TaskSlots<Msg> {
         &self.pool
     }
 }
@@ -74,7 +74,7 @@ impl WorkerPool {
             .await
             .map_err(|e| SpawnErr::StartupFailed(Box::new(e)))??;
         Ok(WorkerPool {
-            pool: SlotPool::new(
+            pool: TaskSlots::new(
                 slots.attach(actor),
                 workers,
                 limits.provider_workers,

@@ -1,4 +1,4 @@
-//! [`SlotPool`]: what the worker-pool and cleanup handles share — the
+//! [`TaskSlots`]: what the worker-pool and cleanup handles share — the
 //! actor's mailbox, the slot budget (reserved for each task, lowered through
 //! the handle), the startup limit that sized the actor's release slots, and
 //! the close flag.
@@ -26,7 +26,7 @@ pub(crate) trait IdleQuery: Message + Sized {
 }
 
 /// The shared face of a task-pool actor.
-pub(crate) struct SlotPool<M> {
+pub(crate) struct TaskSlots<M> {
     pub(crate) mailbox: Mailbox<M>,
     pub(crate) slots: Arc<Budget>,
     /// The startup limit, which sized the release slots.
@@ -35,7 +35,7 @@ pub(crate) struct SlotPool<M> {
     pub(crate) closed: Arc<AtomicBool>,
 }
 
-impl<M> Clone for SlotPool<M> {
+impl<M> Clone for TaskSlots<M> {
     fn clone(&self) -> Self {
         Self {
             mailbox: self.mailbox.clone(),
@@ -46,9 +46,9 @@ impl<M> Clone for SlotPool<M> {
     }
 }
 
-impl<M> fmt::Debug for SlotPool<M> {
+impl<M> fmt::Debug for TaskSlots<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SlotPool")
+        f.debug_struct("TaskSlots")
             .field("mailbox", &self.mailbox)
             .field("slots", &self.slots)
             .field("closed", &self.closed.load(Ordering::Acquire))
@@ -56,7 +56,7 @@ impl<M> fmt::Debug for SlotPool<M> {
     }
 }
 
-impl<M: IdleQuery> SlotPool<M> {
+impl<M: IdleQuery> TaskSlots<M> {
     pub(crate) fn new(
         mailbox: Mailbox<M>,
         slots: Arc<Budget>,

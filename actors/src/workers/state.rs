@@ -12,7 +12,7 @@ use crate::workers::tasks::{FinishGuard, TaskTable, WaitError};
 use crate::workers::{JobCounts, JobError, JobHolds, JobKind, Msg, Work, JOB_OVERHEAD};
 
 /// What a running job holds until it is joined.
-pub(crate) struct Held {
+pub(crate) struct RunningJob {
     kind: JobKind,
     /// None for a driver.
     _worker: Option<Charge>,
@@ -21,7 +21,7 @@ pub(crate) struct Held {
 }
 
 pub(crate) struct State {
-    tasks: TaskTable<Held, ()>,
+    tasks: TaskTable<RunningJob, ()>,
     /// How many of the tasks are drivers.
     drivers: u32,
     workers: Arc<Budget>,
@@ -32,7 +32,7 @@ pub(crate) struct State {
 
 impl State {
     pub(crate) fn new(
-        tasks: TaskTable<Held, ()>,
+        tasks: TaskTable<RunningJob, ()>,
         workers: Arc<Budget>,
         ledger: Arc<Ledger>,
         mailbox: Mailbox<Msg>,
@@ -112,7 +112,7 @@ impl State {
                 job();
             }),
         };
-        let held = Held {
+        let held = RunningJob {
             kind,
             _worker: worker,
             _metadata: metadata,

@@ -59,17 +59,17 @@ pub(crate) struct Gate {
 }
 
 /// The job's side of a [`Gate`].
-pub(crate) struct Held {
+pub(crate) struct GatedJob {
     barrier: Arc<Barrier>,
     started: Option<oneshot::Sender<()>>,
 }
 
 impl Gate {
     /// A closed gate, the job side, and the signal that the job is inside.
-    pub(crate) fn new() -> (Gate, Held, oneshot::Receiver<()>) {
+    pub(crate) fn new() -> (Gate, GatedJob, oneshot::Receiver<()>) {
         let barrier = Arc::new(Barrier::new(2));
         let (started_tx, started_rx) = oneshot::channel();
-        let held = Held {
+        let held = GatedJob {
             barrier: Arc::clone(&barrier),
             started: Some(started_tx),
         };
@@ -104,7 +104,7 @@ impl Drop for Gate {
     }
 }
 
-impl Held {
+impl GatedJob {
     /// Called by the blocking job: signals that it started, then blocks
     /// until the gate opens.
     pub(crate) fn wait(mut self) {

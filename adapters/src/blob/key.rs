@@ -26,7 +26,7 @@ pub const MAX_NAME: usize = MAX_SEGMENT - TEMP_OVERHEAD;
 /// Why a key was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum KeyError {
+pub enum BlobKeyError {
     /// Empty, or longer than [`MAX_KEY`].
     #[error("blob key is {len} bytes; it must be 1 to {MAX_KEY}")]
     Length {
@@ -82,14 +82,14 @@ impl BlobKey {
     ///
     /// # Errors
     ///
-    /// The first [`KeyError`] found.
-    pub fn parse(key: &str) -> Result<Self, KeyError> {
-        length_within(key, MAX_KEY).map_err(|len| KeyError::Length { len })?;
+    /// The first [`BlobKeyError`] found.
+    pub fn parse(key: &str) -> Result<Self, BlobKeyError> {
+        length_within(key, MAX_KEY).map_err(|len| BlobKeyError::Length { len })?;
         if let Some(index) = key.bytes().position(|b| b == b'\\' || b.is_ascii_control()) {
-            return Err(KeyError::Byte { index });
+            return Err(BlobKeyError::Byte { index });
         }
         if key.starts_with('/') {
-            return Err(KeyError::Absolute);
+            return Err(BlobKeyError::Absolute);
         }
         for segment in key.split('/') {
             let refused = match segment {
@@ -99,15 +99,15 @@ impl BlobKey {
                 _ => None,
             };
             if let Some(segment) = refused {
-                return Err(KeyError::Segment { segment });
+                return Err(BlobKeyError::Segment { segment });
             }
             if segment.len() > MAX_SEGMENT {
-                return Err(KeyError::SegmentLength { len: segment.len() });
+                return Err(BlobKeyError::SegmentLength { len: segment.len() });
             }
         }
         let name = key.rsplit('/').next().unwrap_or(key);
         if name.len() > MAX_NAME {
-            return Err(KeyError::NameLength { len: name.len() });
+            return Err(BlobKeyError::NameLength { len: name.len() });
         }
         Ok(Self(key.to_owned()))
     }
@@ -130,31 +130,34 @@ mod tests {
     fn relative_keys_pass_and_escapes_are_refused() {
         assert!(BlobKey::parse("a").is_ok());
         assert!(BlobKey::parse("a/b.c/d-e_f").is_ok());
-        assert_eq!(BlobKey::parse(""), Err(KeyError::Length { len: 0 }));
-        assert_eq!(BlobKey::parse("/a"), Err(KeyError::Absolute));
+        assert_eq!(BlobKey::parse(""), Err(BlobKeyError::Length { len: 0 }));
+        assert_eq!(BlobKey::parse("/a"), Err(BlobKeyError::Absolute));
         assert_eq!(
             BlobKey::parse("a/../b"),
-            Err(KeyError::Segment { segment: ".." })
+            Err(BlobKeyError::Segment { segment: ".." })
         );
         assert_eq!(
             BlobKey::parse(".."),
-            Err(KeyError::Segment { segment: ".." })
+            Err(BlobKeyError::Segment { segment: ".." })
         );
         assert_eq!(
             BlobKey::parse("./a"),
-            Err(KeyError::Segment { segment: "." })
+            Err(BlobKeyError::Segment { segment: "." })
         );
         assert_eq!(
             BlobKey::parse("a//b"),
-            Err(KeyError::Segment { segment: "" })
+            Err(BlobKeyError::Segment { segment: "" })
         );
-        assert_eq!(BlobKey::parse("a/"), Err(KeyError::Segment { segment: "" }));
-        assert_eq!(BlobKey::parse("a\\b"), Err(KeyError::Byte { index: 1 }));
-        assert_eq!(BlobKey::parse("a\nb"), Err(KeyError::Byte { index: 1 }));
+        assert_eq!(
+            BlobKey::parse("a/"),
+            Err(BlobKeyError::Segment { segment: "" })
+        );
+        assert_eq!(BlobKey::parse("a\\b"), Err(BlobKeyError::Byte { index: 1 }));
+        assert_eq!(BlobKey::parse("a\nb"), Err(BlobKeyError::Byte { index: 1 }));
         let long = "x".repeat(MAX_SEGMENT + 1);
         assert_eq!(
             BlobKey::parse(&long),
-            Err(KeyError::SegmentLength {
+            Err(BlobKeyError::SegmentLength {
                 len: MAX_SEGMENT + 1
             })
         );
@@ -169,7 +172,7 @@ mod tests {
         let temp = format!(".{name}.partial-{}-{}", u32::MAX, u64::MAX);
         assert_eq!(temp.len(), MAX_SEGMENT);
         let over = "n".repeat(MAX_NAME + 1);
-        let err = Err(KeyError::NameLength { len: MAX_NAME + 1 });
+        let err = Err(BlobKeyError::NameLength { len: MAX_NAME + 1 });
         assert_eq!(BlobKey::parse(&over), err);
         // A directory segment may use the whole limit.
         let dir = format!("{}/x", "d".repeat(MAX_SEGMENT));

@@ -34,7 +34,7 @@ mod key;
 mod ops;
 mod root;
 
-pub use key::{BlobKey, KeyError, MAX_KEY, MAX_NAME, MAX_SEGMENT};
+pub use key::{BlobKey, BlobKeyError, MAX_KEY, MAX_NAME, MAX_SEGMENT};
 pub use ops::{delete, get, head, list, put, BlobReader};
 pub use root::PathRefusal;
 

@@ -18,8 +18,9 @@ use hyper::body::Body;
 use provider_pools_actors::{HeldMetadata, ProviderPools, RunningRequest, StagedOutput};
 
 use crate::http::dialer::HttpDialer;
+use crate::http::error::Progress;
 use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, Progress, ResponseBody};
+use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, ResponseBody};
 
 /// A complete response whose body is charged to the pools' metadata and
 /// keeps the request's running capacity until dropped.

@@ -36,7 +36,12 @@
 //! - Generic over the dialer only so that tests can hold a connection's
 //!   driver; every adapter passes the one [`HttpDialer`](crate::http::HttpDialer).
 
+use std::task::Poll;
+use std::time::Duration;
+
 use bytes::Bytes;
+use http::header::CONNECTION;
+use http::HeaderMap;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use provider_pools_actors::{
@@ -46,8 +51,7 @@ use provider_pools_actors::{
 use tokio::time::Instant;
 
 use crate::http::dialer::HttpConnection;
-use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::Progress;
+use crate::http::error::{HttpError, Progress, Sent};
 
 /// A built request as hyper sends it.
 pub(crate) type Built = http::Request<Full<Bytes>>;
@@ -302,6 +306,67 @@ where
             return Ok(conn);
         }
     }
+}
+
+/// Longest wait for a connection to accept its next request after a
+/// complete response; past it the connection is not parked.
+pub(crate) const REUSE_WAIT: Duration = Duration::from_secs(1);
+
+/// True when a `Connection` header asks to close.
+pub(crate) fn asks_close(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(CONNECTION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("close"))
+}
+
+/// After a complete response on a keep-alive connection: parks it when the
+/// connection is ready for the next request, else destroys it.
+///
+/// A connection that is ready at once (the common case) is parked without
+/// arming a timer; otherwise the wait is bounded by [`REUSE_WAIT`] and the
+/// request's deadline.
+///
+/// Dropping the future destroys the connection (it is never parked).
+pub(crate) async fn park_if_reusable(
+    mut conn: PooledConnection<HttpConnection>,
+    deadline: Instant,
+) {
+    let sender = conn.get_mut().sender();
+    let now = std::future::poll_fn(|cx| Poll::Ready(sender.poll_ready(cx))).await;
+    let ready = match now {
+        Poll::Ready(ready) => ready.is_ok(),
+        Poll::Pending => {
+            let wait = reuse_wait_until(deadline);
+            matches!(
+                tokio::time::timeout_at(wait, sender.ready()).await,
+                Ok(Ok(()))
+            )
+        }
+    };
+    if ready && sender.is_ready() {
+        park_ready(conn);
+    }
+}
+
+/// Parks `conn`, verified ready for its next request, until its idle
+/// deadline (its driver closes it then: see `lifetime.rs`), or destroys
+/// it when it has no life left to idle.
+pub(crate) fn park_ready(mut conn: PooledConnection<HttpConnection>) {
+    let Some(until) = conn.get_mut().life_mut().park(Instant::now()) else {
+        return;
+    };
+    conn.get().expire_at(Some(until));
+    let watch = conn.get().watch().clone();
+    conn.park_watched(&watch);
+}
+
+/// Until when a connection is given, after a complete response, to accept
+/// its next request: [`REUSE_WAIT`] from now, within `deadline`.
+pub(crate) fn reuse_wait_until(deadline: Instant) -> Instant {
+    deadline.min(Instant::now() + REUSE_WAIT)
 }
 
 #[cfg(test)]

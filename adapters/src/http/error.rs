@@ -7,6 +7,8 @@
 //! - [`HttpError::was_sent`] never answers [`Sent::No`] for a request any
 //!   byte of which may have been written to a socket.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use provider_pools_actors::{AdmitError, ConnectError};
 
 use crate::http::origin::{OriginError, TargetError};
@@ -163,5 +165,36 @@ impl HttpError {
                 Sent::Yes
             }
         }
+    }
+}
+
+/// How far one exchange got, for the [`Sent`] of a timeout: written by
+/// the exchange, read by whoever bounds it with a deadline.
+#[derive(Debug, Default)]
+pub(crate) struct Progress(AtomicU8);
+
+impl Progress {
+    /// Records how far the exchange got.
+    pub(crate) fn set(&self, sent: Sent) {
+        self.0.store(sent as u8, Ordering::Relaxed);
+    }
+
+    /// How far the exchange got.
+    pub(crate) fn sent(&self) -> Sent {
+        match self.0.load(Ordering::Relaxed) {
+            0 => Sent::No,
+            1 => Sent::Maybe,
+            _ => Sent::Yes,
+        }
+    }
+
+    /// The error of a deadline that passed now.
+    pub(crate) fn timeout(&self) -> HttpError {
+        HttpError::Timeout { sent: self.sent() }
+    }
+
+    /// The response head arrived.
+    pub(crate) fn answered(&self) {
+        self.set(Sent::Yes);
     }
 }

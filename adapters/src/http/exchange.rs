@@ -21,24 +21,22 @@
 //! - The connection settings are checked before a connection is reserved.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+use http::header::{HeaderName, HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::{HeaderMap, Method, Version};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use provider_pools_actors::{
-    HeldMetadata, PooledConnection, ProviderPools, RunningRequest, StreamLease,
+    HeldMetadata, PooledConnection, PooledStream, ProviderPools, RunningRequest,
 };
 use tokio::time::Instant;
 
-use crate::http::delivery::{self, Delivered};
+use crate::http::delivery::{self, asks_close, park_if_reusable, Delivered};
 use crate::http::dialer::{HttpConnection, HttpDialer};
-use crate::http::error::{HttpError, ProtocolError, Sent};
+use crate::http::error::{HttpError, Progress, ProtocolError};
 use crate::http::http2::{self, H2Body, H2Connection};
 use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
 use crate::http::settings::ConnectionSettings;
@@ -46,10 +44,6 @@ use crate::limits::{at_most, LimitError};
 
 /// The provider setting naming the header that carries the credential.
 pub const AUTH_HEADER_SETTING: &str = "auth_header";
-
-/// Longest wait for a connection to accept its next request after a
-/// complete response; past it the connection is not parked.
-pub(crate) const REUSE_WAIT: Duration = Duration::from_secs(1);
 
 /// A guest's HTTP request to the slot's approved origin.
 pub struct HttpRequest {
@@ -152,7 +146,7 @@ impl Default for BodyLimits {
 
 /// A sent request whose response head has arrived.
 pub(crate) struct Opened {
-    pub(crate) conn: HttpLease,
+    pub(crate) conn: ResponseCarrier,
     pub(crate) response: http::Response<ResponseBody>,
     /// The response head's charge, held as long as the head is.
     pub(crate) head: HeldMetadata,
@@ -162,12 +156,12 @@ pub(crate) struct Opened {
 
 /// What an exchange holds while its response is read: its HTTP/1.1
 /// connection, or its stream on a shared HTTP/2 connection.
-pub(crate) enum HttpLease {
+pub(crate) enum ResponseCarrier {
     Http1(PooledConnection<HttpConnection>),
-    Http2(StreamLease<H2Connection>),
+    Http2(PooledStream<H2Connection>),
 }
 
-impl HttpLease {
+impl ResponseCarrier {
     /// After a complete response: an HTTP/1.1 connection is parked when
     /// `keep_alive` and it is ready for the next request (else destroyed);
     /// an HTTP/2 stream ends, its connection staying with its tenant's
@@ -221,37 +215,6 @@ impl Body for ResponseBody {
     }
 }
 
-/// How far one exchange got, for the [`Sent`] of a timeout: written by
-/// the exchange, read by whoever bounds it with a deadline.
-#[derive(Debug, Default)]
-pub(crate) struct Progress(AtomicU8);
-
-impl Progress {
-    /// Records how far the exchange got.
-    pub(crate) fn set(&self, sent: Sent) {
-        self.0.store(sent as u8, Ordering::Relaxed);
-    }
-
-    /// How far the exchange got.
-    pub(crate) fn sent(&self) -> Sent {
-        match self.0.load(Ordering::Relaxed) {
-            0 => Sent::No,
-            1 => Sent::Maybe,
-            _ => Sent::Yes,
-        }
-    }
-
-    /// The error of a deadline that passed now.
-    pub(crate) fn timeout(&self) -> HttpError {
-        HttpError::Timeout { sent: self.sent() }
-    }
-
-    /// The response head arrived.
-    pub(crate) fn answered(&self) {
-        self.set(Sent::Yes);
-    }
-}
-
 /// Checks the limit, builds the request, reserves a connection and sends.
 pub(crate) async fn open(
     pools: &ProviderPools,
@@ -294,11 +257,11 @@ pub(crate) async fn send(
     let request = build(running, request)?;
     if http2::enabled(running)? {
         let request = http2::for_http2(running, request)?;
-        let http2::Delivered { lease, response } =
+        let http2::Delivered { stream, response } =
             http2::deliver(pools, running, dialer.h2(), request, progress).await?;
         let head = charge_head(running, &response)?;
         return Ok(Opened {
-            conn: HttpLease::Http2(lease),
+            conn: ResponseCarrier::Http2(stream),
             response: response.map(ResponseBody::Http2),
             head,
             keep_alive: false,
@@ -312,7 +275,7 @@ pub(crate) async fn send(
     let keep_alive =
         !request_close && response.version() == Version::HTTP_11 && !asks_close(response.headers());
     Ok(Opened {
-        conn: HttpLease::Http1(conn),
+        conn: ResponseCarrier::Http1(conn),
         response: response.map(ResponseBody::Http1),
         head,
         keep_alive,
@@ -406,55 +369,4 @@ fn build(
     *built.uri_mut() = target.uri();
     *built.headers_mut() = headers;
     Ok(built)
-}
-
-/// True when a `Connection` header asks to close.
-pub(crate) fn asks_close(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .any(|token| token.trim().eq_ignore_ascii_case("close"))
-}
-
-/// After a complete response on a keep-alive connection: parks it when the
-/// connection is ready for the next request, else destroys it.
-///
-/// A connection that is ready at once (the common case) is parked without
-/// arming a timer; otherwise the wait is bounded by [`REUSE_WAIT`] and the
-/// request's deadline.
-///
-/// Dropping the future destroys the connection (it is never parked).
-pub(crate) async fn park_if_reusable(
-    mut conn: PooledConnection<HttpConnection>,
-    deadline: Instant,
-) {
-    let sender = conn.get_mut().sender();
-    let now = std::future::poll_fn(|cx| Poll::Ready(sender.poll_ready(cx))).await;
-    let ready = match now {
-        Poll::Ready(ready) => ready.is_ok(),
-        Poll::Pending => {
-            let wait = deadline.min(Instant::now() + REUSE_WAIT);
-            matches!(
-                tokio::time::timeout_at(wait, sender.ready()).await,
-                Ok(Ok(()))
-            )
-        }
-    };
-    if ready && sender.is_ready() {
-        park_ready(conn);
-    }
-}
-
-/// Parks `conn`, verified ready for its next request, until its idle
-/// deadline (its driver closes it then: see `lifetime.rs`), or destroys
-/// it when it has no life left to idle.
-pub(crate) fn park_ready(mut conn: PooledConnection<HttpConnection>) {
-    let Some(until) = conn.get_mut().life_mut().park(Instant::now()) else {
-        return;
-    };
-    conn.get().expire_at(Some(until));
-    let watch = conn.get().watch().clone();
-    conn.park_watched(&watch);
 }

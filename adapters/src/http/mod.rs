@@ -126,9 +126,10 @@
 mod admission_layer;
 mod admitted;
 mod buffered;
+mod connect;
 pub(crate) mod delivery;
 mod dialer;
-mod error;
+pub(crate) mod error;
 pub(crate) mod exchange;
 mod http2;
 mod ingress;

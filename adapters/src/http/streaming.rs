@@ -27,7 +27,7 @@ use tokio::time::Instant;
 
 use crate::http::dialer::HttpDialer;
 use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::{self, BodyLimits, HttpLease, HttpRequest, Opened, ResponseBody};
+use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, ResponseBody, ResponseCarrier};
 
 /// A response whose body is read chunk by chunk.
 ///
@@ -37,7 +37,7 @@ pub struct ResponseStream {
     status: StatusCode,
     headers: HeaderMap,
     body: Option<ResponseBody>,
-    conn: Option<HttpLease>,
+    conn: Option<ResponseCarrier>,
     /// The response head's charge.
     _head: HeldMetadata,
     running: Option<RunningRequest>,

@@ -140,7 +140,7 @@ fn bucket_error(e: async_nats::jetstream::context::KeyValueError) -> NatsError {
     match e.kind() {
         _ if missing => NatsError::NotFound(Missing::Bucket),
         KeyValueErrorKind::InvalidStoreName => NatsError::Config {
-            setting: crate::nats::names::KV_BUCKET_SETTING,
+            setting: crate::nats::settings::KV_BUCKET_SETTING,
             reason: "names no key-value bucket",
         },
         _ => NatsError::protocol("opening the key-value bucket", e),

@@ -9,7 +9,7 @@ use std::fmt;
 
 use provider_pools_actors::{AdmitError, ConnectError, DialErrorKind};
 
-use crate::nats::names::NameError;
+use crate::nats::names::NatsNameError;
 use crate::nats::target::NatsTargetError;
 
 /// The dial error message that marks a credential the server refused; a
@@ -99,7 +99,7 @@ pub enum NatsError {
     Target(#[from] NatsTargetError),
     /// A guest name was refused.
     #[error("invalid name")]
-    Name(#[from] NameError),
+    Name(#[from] NatsNameError),
     /// An argument is outside its bounds (for example `max_messages`).
     #[error("invalid argument: {0}")]
     Argument(&'static str),

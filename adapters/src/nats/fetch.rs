@@ -1,17 +1,17 @@
 //! Pull consumption: a batch of messages from a durable consumer of the
-//! provider's stream, each settled explicitly (`ack`, `nak`, `term`).
+//! provider's stream, each acknowledged explicitly (`ack`, `nak`, `term`).
 //!
 //! Invariants:
 //! - Every fetched payload is charged as the request's `StagedOutput`
 //!   before it is handed out; the batch's bytes are bounded twice: the
 //!   server is asked for at most `max_batch_bytes`, and the adapter checks.
 //! - The connection the batch came on stays checked out — active, charged,
-//!   holding the request — until the last message of the batch is settled
-//!   or dropped; then it is parked if every settlement succeeded and the
+//!   holding the request — until the last message of the batch is acknowledged
+//!   or dropped; then it is parked if every acknowledgement succeeded and the
 //!   client is healthy, else closed.
-//! - A settlement is confirmed by the server (a request to the message's
+//! - An acknowledgement is confirmed by the server (a request to the message's
 //!   reply subject), so an `Ok` from `ack` means the server recorded it.
-//! - A message dropped unsettled is never acknowledged: the server
+//! - A message dropped without an answer is never acknowledged: the server
 //!   redelivers it after the consumer's ack wait.
 
 use std::fmt;
@@ -26,10 +26,11 @@ use futures_util::StreamExt;
 use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 use tokio::time::Instant;
 
+use crate::nats::checkout::{self, CheckedOut};
 use crate::nats::dialer::{NatsDialer, SUBSCRIPTION_CAPACITY};
 use crate::nats::error::{Missing, NatsError};
-use crate::nats::held::{self, Held};
-use crate::nats::names::{self, ConsumerName};
+use crate::nats::names::ConsumerName;
+use crate::nats::settings;
 use crate::nats::NatsLimits;
 
 /// Most messages one fetch may ask for.
@@ -50,8 +51,8 @@ pub struct Delivery {
 
 /// The connection a fetched batch came on, shared by its messages.
 struct Link {
-    held: Option<Held>,
-    /// A settlement failed or was dropped midway.
+    held: Option<CheckedOut>,
+    /// An acknowledgement failed or was dropped midway.
     failed: AtomicBool,
     deadline: Instant,
 }
@@ -64,7 +65,7 @@ impl Drop for Link {
     }
 }
 
-/// Marks the batch's connection failed unless disarmed: a settlement that
+/// Marks the batch's connection failed unless disarmed: an acknowledgement that
 /// fails or is dropped midway leaves the connection unfit for reuse.
 struct Unconfirmed<'a> {
     failed: &'a AtomicBool,
@@ -80,8 +81,8 @@ impl Drop for Unconfirmed<'_> {
 }
 
 /// One fetched message: its subject, its charged payload, where it stands,
-/// and the means to settle it.
-#[must_use = "a message dropped unsettled is delivered again after the consumer's ack wait"]
+/// and the means to acknowledge it.
+#[must_use = "a message dropped unacknowledged is delivered again after the consumer's ack wait"]
 pub struct FetchedMessage {
     subject: String,
     payload: StagedOutput,
@@ -120,7 +121,7 @@ impl FetchedMessage {
     /// [`NatsError::NotFound`] (`Consumer`) when the consumer is gone, and
     /// [`NatsError::Protocol`]; the message may then be delivered again.
     pub async fn ack(self) -> Result<(), NatsError> {
-        self.settle(AckKind::Ack).await
+        self.acknowledge(AckKind::Ack).await
     }
 
     /// Refuses the message for now: the server delivers it again after
@@ -135,7 +136,7 @@ impl FetchedMessage {
     /// As [`FetchedMessage::ack`]; the message is then delivered again
     /// after the consumer's ack wait.
     pub async fn nak(self, delay: Option<Duration>) -> Result<(), NatsError> {
-        self.settle(AckKind::Nak(delay)).await
+        self.acknowledge(AckKind::Nak(delay)).await
     }
 
     /// Stops delivery of the message without acknowledging it as handled.
@@ -148,10 +149,10 @@ impl FetchedMessage {
     ///
     /// As [`FetchedMessage::ack`].
     pub async fn term(self) -> Result<(), NatsError> {
-        self.settle(AckKind::Term).await
+        self.acknowledge(AckKind::Term).await
     }
 
-    async fn settle(self, kind: AckKind) -> Result<(), NatsError> {
+    async fn acknowledge(self, kind: AckKind) -> Result<(), NatsError> {
         let Self { reply, link, .. } = self;
         let Some(held) = link.held.as_ref() else {
             return Err(NatsError::protocol("settling a message", "no connection"));
@@ -162,12 +163,12 @@ impl FetchedMessage {
         };
         let mut health = held.conn().health();
         let client = held.conn().client()?.clone();
-        let outcome = held::bounded(link.deadline, &mut health, async {
+        let outcome = checkout::bounded(link.deadline, &mut health, async {
             client
                 .request(reply, Bytes::from(kind))
                 .await
                 .map(drop)
-                .map_err(settle_error)
+                .map_err(ack_error)
         })
         .await;
         drop(client);
@@ -226,8 +227,8 @@ pub async fn fetch(
             "expires must be positive and end before the request's deadline",
         ));
     }
-    let stream = names::stream(running)?;
-    let mut held = Held::reserve(pools, running, dialer).await?;
+    let stream = settings::stream(running)?;
+    let mut held = CheckedOut::reserve(pools, running, dialer).await?;
     let fetched = held
         .attempt(deadline, async move |conn| {
             let consumer: Consumer<pull::Config> = conn
@@ -310,7 +311,7 @@ fn consumer_error(e: async_nats::jetstream::stream::ConsumerError) -> NatsError 
     }
 }
 
-fn settle_error(e: async_nats::RequestError) -> NatsError {
+fn ack_error(e: async_nats::RequestError) -> NatsError {
     use async_nats::RequestErrorKind;
     match e.kind() {
         RequestErrorKind::TimedOut => NatsError::Timeout,

@@ -8,7 +8,7 @@
 //! consumer request) and, for every message at once, asks the host's
 //! [`IngressHost::route`] whose event it is, takes an `IngressRequest` for
 //! it with [`ProviderPools::ingress`](provider_pools_actors::ProviderPools::ingress),
-//! runs [`IngressHost::handle`], and settles the message.
+//! runs [`IngressHost::handle`], and acknowledges the message.
 //!
 //! Invariants:
 //! - A message is acknowledged only after its handler returned `Ok`, and
@@ -18,7 +18,7 @@
 //!   host's delay), so JetStream delivers it again; it held nothing.
 //! - A message no route claims is terminated (`term`): never acknowledged
 //!   as handled, never delivered again.
-//! - A settlement that fails leaves the message to be redelivered after
+//! - An acknowledgement that fails leaves the message to be redelivered after
 //!   the consumer's ack wait: delivery is at least once, never lost.
 //! - At most `max_messages` events of one turn are in flight; admission
 //!   bounds how many of them run and wait.
@@ -111,9 +111,9 @@ pub enum Handling<E> {
     Unroutable,
 }
 
-/// How a delivery was settled with the server.
+/// How a delivery was acknowledged to the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settlement {
+pub enum Acknowledgement {
     /// Acknowledged: handled, never delivered again.
     Acked,
     /// Refused: delivered again after the retry delay.
@@ -131,16 +131,16 @@ pub struct EventOutcome<E> {
     pub handling: Handling<E>,
     /// The server's confirmation, or why settling failed (the message is
     /// then redelivered after the consumer's ack wait).
-    pub settlement: Result<Settlement, NatsError>,
+    pub acknowledgement: Result<Acknowledgement, NatsError>,
 }
 
 /// Runs one turn of an ingress loop: fetches up to `consumer.max_messages`
 /// deliveries with `running` (the host's own consumer request) and
-/// admits, handles and settles each, all concurrently. Returns when every
-/// delivery of the turn is settled.
+/// admits, handles and acknowledges each, all concurrently. Returns when every
+/// delivery of the turn is acknowledged.
 ///
 /// `running` holds the batch's connection for the whole turn, and its
-/// deadline bounds the turn's settlements: an acknowledgement after it
+/// deadline bounds the turn's acknowledgements: one after it
 /// fails, and the message is delivered again after the ack wait.
 ///
 /// # Cancel safety
@@ -151,7 +151,7 @@ pub struct EventOutcome<E> {
 ///
 /// # Errors
 ///
-/// Those of [`fetch`]; a failed turn settled nothing.
+/// Those of [`fetch`]; a failed turn acknowledged nothing.
 pub async fn ingress_step<H: IngressHost>(
     pools: &ProviderPools,
     running: &RunningRequest,
@@ -181,7 +181,7 @@ pub async fn ingress_step<H: IngressHost>(
     Ok(outcomes)
 }
 
-/// Admits, handles and settles one delivery.
+/// Admits, handles and acknowledges one delivery.
 async fn deliver<H: IngressHost>(
     pools: &ProviderPools,
     authority: &dyn DispatchAuthority,
@@ -191,11 +191,11 @@ async fn deliver<H: IngressHost>(
 ) -> EventOutcome<H::Error> {
     let delivery = message.delivery();
     let Some(route) = host.route(&message) else {
-        let settlement = message.term().await.map(|()| Settlement::Termed);
+        let acknowledgement = message.term().await.map(|()| Acknowledgement::Termed);
         return EventOutcome {
             delivery,
             handling: Handling::Unroutable,
-            settlement,
+            acknowledgement,
         };
     };
     let event = IngressEvent {
@@ -208,35 +208,35 @@ async fn deliver<H: IngressHost>(
     let request = match pools.ingress(authority, event).await {
         Ok(request) => request,
         Err(refused) => {
-            let settlement = message
+            let acknowledgement = message
                 .nak(Some(retry_delay))
                 .await
-                .map(|()| Settlement::Naked);
+                .map(|()| Acknowledgement::Naked);
             return EventOutcome {
                 delivery,
                 handling: Handling::Refused(refused),
-                settlement,
+                acknowledgement,
             };
         }
     };
-    let (handling, settlement) = match host.handle(&request).await {
+    let (handling, acknowledgement) = match host.handle(&request).await {
         Ok(()) => (
             Handling::Handled,
-            message.ack().await.map(|()| Settlement::Acked),
+            message.ack().await.map(|()| Acknowledgement::Acked),
         ),
         Err(failed) => (
             Handling::Failed(failed),
             message
                 .nak(Some(retry_delay))
                 .await
-                .map(|()| Settlement::Naked),
+                .map(|()| Acknowledgement::Naked),
         ),
     };
-    // Ownership ends only after the server has the settlement.
+    // Ownership ends only after the server has the acknowledgement.
     drop(request);
     EventOutcome {
         delivery,
         handling,
-        settlement,
+        acknowledgement,
     }
 }

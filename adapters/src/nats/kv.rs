@@ -10,10 +10,11 @@
 use bytes::Bytes;
 use provider_pools_actors::{ProviderPools, RunningRequest, StagedOutput};
 
+use crate::nats::checkout::CheckedOut;
 use crate::nats::dialer::NatsDialer;
 use crate::nats::error::{Missing, NatsError};
-use crate::nats::held::Held;
-use crate::nats::names::{self, KvKey};
+use crate::nats::names::KvKey;
+use crate::nats::settings;
 use crate::nats::NatsLimits;
 
 /// A value read from the bucket.
@@ -48,8 +49,8 @@ pub async fn kv_get(
     limits: NatsLimits,
 ) -> Result<KvEntry, NatsError> {
     limits.check()?;
-    let bucket = names::kv_bucket(running)?;
-    let held = Held::reserve(pools, running, dialer).await?;
+    let bucket = settings::kv_bucket(running)?;
+    let held = CheckedOut::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         use async_nats::jetstream::kv::Operation;
         let store = conn.kv(bucket).await?;
@@ -98,8 +99,8 @@ pub async fn kv_put(
 ) -> Result<u64, NatsError> {
     limits.check()?;
     NatsError::check_size("value", value.len(), limits.max_value)?;
-    let bucket = names::kv_bucket(running)?;
-    let held = Held::reserve(pools, running, dialer).await?;
+    let bucket = settings::kv_bucket(running)?;
+    let held = CheckedOut::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         use async_nats::jetstream::kv::PutErrorKind;
         let store = conn.kv(bucket).await?;
@@ -107,7 +108,9 @@ pub async fn kv_put(
             .put(key.as_str(), value)
             .await
             .map_err(|e| match e.kind() {
-                PutErrorKind::InvalidKey => NatsError::Name(crate::nats::NameError::InvalidByte),
+                PutErrorKind::InvalidKey => {
+                    NatsError::Name(crate::nats::NatsNameError::InvalidByte)
+                }
                 _ => put_error(e),
             })
     })

@@ -1,5 +1,5 @@
 //! NATS JetStream on clients the pools own: publish with acknowledgement
-//! (awaits the stream's ack), pull `fetch` with explicit settlement
+//! (awaits the stream's ack), pull `fetch` with explicit acknowledgement
 //! (`ack`/`nak`/`term`), key-value get and put (`kv_get`, `kv_put`), and a
 //! host-driven ingress loop (`ingress_step`) that admits each delivery as
 //! an [`IngressRequest`](provider_pools_actors::IngressRequest).
@@ -22,7 +22,7 @@
 //!   released.
 //! - The credential never appears in an error, a log line or `Debug`.
 //! - Nothing is retried.
-//! - Nothing is acknowledged that was not handled, and a failed settlement
+//! - Nothing is acknowledged that was not handled, and a failed acknowledgement
 //!   leaves the message to the ack wait (at least once, never lost).
 //!
 //! # Settings and credential
@@ -62,10 +62,10 @@
 //! # Fetched batches
 //!
 //! A fetched batch keeps its connection checked out (active, charged,
-//! holding the request) until every message of it is settled or dropped;
-//! settlements are confirmed by the server (a request to the message's
+//! holding the request) until every message of it is acknowledged or dropped;
+//! acknowledgements are confirmed by the server (a request to the message's
 //! reply subject), and a failed or abandoned one closes the connection
-//! instead of parking it. A message dropped unsettled is redelivered after
+//! instead of parking it. A message dropped unacknowledged is redelivered after
 //! the consumer's ack wait.
 //!
 //! # Limits
@@ -107,16 +107,17 @@
 //! failed is `nak`ed with the host's delay, so JetStream delivers it again.
 
 mod auth;
+mod checkout;
 mod connection;
 mod dialer;
 mod error;
 mod fetch;
 mod health;
-mod held;
 mod ingress;
 mod kv;
 mod names;
 mod publish;
+mod settings;
 mod target;
 
 pub use auth::AUTH_SETTING;
@@ -125,14 +126,13 @@ pub use dialer::NatsDialer;
 pub use error::{Missing, NatsError};
 pub use fetch::{fetch, Delivery, FetchedMessage, MAX_FETCH};
 pub use ingress::{
-    ingress_step, EventOutcome, Handling, IngressConsumer, IngressHost, IngressRoute, Settlement,
+    ingress_step, Acknowledgement, EventOutcome, Handling, IngressConsumer, IngressHost,
+    IngressRoute,
 };
 pub use kv::{kv_get, kv_put, KvEntry};
-pub use names::{
-    ConsumerName, KvKey, NameError, Subject, KV_BUCKET_SETTING, MAX_NAME, MAX_SUBJECT,
-    STREAM_SETTING, SUBJECT_PREFIX_SETTING,
-};
+pub use names::{ConsumerName, KvKey, NatsNameError, Subject, MAX_NAME, MAX_SUBJECT};
 pub use publish::{publish, PublishAck};
+pub use settings::{KV_BUCKET_SETTING, STREAM_SETTING, SUBJECT_PREFIX_SETTING};
 pub use target::{NatsTarget, NatsTargetError, DEFAULT_PORT};
 
 pub use crate::tls_roots::CA_FILE_SETTING;

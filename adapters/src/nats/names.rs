@@ -1,5 +1,6 @@
 //! Names a guest may give — a subject under the provider's prefix, a
-//! consumer, a key — and the provider settings that scope them.
+//! consumer, a key — and their syntax, which the provider settings that
+//! scope them (`settings.rs`) keep too.
 //!
 //! Invariants:
 //! - A guest [`Subject`] is relative: the adapter puts it under the
@@ -12,18 +13,6 @@
 
 use std::fmt;
 
-use provider_pools_actors::RunningRequest;
-
-use crate::nats::error::NatsError;
-
-/// The provider setting naming the JetStream stream `fetch` reads from.
-pub const STREAM_SETTING: &str = "stream";
-/// The provider setting naming the subject prefix every guest subject is
-/// put under (`orders` makes the guest's `created` into `orders.created`).
-pub const SUBJECT_PREFIX_SETTING: &str = "subject_prefix";
-/// The provider setting naming the key-value bucket.
-pub const KV_BUCKET_SETTING: &str = "kv_bucket";
-
 /// Longest subject (prefix included) or key, in bytes.
 pub const MAX_SUBJECT: usize = 256;
 /// Longest consumer, stream or bucket name, in bytes.
@@ -32,7 +21,7 @@ pub const MAX_NAME: usize = 64;
 /// Why a guest name was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum NameError {
+pub enum NatsNameError {
     /// The name is empty.
     #[error("name is empty")]
     Empty,
@@ -63,8 +52,8 @@ impl Subject {
     ///
     /// # Errors
     ///
-    /// The [`NameError`] naming what was wrong.
-    pub fn parse(text: &str) -> Result<Self, NameError> {
+    /// The [`NatsNameError`] naming what was wrong.
+    pub fn parse(text: &str) -> Result<Self, NatsNameError> {
         check_subject(text)?;
         Ok(Self(text.to_owned()))
     }
@@ -75,10 +64,10 @@ impl Subject {
     }
 
     /// The full subject under `prefix`.
-    pub(crate) fn under(&self, prefix: &str) -> Result<String, NatsError> {
+    pub(crate) fn under(&self, prefix: &str) -> Result<String, NatsNameError> {
         let full = format!("{prefix}.{}", self.0);
         if full.len() > MAX_SUBJECT {
-            return Err(NatsError::Name(NameError::TooLong { max: MAX_SUBJECT }));
+            return Err(NatsNameError::TooLong { max: MAX_SUBJECT });
         }
         Ok(full)
     }
@@ -99,8 +88,8 @@ impl ConsumerName {
     ///
     /// # Errors
     ///
-    /// The [`NameError`] naming what was wrong.
-    pub fn parse(text: &str) -> Result<Self, NameError> {
+    /// The [`NatsNameError`] naming what was wrong.
+    pub fn parse(text: &str) -> Result<Self, NatsNameError> {
         check_name(text)?;
         Ok(Self(text.to_owned()))
     }
@@ -127,15 +116,15 @@ impl KvKey {
     ///
     /// # Errors
     ///
-    /// The [`NameError`] naming what was wrong.
-    pub fn parse(text: &str) -> Result<Self, NameError> {
+    /// The [`NatsNameError`] naming what was wrong.
+    pub fn parse(text: &str) -> Result<Self, NatsNameError> {
         bounded(text, MAX_SUBJECT)?;
         let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'=' | b'/' | b'-');
         if !text.bytes().all(|b| allowed(b) || b == b'.') {
-            return Err(NameError::InvalidByte);
+            return Err(NatsNameError::InvalidByte);
         }
         if text.starts_with('.') || text.ends_with('.') || text.contains("..") {
-            return Err(NameError::EmptyToken);
+            return Err(NatsNameError::EmptyToken);
         }
         Ok(Self(text.to_owned()))
     }
@@ -152,74 +141,41 @@ impl fmt::Debug for KvKey {
     }
 }
 
-fn bounded(text: &str, max: usize) -> Result<(), NameError> {
+fn bounded(text: &str, max: usize) -> Result<(), NatsNameError> {
     if text.is_empty() {
-        return Err(NameError::Empty);
+        return Err(NatsNameError::Empty);
     }
     if text.len() > max {
-        return Err(NameError::TooLong { max });
+        return Err(NatsNameError::TooLong { max });
     }
     Ok(())
 }
 
-fn check_subject(text: &str) -> Result<(), NameError> {
+pub(super) fn check_subject(text: &str) -> Result<(), NatsNameError> {
     bounded(text, MAX_SUBJECT)?;
     for token in text.split('.') {
         if token.is_empty() {
-            return Err(NameError::EmptyToken);
+            return Err(NatsNameError::EmptyToken);
         }
         if token.contains(['*', '>']) {
-            return Err(NameError::Wildcard);
+            return Err(NatsNameError::Wildcard);
         }
         if !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(NameError::InvalidByte);
+            return Err(NatsNameError::InvalidByte);
         }
     }
     Ok(())
 }
 
-fn check_name(text: &str) -> Result<(), NameError> {
+pub(super) fn check_name(text: &str) -> Result<(), NatsNameError> {
     bounded(text, MAX_NAME)?;
     if !text
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
     {
-        return Err(NameError::InvalidByte);
+        return Err(NatsNameError::InvalidByte);
     }
     Ok(())
-}
-
-/// The epoch's setting `key`, checked by `check`; a missing or invalid
-/// setting is a configuration error naming the setting only.
-fn setting<'r>(
-    running: &'r RunningRequest,
-    key: &'static str,
-    check: fn(&str) -> Result<(), NameError>,
-) -> Result<&'r str, NatsError> {
-    let value = running.client().setting(key).ok_or(NatsError::Config {
-        setting: key,
-        reason: "is not set",
-    })?;
-    check(value).map_err(|_| NatsError::Config {
-        setting: key,
-        reason: "is not a valid name",
-    })?;
-    Ok(value)
-}
-
-/// The epoch's `subject_prefix`.
-pub(crate) fn subject_prefix(running: &RunningRequest) -> Result<&str, NatsError> {
-    setting(running, SUBJECT_PREFIX_SETTING, check_subject)
-}
-
-/// The epoch's `stream`.
-pub(crate) fn stream(running: &RunningRequest) -> Result<&str, NatsError> {
-    setting(running, STREAM_SETTING, check_name)
-}
-
-/// The epoch's `kv_bucket`.
-pub(crate) fn kv_bucket(running: &RunningRequest) -> Result<&str, NatsError> {
-    setting(running, KV_BUCKET_SETTING, check_name)
 }
 
 #[cfg(test)]
@@ -233,22 +189,22 @@ mod tests {
             "a.b-c.d_1"
         );
         for (text, error) in [
-            ("", NameError::Empty),
-            (".a", NameError::EmptyToken),
-            ("a.", NameError::EmptyToken),
-            ("a..b", NameError::EmptyToken),
-            ("a.*", NameError::Wildcard),
-            ("a.>", NameError::Wildcard),
-            ("a b", NameError::InvalidByte),
-            ("a\r\nPUB x", NameError::InvalidByte),
-            ("ä", NameError::InvalidByte),
+            ("", NatsNameError::Empty),
+            (".a", NatsNameError::EmptyToken),
+            ("a.", NatsNameError::EmptyToken),
+            ("a..b", NatsNameError::EmptyToken),
+            ("a.*", NatsNameError::Wildcard),
+            ("a.>", NatsNameError::Wildcard),
+            ("a b", NatsNameError::InvalidByte),
+            ("a\r\nPUB x", NatsNameError::InvalidByte),
+            ("ä", NatsNameError::InvalidByte),
         ] {
             assert_eq!(Subject::parse(text), Err(error), "{text:?}");
         }
         let long = "a".repeat(MAX_SUBJECT + 1);
         assert_eq!(
             Subject::parse(&long),
-            Err(NameError::TooLong { max: MAX_SUBJECT })
+            Err(NatsNameError::TooLong { max: MAX_SUBJECT })
         );
     }
 
@@ -256,12 +212,12 @@ mod tests {
     fn consumers_and_keys_keep_to_their_alphabets() {
         assert!(ConsumerName::parse("worker-1_a").is_ok());
         for text in ["a.b", "a b", "a*", "a>", "a/b"] {
-            assert_eq!(ConsumerName::parse(text), Err(NameError::InvalidByte));
+            assert_eq!(ConsumerName::parse(text), Err(NatsNameError::InvalidByte));
         }
         assert!(KvKey::parse("tenant/a=b.c-d_e").is_ok());
-        assert_eq!(KvKey::parse(".a"), Err(NameError::EmptyToken));
-        assert_eq!(KvKey::parse("a."), Err(NameError::EmptyToken));
-        assert_eq!(KvKey::parse("a*"), Err(NameError::InvalidByte));
-        assert_eq!(KvKey::parse("a b"), Err(NameError::InvalidByte));
+        assert_eq!(KvKey::parse(".a"), Err(NatsNameError::EmptyToken));
+        assert_eq!(KvKey::parse("a."), Err(NatsNameError::EmptyToken));
+        assert_eq!(KvKey::parse("a*"), Err(NatsNameError::InvalidByte));
+        assert_eq!(KvKey::parse("a b"), Err(NatsNameError::InvalidByte));
     }
 }

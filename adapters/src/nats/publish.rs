@@ -10,10 +10,11 @@
 use bytes::Bytes;
 use provider_pools_actors::{ProviderPools, RunningRequest};
 
+use crate::nats::checkout::CheckedOut;
 use crate::nats::dialer::NatsDialer;
 use crate::nats::error::{Missing, NatsError};
-use crate::nats::held::Held;
-use crate::nats::names::{self, Subject};
+use crate::nats::names::Subject;
+use crate::nats::settings;
 use crate::nats::NatsLimits;
 
 /// The stream's acknowledgement of a published message.
@@ -54,8 +55,8 @@ pub async fn publish(
 ) -> Result<PublishAck, NatsError> {
     limits.check()?;
     NatsError::check_size("payload", payload.len(), limits.max_payload)?;
-    let subject = subject.under(names::subject_prefix(running)?)?;
-    let held = Held::reserve(pools, running, dialer).await?;
+    let subject = subject.under(settings::subject_prefix(running)?)?;
+    let held = CheckedOut::reserve(pools, running, dialer).await?;
     held.run(running.deadline(), async move |conn| {
         let max = conn.client()?.max_payload();
         NatsError::check_size("payload", payload.len(), max)?;

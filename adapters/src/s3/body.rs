@@ -24,9 +24,9 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use provider_pools_actors::{PooledConnection, RunningRequest, StagedOutput};
 use tokio::time::{Instant, Sleep};
 
-use crate::http::exchange::{park_ready, REUSE_WAIT};
+use crate::http::delivery::{park_ready, reuse_wait_until};
 use crate::http::HttpConnection;
-use crate::s3::connector::Failure;
+use crate::s3::error::Failure;
 
 /// Chunks of answers the SDK buffers whole, each charged to the request
 /// before the SDK got it; shared by an operation's connector and its
@@ -168,7 +168,7 @@ impl Body for PooledBody {
             Poll::Ready(None) => {
                 reading.body = None;
                 if reading.keep_alive && reading.conn.is_some() {
-                    let wait = reading.deadline.deadline().min(Instant::now() + REUSE_WAIT);
+                    let wait = reuse_wait_until(reading.deadline.deadline());
                     reading.parking = Some(Box::pin(tokio::time::sleep_until(wait)));
                     ready!(reading.poll_park(cx));
                 } else {

@@ -36,49 +36,15 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use http::header::{HeaderValue, HOST};
 use http::{Uri, Version};
 use http_body_util::{BodyExt, Full, Limited};
-use provider_pools_actors::{AdmitError, ConnectError, ProviderPools, RunningRequest};
+use provider_pools_actors::{ProviderPools, RunningRequest};
 
+use crate::http::delivery::asks_close;
 use crate::http::delivery::{deliver, Delivered, Undeliverable};
-use crate::http::exchange::{asks_close, Progress};
+use crate::http::error::Progress;
 use crate::http::HttpDialer;
 use crate::s3::body::{Charged, PooledBody};
 use crate::s3::config::S3Endpoint;
-
-/// Why the connector could not carry a request, as the SDK's connector
-/// error source; the operations turn it back into an
-/// [`S3Error`](crate::s3::S3Error).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum Failure {
-    /// The request names another origin than the slot's endpoint.
-    #[error("request refused: {0} is not the approved endpoint")]
-    Unapproved(&'static str),
-    /// The request body is over the limit; nothing was dialed.
-    #[error("request body is over the limit of {max} bytes")]
-    RequestTooLarge { max: u64 },
-    /// The request body could not be read.
-    #[error("request body could not be read")]
-    RequestBody,
-    /// No connection was reserved.
-    #[error("no connection")]
-    Connect(#[source] ConnectError),
-    /// The response body is over the limit; the connection was destroyed.
-    #[error("response body is over the limit of {max} bytes")]
-    ResponseTooLarge { max: u64 },
-    /// The exchange failed mid-way; the connection was destroyed.
-    #[error("http protocol error while {phase}")]
-    Protocol {
-        phase: &'static str,
-        #[source]
-        source: hyper::Error,
-    },
-    /// The request's deadline passed.
-    #[error("deadline passed during the s3 exchange")]
-    Timeout,
-    /// A response body chunk could not be charged to the request; the
-    /// connection was destroyed.
-    #[error("response body not charged")]
-    Staging(#[source] AdmitError),
-}
+use crate::s3::error::Failure;
 
 /// Body limits of the exchanges a connector carries, in bytes.
 #[derive(Debug, Clone, Copy)]

@@ -13,8 +13,7 @@ use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use provider_pools_actors::{AdmitError, ConnectError};
 
 use crate::s3::config::S3ConfigError;
-use crate::s3::connector::Failure;
-use crate::s3::key::KeyError;
+use crate::s3::key::ObjectKeyError;
 
 /// Longest S3 error code kept; longer or unusual codes become `unknown`.
 const MAX_CODE: usize = 64;
@@ -28,7 +27,7 @@ pub enum S3Error {
     Limit(#[from] crate::limits::LimitError),
     /// The guest's key or prefix was refused.
     #[error(transparent)]
-    Key(#[from] KeyError),
+    Key(#[from] ObjectKeyError),
     /// The provider's configuration or credential is unusable.
     #[error(transparent)]
     Config(#[from] S3ConfigError),
@@ -210,4 +209,40 @@ pub(crate) fn find_failure<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a F
         next = error.source();
     }
     None
+}
+
+/// Why the connector could not carry a request, as the SDK's connector
+/// error source; the operations turn it back into an
+/// [`S3Error`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Failure {
+    /// The request names another origin than the slot's endpoint.
+    #[error("request refused: {0} is not the approved endpoint")]
+    Unapproved(&'static str),
+    /// The request body is over the limit; nothing was dialed.
+    #[error("request body is over the limit of {max} bytes")]
+    RequestTooLarge { max: u64 },
+    /// The request body could not be read.
+    #[error("request body could not be read")]
+    RequestBody,
+    /// No connection was reserved.
+    #[error("no connection")]
+    Connect(#[source] ConnectError),
+    /// The response body is over the limit; the connection was destroyed.
+    #[error("response body is over the limit of {max} bytes")]
+    ResponseTooLarge { max: u64 },
+    /// The exchange failed mid-way; the connection was destroyed.
+    #[error("http protocol error while {phase}")]
+    Protocol {
+        phase: &'static str,
+        #[source]
+        source: hyper::Error,
+    },
+    /// The request's deadline passed.
+    #[error("deadline passed during the s3 exchange")]
+    Timeout,
+    /// A response body chunk could not be charged to the request; the
+    /// connection was destroyed.
+    #[error("response body not charged")]
+    Staging(#[source] AdmitError),
 }

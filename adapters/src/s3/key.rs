@@ -15,7 +15,7 @@ pub const MAX_KEY: usize = 1024;
 /// Why a key was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum KeyError {
+pub enum ObjectKeyError {
     /// Empty, or longer than [`MAX_KEY`].
     #[error("s3 key is {len} bytes; it must be 1 to {MAX_KEY}")]
     Length {
@@ -49,11 +49,11 @@ impl ObjectKey {
     ///
     /// # Errors
     ///
-    /// The [`KeyError`] naming what is wrong.
-    pub fn parse(key: &str) -> Result<Self, KeyError> {
-        length_within(key, MAX_KEY).map_err(|len| KeyError::Length { len })?;
+    /// The [`ObjectKeyError`] naming what is wrong.
+    pub fn parse(key: &str) -> Result<Self, ObjectKeyError> {
+        length_within(key, MAX_KEY).map_err(|len| ObjectKeyError::Length { len })?;
         if let Some((index, _)) = key.char_indices().find(|(_, c)| c.is_control()) {
-            return Err(KeyError::Control { index });
+            return Err(ObjectKeyError::Control { index });
         }
         Ok(Self(key.to_owned()))
     }
@@ -70,12 +70,12 @@ mod tests {
         assert!(ObjectKey::parse("a/b c/ü.txt").is_ok());
         assert_eq!(
             ObjectKey::parse(&"k".repeat(MAX_KEY + 1)),
-            Err(KeyError::Length { len: MAX_KEY + 1 })
+            Err(ObjectKeyError::Length { len: MAX_KEY + 1 })
         );
-        assert_eq!(ObjectKey::parse(""), Err(KeyError::Length { len: 0 }));
+        assert_eq!(ObjectKey::parse(""), Err(ObjectKeyError::Length { len: 0 }));
         assert_eq!(
             ObjectKey::parse("ab\u{7f}"),
-            Err(KeyError::Control { index: 2 })
+            Err(ObjectKeyError::Control { index: 2 })
         );
     }
 }

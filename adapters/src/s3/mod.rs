@@ -106,7 +106,7 @@ pub use config::{
     REGION_SETTING,
 };
 pub use error::S3Error;
-pub use key::{KeyError, ObjectKey, MAX_KEY};
+pub use key::{ObjectKey, ObjectKeyError, MAX_KEY};
 pub use ops::{delete, get, head, list, put, put_input};
 pub use reader::S3Reader;
 

@@ -112,7 +112,7 @@ impl S3Reader {
         self.body = None;
         self.running = None;
         match find_failure(error) {
-            Some(crate::s3::connector::Failure::ResponseTooLarge { max }) => S3Error::TooLarge {
+            Some(crate::s3::error::Failure::ResponseTooLarge { max }) => S3Error::TooLarge {
                 len: self.received.max(max.saturating_add(1)),
                 limit: *max,
             },

@@ -90,7 +90,7 @@ mod source;
 mod value;
 
 pub use error::SecretError;
-pub use name::{NameError, SecretName, MAX_NAME};
+pub use name::{SecretName, SecretNameError, MAX_NAME};
 pub use read::read;
 pub use reload::{forget, prepayment, reload, Reloaded};
 pub use settings::{SecretSettings, MAX_SECRETS_SETTING, MAX_SECRET_BYTES_SETTING, TTL_MS_SETTING};

@@ -17,7 +17,7 @@ pub const MAX_NAME: usize = 255;
 /// Why a secret name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum NameError {
+pub enum SecretNameError {
     /// Empty, or longer than [`MAX_NAME`].
     #[error("secret name is {len} bytes; it must be 1 to {MAX_NAME}")]
     Length {
@@ -56,15 +56,15 @@ impl SecretName {
     ///
     /// # Errors
     ///
-    /// The first [`NameError`] found.
-    pub fn parse(name: &str) -> Result<Self, NameError> {
-        length_within(name, MAX_NAME).map_err(|len| NameError::Length { len })?;
+    /// The first [`SecretNameError`] found.
+    pub fn parse(name: &str) -> Result<Self, SecretNameError> {
+        length_within(name, MAX_NAME).map_err(|len| SecretNameError::Length { len })?;
         if name.starts_with('.') {
-            return Err(NameError::Dot);
+            return Err(SecretNameError::Dot);
         }
         let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
         if let Some(index) = name.bytes().position(|b| !allowed(b)) {
-            return Err(NameError::Byte { index });
+            return Err(SecretNameError::Byte { index });
         }
         Ok(Self(name.to_owned()))
     }
@@ -87,19 +87,40 @@ mod tests {
         ] {
             assert!(SecretName::parse(ok).is_ok(), "{ok} must pass");
         }
-        assert_eq!(SecretName::parse(""), Err(NameError::Length { len: 0 }));
+        assert_eq!(
+            SecretName::parse(""),
+            Err(SecretNameError::Length { len: 0 })
+        );
         assert_eq!(
             SecretName::parse(&"x".repeat(MAX_NAME + 1)),
-            Err(NameError::Length { len: MAX_NAME + 1 })
+            Err(SecretNameError::Length { len: MAX_NAME + 1 })
         );
         for dot in [".", "..", "..data", ".hidden"] {
-            assert_eq!(SecretName::parse(dot), Err(NameError::Dot), "{dot}");
+            assert_eq!(SecretName::parse(dot), Err(SecretNameError::Dot), "{dot}");
         }
-        assert_eq!(SecretName::parse("a/b"), Err(NameError::Byte { index: 1 }));
-        assert_eq!(SecretName::parse("/abs"), Err(NameError::Byte { index: 0 }));
-        assert_eq!(SecretName::parse("a\\b"), Err(NameError::Byte { index: 1 }));
-        assert_eq!(SecretName::parse("a\0"), Err(NameError::Byte { index: 1 }));
-        assert_eq!(SecretName::parse("a b"), Err(NameError::Byte { index: 1 }));
-        assert_eq!(SecretName::parse("é"), Err(NameError::Byte { index: 0 }));
+        assert_eq!(
+            SecretName::parse("a/b"),
+            Err(SecretNameError::Byte { index: 1 })
+        );
+        assert_eq!(
+            SecretName::parse("/abs"),
+            Err(SecretNameError::Byte { index: 0 })
+        );
+        assert_eq!(
+            SecretName::parse("a\\b"),
+            Err(SecretNameError::Byte { index: 1 })
+        );
+        assert_eq!(
+            SecretName::parse("a\0"),
+            Err(SecretNameError::Byte { index: 1 })
+        );
+        assert_eq!(
+            SecretName::parse("a b"),
+            Err(SecretNameError::Byte { index: 1 })
+        );
+        assert_eq!(
+            SecretName::parse("é"),
+            Err(SecretNameError::Byte { index: 0 })
+        );
     }
 }

@@ -16,7 +16,7 @@
 //! - A request leaves only for the slot's origin under `/v1/`, with a body
 //!   of at most [`max_request`] (the largest input any call carries, a
 //!   transit ciphertext of `max_secret_bytes` of plaintext, plus
-//!   [`REQUEST_ENVELOPE`]), checked before any connection is reserved; headers are the exchange's
+//!   room for the JSON around it), checked before any connection is reserved; headers are the exchange's
 //!   (rustify sets none without a middleware, and none is used).
 //! - An answer is read under `max_response_bytes` and charged; the charged
 //!   body stays in the client until the operation takes it or ends, so the
@@ -41,16 +41,8 @@ use serde::Deserialize;
 use crate::http::HttpDialer;
 use crate::vault::error::VaultError;
 use crate::vault::exchange::{exchange, Outgoing, Slot};
+use crate::vault::sizes::max_request;
 use crate::vault::VaultLimits;
-
-/// Room for a request's JSON around the bounded input it carries (field
-/// names, options, a key's settings), in bytes.
-pub(crate) const REQUEST_ENVELOPE: usize = 4 * 1024;
-
-/// The largest request body sent under `limits`.
-pub(crate) fn max_request(limits: VaultLimits) -> usize {
-    crate::vault::transit::max_ciphertext(limits).saturating_add(REQUEST_ENVELOPE)
-}
 
 /// Vault's answer envelope, of which only `data` is read (vaultrs's own
 /// `EndpointResult` also requires the lease fields and parses `auth`,

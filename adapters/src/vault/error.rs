@@ -8,7 +8,7 @@
 
 use provider_pools_actors::{AdmitError, ConnectError};
 
-use crate::vault::config::PathError;
+use crate::vault::path::PathError;
 
 /// Most server messages kept in a [`VaultError::Rejected`].
 pub(crate) const MAX_SERVER_MESSAGES: usize = 4;

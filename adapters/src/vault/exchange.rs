@@ -39,8 +39,9 @@ use hyper::body::{Body, Incoming};
 use provider_pools_actors::{OriginKind, ProviderPools, RunningRequest, StagedOutput};
 use zeroize::Zeroizing;
 
+use crate::http::delivery::{asks_close, park_if_reusable};
 use crate::http::delivery::{deliver, Delivered, Undeliverable};
-use crate::http::exchange::{asks_close, park_if_reusable, Progress};
+use crate::http::error::Progress;
 use crate::http::{HttpConnection, HttpDialer};
 use crate::vault::config::{
     self, VaultAddress, MOUNT_SETTING, NAMESPACE_SETTING, TRANSIT_MOUNT_SETTING,

@@ -132,18 +132,20 @@ mod config;
 mod error;
 mod exchange;
 mod ops;
+mod path;
 mod secret;
+mod sizes;
 mod transit;
 mod versions;
 mod wire;
 
 pub use config::{
-    PathError, SecretPath, TransitKey, VaultAddress, CA_FILE_SETTING, DEFAULT_MOUNT,
-    DEFAULT_TRANSIT_MOUNT, MAX_MOUNT, MAX_PATH, MAX_TOKEN, MOUNT_SETTING, NAMESPACE_SETTING,
-    TRANSIT_MOUNT_SETTING,
+    TransitKey, VaultAddress, CA_FILE_SETTING, DEFAULT_MOUNT, DEFAULT_TRANSIT_MOUNT, MAX_TOKEN,
+    MOUNT_SETTING, NAMESPACE_SETTING, TRANSIT_MOUNT_SETTING,
 };
 pub use error::VaultError;
 pub use ops::{read, read_metadata, read_version, write};
+pub use path::{PathError, SecretPath, MAX_MOUNT, MAX_PATH};
 pub use secret::{
     MetadataUpdate, SecretList, SecretMetadata, VaultSecret, VersionMetadata, VersionState,
     MAX_CUSTOM_METADATA,

@@ -10,9 +10,9 @@ use serde_json::{Map, Value};
 
 use crate::http::HttpDialer;
 use crate::vault::client::PoolClient;
-use crate::vault::config::SecretPath;
 use crate::vault::error::VaultError;
 use crate::vault::exchange::Slot;
+use crate::vault::path::SecretPath;
 use crate::vault::secret::{SecretMetadata, VaultSecret, VersionMetadata, VersionState};
 use crate::vault::wire;
 use crate::vault::VaultLimits;

@@ -20,23 +20,9 @@ use crate::vault::client::PoolClient;
 use crate::vault::config::TransitKey;
 use crate::vault::error::VaultError;
 use crate::vault::exchange::Slot;
+use crate::vault::sizes::max_ciphertext;
 use crate::vault::wire;
 use crate::vault::VaultLimits;
-
-/// Room in a ciphertext beyond the base64 of its plaintext: the
-/// `vault:vN:` prefix, the nonce and the tag.
-const CIPHERTEXT_OVERHEAD: usize = 128;
-
-/// The longest ciphertext accepted under `limits`: that of a plaintext of
-/// `max_secret_bytes`.
-pub(crate) fn max_ciphertext(limits: VaultLimits) -> usize {
-    base64_len(limits.max_secret_bytes).saturating_add(CIPHERTEXT_OVERHEAD)
-}
-
-/// The length of `len` bytes in padded base64.
-pub(crate) fn base64_len(len: usize) -> usize {
-    len.div_ceil(3).saturating_mul(4)
-}
 
 /// Encrypts `plaintext` with the transit key `key`; returns Vault's
 /// ciphertext (`vault:vN:…`), which names the key version used.
@@ -116,19 +102,4 @@ pub async fn decrypt(
     running
         .stage_output(Bytes::from_owner(Zeroizing::new(plaintext)))
         .map_err(VaultError::Staging)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_full_size_plaintext_encrypts_to_an_accepted_ciphertext() {
-        let limits = VaultLimits::default();
-        // vault:v1: + base64(nonce 12 + ciphertext + tag 16)
-        let largest = "vault:v1:".len() + base64_len(limits.max_secret_bytes + 28);
-        assert!(largest <= max_ciphertext(limits));
-        assert_eq!(base64_len(0), 0);
-        assert_eq!(base64_len(4), 8);
-    }
 }

@@ -9,9 +9,9 @@ use provider_pools_actors::{ProviderPools, RunningRequest};
 
 use crate::http::HttpDialer;
 use crate::vault::client::PoolClient;
-use crate::vault::config::SecretPath;
 use crate::vault::error::VaultError;
 use crate::vault::exchange::Slot;
+use crate::vault::path::SecretPath;
 use crate::vault::secret::{MetadataUpdate, SecretList};
 use crate::vault::wire;
 use crate::vault::VaultLimits;

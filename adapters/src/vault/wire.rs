@@ -22,7 +22,8 @@ use vaultrs::api::kv2::requests::{
 };
 use vaultrs::api::transit::requests::{DecryptDataRequest, EncryptDataRequest};
 
-use crate::vault::config::{SecretPath, TransitKey};
+use crate::vault::config::TransitKey;
+use crate::vault::path::SecretPath;
 
 /// Vault's error body: `{"errors": [...]}`.
 #[derive(Deserialize)]

@@ -2,7 +2,7 @@
 //!
 //! A call reserves nothing before it is queued: [`RequestQueue::submit`]
 //! either places the job in the bounded channel or fails at once. The
-//! caller's future ([`Answer`]) owns the result slot through an `Arc`; the
+//! caller's future ([`PendingReply`]) owns the result slot through an `Arc`; the
 //! queued job sees it only through a `Weak`.
 //!
 //! Invariants:
@@ -57,11 +57,11 @@ impl<T> Slot<T> {
 }
 
 /// The caller's side of a queued call: resolves when the worker answers.
-pub(crate) struct Answer<T> {
+pub(crate) struct PendingReply<T> {
     slot: Arc<Slot<T>>,
 }
 
-impl<T> Future for Answer<T> {
+impl<T> Future for PendingReply<T> {
     type Output = CallResult<T>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallResult<T>> {
@@ -163,7 +163,7 @@ impl RequestQueue {
         &self,
         exchange: Exchange,
         decode: Decode<T>,
-    ) -> Result<Answer<T>, ControlPlaneError> {
+    ) -> Result<PendingReply<T>, ControlPlaneError> {
         let slot = Arc::new(Slot {
             state: Mutex::new(SlotState {
                 result: None,
@@ -176,7 +176,7 @@ impl RequestQueue {
             decode,
         };
         match self.sender.try_send(Box::new(call)) {
-            Ok(()) => Ok(Answer { slot }),
+            Ok(()) => Ok(PendingReply { slot }),
             Err(mpsc::error::TrySendError::Full(call)) => {
                 drop(slot);
                 drop(call);

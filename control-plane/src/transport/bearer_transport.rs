@@ -21,8 +21,8 @@ use super::{
     HttpControlPlaneRequest, HttpResponse, HttpTransport, PooledHttpTransport,
     SharedHttpControlPlaneRequest, TransportError,
 };
-use crate::client::BoxFuture;
 use crate::error::ControlPlaneError;
+use crate::future::BoxFuture;
 
 /// The longest bearer token accepted, in bytes.
 pub const MAX_BEARER_TOKEN_BYTES: usize = 8 * 1024;

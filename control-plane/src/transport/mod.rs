@@ -20,8 +20,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::client::BoxFuture;
 use crate::error::ControlPlaneError;
+use crate::future::BoxFuture;
 
 mod bearer_transport;
 mod endpoint;

@@ -34,8 +34,8 @@ use super::{
     HttpControlPlaneRequest, HttpMethod, HttpResponse, HttpTransport,
     SharedHttpControlPlaneRequest, TransportError, DEFAULT_MAX_RESPONSE_BYTES,
 };
-use crate::client::BoxFuture;
 use crate::error::ControlPlaneError;
+use crate::future::BoxFuture;
 
 /// Default bound on establishing a connection (TCP and TLS).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

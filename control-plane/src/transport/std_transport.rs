@@ -32,8 +32,8 @@ use super::{
     HttpControlPlaneRequest, HttpMethod, HttpResponse, HttpTransport,
     SharedHttpControlPlaneRequest, TransportError, DEFAULT_MAX_RESPONSE_BYTES,
 };
-use crate::client::BoxFuture;
 use crate::error::ControlPlaneError;
+use crate::future::BoxFuture;
 use crate::transport::{Endpoint, Scheme};
 
 /// One TCP connection per request, `Connection: close`, std only.

@@ -13,8 +13,10 @@ use loom::future::block_on;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use loom::thread;
 
-use super::{batch, BatchInbox, Shared, Stopped, WakeTarget, DRAIN_LIMIT};
-use crate::mailbox::{Envelope, MailboxBound, MailboxSlots};
+use super::{batch, BatchInbox, DRAIN_LIMIT};
+use crate::envelope::Envelope;
+use crate::fifo::{Shared, Stopped, WakeTarget};
+use crate::mailbox::{MailboxBound, MailboxSlots};
 
 /// The actor: the Wakes waiting in its mailbox, and whether it stopped.
 #[derive(Default)]

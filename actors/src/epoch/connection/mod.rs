@@ -52,7 +52,7 @@ use std::time::Duration;
 pub(crate) use dial::{spawn_dial, DialJob};
 pub(crate) use driver::DriverSeat;
 pub(crate) use hold::RequestHold;
-pub use mux::{Multiplexed, StreamLease};
+pub use mux::{Multiplexed, PooledStream};
 pub(crate) use permit::{DialOutcome, DialPermit};
 pub use pooled::PooledConnection;
 pub(crate) use pooled::{ConnCharges, IdleConn};

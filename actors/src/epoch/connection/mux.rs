@@ -6,7 +6,7 @@
 //! instead of `reserve_connection`. The connections a client's tenant is
 //! streaming on sit in the client's [`MuxTable`]; one with room (fewer
 //! streams than [`Multiplexed::max_streams`], and still opening streams)
-//! gives the request a [`StreamLease`], else a connection is reserved as
+//! gives the request a [`PooledStream`], else a connection is reserved as
 //! for any request (from the idle stash or a dial, with every charge and
 //! the share check) and joins the table.
 //!
@@ -22,7 +22,7 @@
 //!   with its last stream — parked when it is still reusable, destroyed
 //!   otherwise — outside the lock.
 //! - Each stream is a running request: the request's running capacity,
-//!   lease and activation are held by the [`StreamLease`] (dropped after
+//!   lease and activation are held by the [`PooledStream`] (dropped after
 //!   the connection is parked or destroyed), not by the connection, so a
 //!   connection outliving its first request keeps none of that request's.
 //! - The count of streams per connection never exceeds the
@@ -199,8 +199,8 @@ impl fmt::Debug for MuxTable {
 /// parks the connection in its client's idle pool when it is still
 /// reusable ([`Multiplexed::is_reusable`]) and destroys it otherwise,
 /// then the request's own holdings go.
-#[must_use = "dropping a stream lease ends the stream at once"]
-pub struct StreamLease<T: Multiplexed> {
+#[must_use = "dropping a pooled stream ends the stream at once"]
+pub struct PooledStream<T: Multiplexed> {
     stream: Option<T::Stream>,
     epoch: Arc<PublishedEpoch>,
     client: usize,
@@ -209,7 +209,7 @@ pub struct StreamLease<T: Multiplexed> {
     _running: RequestHold,
 }
 
-impl<T: Multiplexed> StreamLease<T> {
+impl<T: Multiplexed> PooledStream<T> {
     pub(crate) fn new(
         stream: T::Stream,
         (epoch, client, id): (Arc<PublishedEpoch>, usize, u64),
@@ -245,10 +245,10 @@ impl<T: Multiplexed> StreamLease<T> {
 
 #[cold]
 fn unreachable_stream() -> ! {
-    unreachable!("a stream lease's stream is taken only by drop")
+    unreachable!("a pooled stream's stream is taken only by drop")
 }
 
-impl<T: Multiplexed> Drop for StreamLease<T> {
+impl<T: Multiplexed> Drop for PooledStream<T> {
     fn drop(&mut self) {
         // The stream first: the connection's driver sees it end.
         drop(self.stream.take());
@@ -269,9 +269,9 @@ impl<T: Multiplexed> Drop for StreamLease<T> {
     }
 }
 
-impl<T: Multiplexed> fmt::Debug for StreamLease<T> {
+impl<T: Multiplexed> fmt::Debug for PooledStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StreamLease")
+        f.debug_struct("PooledStream")
             .field("client", &self.client)
             .field("connection", &self.id)
             .field("reused", &self.reused)

@@ -151,7 +151,7 @@ pub struct PooledConnection<T: Send + 'static> {
     client: usize,
     reused: bool,
     /// The request it was checked out for; none once it carries streams
-    /// (each stream's lease holds its own request).
+    /// (each pooled stream holds its own request).
     _owner: Option<RequestHold>,
 }
 
@@ -177,7 +177,7 @@ impl<T: Send + 'static> PooledConnection<T> {
     }
 
     /// Lets go of the request it was checked out for, to carry streams of
-    /// several: each [`StreamLease`](crate::epoch::connection::StreamLease) holds
+    /// several: each [`PooledStream`](crate::epoch::connection::PooledStream) holds
     /// its own request, and the connection leaves the table of streams
     /// before the last of them goes.
     pub(crate) fn into_shared(mut self) -> Self {

@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::dialer_core::DialerCore;
-use crate::http::dialer::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
+use crate::http::connect::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
 use crate::http::http2::{max_streams, HTTP2_MAX_STREAMS_SETTING};
 use crate::http::tls;
 

@@ -14,17 +14,17 @@
 //! (8.7), `Sent::Maybe` otherwise.
 
 use bytes::Bytes;
-use provider_pools_actors::{ProviderPools, RunningRequest, StreamLease};
+use provider_pools_actors::{PooledStream, ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
+use crate::http::error::Progress;
 use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::Progress;
 use crate::http::http2::{H2Body, H2Connection, H2Dialer};
 use crate::http::settings::ConnectionSettings;
 
 /// A request on a stream whose response head arrived.
 pub(crate) struct Delivered {
-    pub(crate) lease: StreamLease<H2Connection>,
+    pub(crate) stream: PooledStream<H2Connection>,
     pub(crate) response: http::Response<H2Body>,
 }
 
@@ -36,8 +36,8 @@ pub(crate) struct Delivered {
 ///
 /// # Cancel safety
 ///
-/// Dropping the future resets the stream in use (if opened) and ends the
-/// lease; the connection carries on for its other streams.
+/// Dropping the future resets the stream in use (if opened) and drops its
+/// pooled stream; the connection carries on for its other streams.
 pub(crate) async fn deliver(
     pools: &ProviderPools,
     running: &RunningRequest,
@@ -49,11 +49,11 @@ pub(crate) async fn deliver(
     // Bounded by the deadline, and by the client's connections: each turn
     // that continues found one going away, which opens no more streams.
     loop {
-        let mut lease = pools
+        let mut pooled = pools
             .reserve_stream(running, dialer)
             .await
             .map_err(HttpError::Connect)?;
-        let stream = lease.stream();
+        let stream = pooled.stream();
         let ready = std::future::poll_fn(|cx| stream.sender.poll_ready(cx)).await;
         let opened = ready.and_then(|()| {
             let head = http::Request::from_parts(parts.clone(), ());
@@ -64,7 +64,7 @@ pub(crate) async fn deliver(
             Err(refused) => {
                 // No stream was opened: nothing of the request was written.
                 stream.going_away();
-                if lease.is_reused() {
+                if pooled.is_reused() {
                     continue;
                 }
                 return Err(sending(Sent::No, refused));
@@ -80,7 +80,7 @@ pub(crate) async fn deliver(
             // h2 ended the connection over a header block continued past
             // `max_head_bytes` (a CONTINUATION flood).
             Err(source) if head_too_large(&source) => {
-                lease.stream().going_away();
+                pooled.stream().going_away();
                 let max = settings_max_head(running);
                 return Err(HttpError::HeadTooLarge {
                     max,
@@ -100,7 +100,7 @@ pub(crate) async fn deliver(
             // Above the last stream of the peer's GOAWAY: never processed;
             // the connection goes away, the request to another.
             Err(source) if beyond_go_away(&source) => {
-                lease.stream().going_away();
+                pooled.stream().going_away();
                 progress.set(Sent::No);
                 continue;
             }
@@ -113,7 +113,10 @@ pub(crate) async fn deliver(
         };
         progress.answered();
         let response = response.map(|recv| H2Body::new(recv, running.deadline()));
-        return Ok(Delivered { lease, response });
+        return Ok(Delivered {
+            stream: pooled,
+            response,
+        });
     }
 }
 

@@ -1,5 +1,5 @@
-//! [`Held`]: a checked-out NATS connection that is parked or closed, never
-//! just dropped, and [`Held::run`], one operation on it bounded by the
+//! [`CheckedOut`]: a checked-out NATS connection that is parked or closed, never
+//! just dropped, and [`CheckedOut::run`], one operation on it bounded by the
 //! request's deadline and the client's first fault.
 //!
 //! Invariants:
@@ -25,12 +25,12 @@ use crate::nats::health::{self, Fault, Health};
 
 /// A connection checked out for one operation (or one fetched batch).
 #[derive(Debug)]
-pub(crate) struct Held {
+pub(crate) struct CheckedOut {
     conn: Option<PooledConnection<NatsConnection>>,
     pools: ProviderPools,
 }
 
-impl Held {
+impl CheckedOut {
     /// Checks out a connection that is still reusable: an idle one whose
     /// client failed meanwhile is closed and the next one taken.
     pub(crate) async fn reserve(
@@ -114,7 +114,7 @@ impl Held {
     }
 }
 
-impl Drop for Held {
+impl Drop for CheckedOut {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
             close(&self.pools, conn);
@@ -163,6 +163,6 @@ pub(crate) fn fault_error(fault: Fault) -> NatsError {
 
 #[cold]
 fn unreachable_connection() -> ! {
-    // A `Held` always holds its connection until it is consumed.
+    // A `CheckedOut` always holds its connection until it is consumed.
     panic!("a held nats connection was used after it was released")
 }

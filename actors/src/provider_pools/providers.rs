@@ -1,13 +1,12 @@
-//! Installation, lookups, observation and limits.
+//! Installing and rotating providers, and looking up their current
+//! epochs: `install`, `rotate`, `client`, `describe`.
 
 use crate::credential::Credential;
 use crate::epoch::{ClientLease, TypedSlot};
-use crate::error::{InstallError, LookupError, LowerError};
+use crate::error::{InstallError, LookupError};
 use crate::identity::{OriginKind, ProviderId};
 use crate::install::{InstallReceipt, Installation, ProviderDescriptor};
-use crate::limits::Limits;
 use crate::provider_pools::ProviderPools;
-use crate::snapshot::{ControlState, Held, Snapshot, Usage};
 
 /// How many times a lookup re-reads the directory when the epoch it found
 /// was retired under it by a concurrent rotation.
@@ -192,125 +191,5 @@ impl ProviderPools {
             .directory
             .current(provider)
             .map(|epoch| ProviderDescriptor::of(&epoch))
-    }
-
-    /// Aggregate counts of everything the pools own.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use provider_pools_actors::{BrokerGeneration, ControlState, PoolsConfig, ProviderPools};
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
-    /// let pools = ProviderPools::start(config).await?;
-    ///
-    /// let snapshot = pools.snapshot();
-    /// assert_eq!(snapshot.control, ControlState::Running);
-    /// assert!(snapshot.owns_nothing());
-    ///
-    /// pools.retire().await;
-    /// assert_eq!(pools.snapshot().control, ControlState::Retiring);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn snapshot(&self) -> Snapshot {
-        let mut snapshot = self.inner.ledger.snapshot();
-        if self.registry_lost() {
-            snapshot.control = ControlState::Failed;
-        }
-        snapshot
-    }
-
-    /// Every tenant's and every provider's queued and running requests
-    /// now: the per-key view behind per-tenant gauges. It reads the
-    /// admission queue under its lock in O(tenants + providers with live
-    /// work), so it suits a scrape, not every request. Keys with nothing
-    /// queued or running are absent.
-    pub fn usage(&self) -> Usage {
-        let (tenants, providers) = self.inner.admission.usage();
-        let held = |pending, running| Held { pending, running };
-        Usage {
-            tenants: tenants
-                .into_iter()
-                .map(|(tenant, pending, running)| (tenant, held(pending, running)))
-                .collect(),
-            providers: providers
-                .into_iter()
-                .map(|(provider, pending, running)| (provider, held(pending, running)))
-                .collect(),
-        }
-    }
-
-    /// Lowers limits for the rest of the generation.
-    ///
-    /// `lower_limits` never raises a limit: every field must be at most
-    /// the limit in force ([`ProviderPools::limits_in_force`]), so a later
-    /// lowering never undoes an earlier one. It never changes the dial
-    /// backoff, and never lowers a limit below what is in use now —
-    /// counting retired epochs, clients retained by old calls, queued and
-    /// running requests. All or nothing: a refusal changes no limit.
-    /// Shorter queue and idle ages apply to future admissions and idle
-    /// reuse; admitted requests keep their deadlines.
-    ///
-    /// # Cancel safety
-    ///
-    /// Once queued the change is applied or refused as a whole; dropping the
-    /// future loses only the answer.
-    ///
-    /// # Errors
-    ///
-    /// [`LowerError::Limits`] for invalid, raised or fixed fields,
-    /// [`LowerError::InUse`] naming the field and its current use,
-    /// [`LowerError::Busy`] and [`LowerError::Closed`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use provider_pools_actors::{
-    ///     BrokerGeneration, LimitField, Limits, LimitsError, LowerError, PoolsConfig, ProviderPools,
-    /// };
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let config = PoolsConfig::new(tokio::runtime::Handle::current(), BrokerGeneration::new());
-    /// let pools = ProviderPools::start(config).await?;
-    ///
-    /// // Halve each tenant's share of connections.
-    /// pools
-    ///     .lower_limits(Limits {
-    ///         connections_per_tenant: 2,
-    ///         ..pools.limits_in_force()
-    ///     })
-    ///     .await?;
-    ///
-    /// // A lowering built from the startup limits would raise the share
-    /// // back: it is refused, and the first lowering stays.
-    /// let raised = pools
-    ///     .lower_limits(Limits {
-    ///         running_per_tenant: 8,
-    ///         ..*pools.limits()
-    ///     })
-    ///     .await;
-    /// assert!(matches!(
-    ///     raised,
-    ///     Err(LowerError::Limits(LimitsError::Raised {
-    ///         field: LimitField::ConnectionsPerTenant,
-    ///         ..
-    ///     }))
-    /// ));
-    /// assert_eq!(pools.limits_in_force().connections_per_tenant, 2);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn lower_limits(&self, lowered: Limits) -> Result<(), LowerError> {
-        // Refused at once when already raised; the registry checks again
-        // against the limits in force when it applies the lowering.
-        self.limits_in_force().check_lowering(&lowered)?;
-        if !self.is_open() {
-            return Err(LowerError::Closed);
-        }
-        self.inner.registry.lower_limits(lowered).await
     }
 }
