@@ -3,7 +3,7 @@
 //! A [`Budget`] is a counter with a ceiling that several actors, handles and
 //! callers' tasks may charge without a message hop: the node-wide retained
 //! configurations, configured clients, metadata bytes, connections and idle
-//! connections (held by the ledger); a logical provider's clients across all
+//! connections (held by the accounts); a logical provider's clients across all
 //! of its retained epochs; one client's connections; the provider workers and
 //! the cleanup jobs; and each tenant's shares of the metadata, the workers and
 //! the admission path (`tenants`). A budget made waitable also lets a caller

@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+mod accounts;
 mod admission;
 mod budget;
 mod cleanup;
@@ -34,7 +35,6 @@ mod error;
 mod fairness;
 mod identity;
 mod install;
-mod ledger;
 mod limits;
 mod mailbox;
 mod observe;

@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::accounts::Accounts;
 use crate::admission::{AdmitError, RunningRequest, StagedOutput};
 use crate::budget::Charge;
-use crate::ledger::Ledger;
 use crate::tenants::SharedCharge;
 
 /// A request's result bytes, growing as they are read, charged to its
@@ -29,17 +29,17 @@ pub struct OutputBuffer {
     /// The tenant's part and the node's part of the charge, equal amounts.
     tenant: Charge,
     charge: Charge,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     owner: RunningRequest,
 }
 
 impl OutputBuffer {
-    pub(crate) fn new(ledger: Arc<Ledger>, owner: RunningRequest) -> Self {
+    pub(crate) fn new(accounts: Arc<Accounts>, owner: RunningRequest) -> Self {
         Self {
             bytes: Vec::new(),
             tenant: Charge::empty(),
             charge: Charge::empty(),
-            ledger,
+            accounts,
             owner,
         }
     }
@@ -84,7 +84,7 @@ impl OutputBuffer {
         // Over `u32::MAX` bytes no budget has room: the reservation fails.
         let amount = |target: usize| u32::try_from(target - capacity).unwrap_or(u32::MAX);
         let tenant = self.owner.plan().tenant();
-        let (shares, node) = (&self.ledger.tenants, &self.ledger.metadata);
+        let (shares, node) = (&self.accounts.tenants, &self.accounts.metadata);
         let (target, (own, more)) = match shares.metadata_parts(tenant, node, amount(doubled)) {
             Ok(parts) => (doubled, parts),
             Err(_) => (needed, shares.metadata_parts(tenant, node, amount(needed))?),

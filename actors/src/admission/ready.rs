@@ -91,7 +91,19 @@ impl PoolReady {
                 provider: call.provider,
             });
         }
-        Ok(RunningRequest::new(self))
+        let PoolReady {
+            grant,
+            lease,
+            plan,
+            input,
+            charge,
+            deadline,
+            generation: _,
+            granted: _,
+        } = self;
+        Ok(RunningRequest::new(
+            grant, lease, plan, input, charge, deadline,
+        ))
     }
 }
 

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::time::Instant;
 
-use crate::admission::ready::PoolReady;
 use crate::admission::{AdmitError, HeldMetadata, OutputBuffer, StagedInput, StagedOutput};
 use crate::epoch::connection::{ConnectError, RequestHold};
 use crate::epoch::ClientLease;
@@ -39,17 +38,15 @@ impl RunningRequest {
         RequestHold::new(self.0.clone())
     }
 
-    pub(crate) fn new(ready: PoolReady) -> Self {
-        let PoolReady {
-            grant,
-            lease,
-            plan,
-            input,
-            charge,
-            deadline,
-            generation: _,
-            granted: _,
-        } = ready;
+    /// The running owner of what a started request holds.
+    pub(crate) fn new(
+        grant: RunningGrant,
+        lease: ClientLease,
+        plan: ExecutionPlan,
+        input: StagedInput,
+        charge: SharedCharge,
+        deadline: Instant,
+    ) -> Self {
         Self(Arc::new(Running {
             grant,
             lease,
@@ -123,10 +120,11 @@ impl RunningRequest {
     /// `metadata_bytes` when the node's budget has none.
     pub fn stage_output(&self, bytes: Bytes) -> Result<StagedOutput, AdmitError> {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        let ledger = self.0.grant.ledger();
-        let charge = ledger
-            .tenants
-            .charge_metadata(self.0.plan.tenant(), &ledger.metadata, len)?;
+        let accounts = self.0.grant.accounts();
+        let charge =
+            accounts
+                .tenants
+                .charge_metadata(self.0.plan.tenant(), &accounts.metadata, len)?;
         Ok(StagedOutput::new(bytes, charge, self.clone()))
     }
 
@@ -141,11 +139,11 @@ impl RunningRequest {
     /// As [`Self::stage_output`].
     pub fn hold_metadata(&self, len: usize) -> Result<HeldMetadata, AdmitError> {
         let amount = u32::try_from(len).unwrap_or(u32::MAX);
-        let ledger = self.0.grant.ledger();
+        let accounts = self.0.grant.accounts();
         let charge =
-            ledger
+            accounts
                 .tenants
-                .charge_metadata(self.0.plan.tenant(), &ledger.metadata, amount)?;
+                .charge_metadata(self.0.plan.tenant(), &accounts.metadata, amount)?;
         Ok(HeldMetadata::new(len, charge))
     }
 }
@@ -157,7 +155,7 @@ impl RunningRequest {
     /// [`OutputBuffer::extend`]), and [`OutputBuffer::finish`] makes them a
     /// [`StagedOutput`].
     pub fn output_buffer(&self) -> OutputBuffer {
-        OutputBuffer::new(Arc::clone(self.0.grant.ledger()), self.clone())
+        OutputBuffer::new(Arc::clone(self.0.grant.accounts()), self.clone())
     }
 }
 

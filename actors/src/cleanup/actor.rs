@@ -7,16 +7,16 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::runtime::Handle;
 
+use crate::accounts::Accounts;
 use crate::cleanup::state::State;
 use crate::cleanup::Msg;
-use crate::ledger::Ledger;
 use crate::mailbox::Envelope;
 use crate::workers::tasks::TaskTable;
 
 pub(crate) struct CleanupActor;
 
 pub(crate) struct CleanupArgs {
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) accounts: Arc<Accounts>,
     pub(crate) runtime: Handle,
     /// The pool's close flag, shared with the handle.
     pub(crate) closed: Arc<AtomicBool>,
@@ -34,7 +34,7 @@ impl Actor for CleanupActor {
     ) -> Result<State, ActorProcessingErr> {
         Ok(State::new(
             TaskTable::new(args.runtime),
-            args.ledger,
+            args.accounts,
             args.closed,
         ))
     }

@@ -10,6 +10,7 @@ use ractor::{Actor, ActorCell, ActorStatus, SpawnErr};
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
+use crate::accounts::Accounts;
 use crate::budget::{Budget, Charge};
 use crate::cleanup::actor::{CleanupActor, CleanupArgs};
 use crate::cleanup::outcome::Orphan;
@@ -17,7 +18,6 @@ use crate::cleanup::{
     mailbox_bound, Cleanup, CleanupError, CleanupFailed, CleanupRefused, CleanupTicket,
     CloseFailure, Msg,
 };
-use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{MailboxSlots, ReleaseSlot};
 use crate::workers::slots::TaskSlots;
@@ -28,7 +28,7 @@ pub(crate) struct CleanupPool {
     /// Mailbox, cleanup slots (reserved here, freed by the actor after
     /// joins), startup limit and close flag.
     pool: TaskSlots<Msg>,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
 }
 
 /// `close`, `when_idle`, `counts`, `set_limit` and `cell` are the shared
@@ -78,14 +78,14 @@ impl CleanupPool {
     /// the spawning task.
     pub(crate) async fn spawn_linked(
         limits: &Limits,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         runtime: Handle,
         supervisor: ActorCell,
     ) -> Result<CleanupPool, SpawnErr> {
         let slots = MailboxSlots::new(mailbox_bound(limits));
         let closed = Arc::new(AtomicBool::new(false));
         let args = CleanupArgs {
-            ledger: Arc::clone(&ledger),
+            accounts: Arc::clone(&accounts),
             runtime: runtime.clone(),
             closed: Arc::clone(&closed),
         };
@@ -104,7 +104,7 @@ impl CleanupPool {
                 limits.cleanup_jobs,
                 closed,
             ),
-            ledger,
+            accounts,
         })
     }
 
@@ -177,7 +177,7 @@ impl CleanupPool {
         let task = Box::pin(close_then_release(
             pending,
             outcome,
-            Arc::clone(&self.ledger),
+            Arc::clone(&self.accounts),
         ));
         let Reserved { slot, run, finish } = reserved;
         // Fails only if the actor stopped since `reserve`: the unrun task is
@@ -192,7 +192,7 @@ impl CleanupPool {
 async fn close_then_release<T: Cleanup>(
     pending: Pending<T>,
     outcome: oneshot::Sender<Result<(), CleanupFailed<T>>>,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
 ) -> Option<Orphan> {
     let Pending { resource, charge } = pending;
     let mut closing = Closing {
@@ -209,7 +209,7 @@ async fn close_then_release<T: Cleanup>(
             None
         }
         Err(CloseFailure { resource, reason }) => {
-            let failed = CleanupFailed::new(resource, charge, reason, ledger);
+            let failed = CleanupFailed::new(resource, charge, reason, accounts);
             match outcome.send(Err(failed)) {
                 Err(Err(failed)) => Some(Orphan::new(failed)),
                 Ok(()) | Err(Ok(())) => None,

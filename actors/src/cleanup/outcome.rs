@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
+use crate::accounts::Accounts;
 use crate::budget::Exhausted;
-use crate::ledger::Ledger;
 
 /// Why a cleanup was not accepted.
 ///
@@ -80,19 +80,22 @@ impl<T> fmt::Debug for CleanupRefused<T> {
 
 /// Counts one failed, still-owned resource in `failed_cleanup` while alive.
 pub(crate) struct FailedCount {
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
 }
 
 impl FailedCount {
-    pub(crate) fn new(ledger: Arc<Ledger>) -> Self {
-        ledger.gauges.failed_cleanup.fetch_add(1, Ordering::AcqRel);
-        Self { ledger }
+    pub(crate) fn new(accounts: Arc<Accounts>) -> Self {
+        accounts
+            .gauges
+            .failed_cleanup
+            .fetch_add(1, Ordering::AcqRel);
+        Self { accounts }
     }
 }
 
 impl Drop for FailedCount {
     fn drop(&mut self) {
-        self.ledger
+        self.accounts
             .gauges
             .failed_cleanup
             .fetch_sub(1, Ordering::AcqRel);
@@ -120,13 +123,13 @@ impl<T> CleanupFailed<T> {
         resource: T,
         charge: Box<dyn Send>,
         reason: String,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
     ) -> Self {
         Self {
             resource,
             charge,
             reason,
-            _counted: FailedCount::new(ledger),
+            _counted: FailedCount::new(accounts),
         }
     }
 

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use crate::accounts::Accounts;
 use crate::budget::Charge;
 use crate::cleanup::outcome::Orphan;
 use crate::cleanup::{CleanupCounts, Msg};
-use crate::ledger::Ledger;
 use crate::mailbox::ReleaseSlot;
 use crate::observe::spans;
 use crate::workers::tasks::{FinishGuard, TaskTable, WaitError};
@@ -32,7 +32,7 @@ pub(crate) struct State {
     tasks: TaskTable<Running, Option<Orphan>>,
     /// At most `cleanup_jobs` (startup limit): each entry holds a slot.
     kept: Vec<Kept>,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     /// The pool's close flag: once set, shutdown is under way and nothing
     /// is kept any more.
     closed: Arc<AtomicBool>,
@@ -41,13 +41,13 @@ pub(crate) struct State {
 impl State {
     pub(crate) fn new(
         tasks: TaskTable<Running, Option<Orphan>>,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         closed: Arc<AtomicBool>,
     ) -> Self {
         Self {
             tasks,
             kept: Vec::new(),
-            ledger,
+            accounts,
             closed,
         }
     }
@@ -161,10 +161,10 @@ impl State {
         }
     }
 
-    /// Publishes the running cleanups to the ledger's gauge; failures are
+    /// Publishes the running cleanups to the accounts' gauge; failures are
     /// counted by their own values.
     pub(crate) fn report(&self) {
-        self.ledger
+        self.accounts
             .gauges
             .cleanup_jobs
             .store(count(self.tasks.len()), Ordering::Release);

@@ -14,8 +14,8 @@ use ractor::ActorRef;
 use tokio::sync::oneshot;
 
 use super::*;
+use crate::accounts::Accounts;
 use crate::budget::Budget;
-use crate::ledger::Ledger;
 use crate::workers::testing::{deadline, host};
 
 /// What happened, in order: destructions and charge releases.
@@ -86,7 +86,7 @@ impl Drop for Paid {
 
 struct Fixture {
     pool: CleanupPool,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     limits: Limits,
     host: ActorRef<()>,
     log: Log,
@@ -99,16 +99,16 @@ async fn fixture(cleanup_jobs: u32) -> Fixture {
         provider_workers: 2,
         ..Limits::DEFAULT
     };
-    let ledger = Ledger::new(&limits);
+    let accounts = Accounts::new(&limits);
     let host = host().await;
     let runtime = tokio::runtime::Handle::current();
-    let pool = CleanupPool::spawn_linked(&limits, Arc::clone(&ledger), runtime, host.get_cell());
+    let pool = CleanupPool::spawn_linked(&limits, Arc::clone(&accounts), runtime, host.get_cell());
     let pool = pool.await.expect("cleanup pool starts");
     let log = Log::default();
     let connections = Budget::new("connections", 8);
     Fixture {
         pool,
-        ledger,
+        accounts,
         limits,
         host,
         log,
@@ -135,7 +135,7 @@ impl Fixture {
     }
 
     fn gauges(&self) -> (u32, u32) {
-        let g = &self.ledger.gauges;
+        let g = &self.accounts.gauges;
         (
             g.cleanup_jobs.load(Ordering::Acquire),
             g.failed_cleanup.load(Ordering::Acquire),

@@ -27,12 +27,12 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio::sync::oneshot;
 
+use crate::accounts::Accounts;
 use crate::epoch::connection::DialOutcome;
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::state::{Checkout, Clients};
 use crate::epoch::waiters::Waiter;
 use crate::identity::TenantId;
-use crate::ledger::Ledger;
 use crate::limits::{DialBackoff, Limits};
 use crate::mailbox::{Envelope, Mailbox, MailboxBound, MailboxSlots};
 
@@ -86,7 +86,7 @@ pub(super) struct EpochActor;
 
 pub(super) struct EpochArgs {
     pub(crate) published: Arc<PublishedEpoch>,
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) accounts: Arc<Accounts>,
     pub(crate) backoff: DialBackoff,
     pub(crate) slots: MailboxSlots,
 }
@@ -108,12 +108,12 @@ impl Actor for EpochActor {
     ) -> Result<State, ActorProcessingErr> {
         let EpochArgs {
             published,
-            ledger,
+            accounts,
             backoff,
             slots,
         } = args;
         let mailbox = slots.attach(myself);
-        let clients = Clients::new(&mailbox, published, ledger, backoff);
+        let clients = Clients::new(&mailbox, published, accounts, backoff);
         Ok(State { mailbox, clients })
     }
 

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use ractor::{Actor, ActorCell};
 use tokio::sync::oneshot;
 
+use crate::accounts::Accounts;
 use crate::epoch::actor::{bound, EpochActor, EpochArgs, Msg};
 use crate::epoch::connection::ConnectError;
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::state::Checkout;
 use crate::identity::TenantId;
-use crate::ledger::Ledger;
 use crate::limits::Limits;
 #[cfg(feature = "testing")]
 use crate::mailbox::Probed;
@@ -31,14 +31,14 @@ impl EpochHandle {
     /// its mailbox in `published`.
     pub(crate) async fn spawn(
         published: Arc<PublishedEpoch>,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         limits: &Limits,
         supervisor: ActorCell,
     ) -> Result<Self, ractor::SpawnErr> {
         let slots = MailboxSlots::new(bound(limits, published.client_count()));
         let args = EpochArgs {
             published: Arc::clone(&published),
-            ledger,
+            accounts,
             backoff: limits.dial_backoff(),
             slots: slots.clone(),
         };

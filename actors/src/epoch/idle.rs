@@ -66,11 +66,11 @@ impl fmt::Debug for IdleStash {
 
 impl IdleStash {
     /// The empty stash of client `client`, its waiters counted in
-    /// `ledger`'s gauge when given.
-    pub(crate) fn new(client: usize, ledger: Option<Arc<crate::ledger::Ledger>>) -> Self {
+    /// `accounts`' gauge when given.
+    pub(crate) fn new(client: usize, accounts: Option<Arc<crate::accounts::Accounts>>) -> Self {
         Self {
             entries: Mutex::new(VecDeque::new()),
-            notice: Arc::new(WaitNotice::new(client, ledger)),
+            notice: Arc::new(WaitNotice::new(client, accounts)),
         }
     }
 
@@ -248,7 +248,7 @@ pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, entry: IdleConn) 
     };
     let watch = entry.watch.clone();
     let retired = || epoch.is_retired();
-    park_into(stash, &retired, &epoch.ledger().idle, entry, || {
+    park_into(stash, &retired, &epoch.accounts().idle, entry, || {
         if let Some(watch) = &watch {
             watch.set_home(epoch, client);
         }

@@ -24,8 +24,8 @@
 
 use std::sync::{Arc, PoisonError};
 
+use crate::accounts::Accounts;
 use crate::epoch::actor::Msg as EpochMsg;
-use crate::ledger::Ledger;
 use crate::mailbox::ReleaseSlot;
 use crate::sync::{fence, AtomicUsize, Mutex, Ordering::SeqCst};
 
@@ -47,20 +47,20 @@ pub(crate) struct WaitNotice<S = ReleaseSlot<EpochMsg>> {
     client: usize,
     waiting: AtomicUsize,
     slot: Mutex<Option<S>>,
-    /// The node's ledger, whose `connections_waiting` gauge follows the
+    /// The node's accounts, whose `connections_waiting` gauge follows the
     /// count (none in the models).
-    ledger: Option<Arc<Ledger>>,
+    accounts: Option<Arc<Accounts>>,
 }
 
 impl<S: WakeSlot> WaitNotice<S> {
     /// The notice of client `client`, unarmed and with nobody waiting,
-    /// counting its waiters in `ledger`'s gauge when given.
-    pub(crate) fn new(client: usize, ledger: Option<Arc<Ledger>>) -> Self {
+    /// counting its waiters in `accounts`' gauge when given.
+    pub(crate) fn new(client: usize, accounts: Option<Arc<Accounts>>) -> Self {
         Self {
             client,
             waiting: AtomicUsize::new(0),
             slot: Mutex::new(None),
-            ledger,
+            accounts,
         }
     }
 
@@ -69,12 +69,12 @@ impl<S: WakeSlot> WaitNotice<S> {
     pub(crate) fn set_waiting(&self, waiting: usize) {
         let before = self.waiting.swap(waiting, SeqCst);
         fence(SeqCst);
-        if let Some(ledger) = &self.ledger {
+        if let Some(accounts) = &self.accounts {
             // One writer at a time sets the count — the epoch actor, or
             // the registry once that actor stopped and before a restart —
             // and the swap returns what it replaced, so the gauge moves by
             // exactly what this client's count moved.
-            let gauge = &ledger.gauges.connections_waiting;
+            let gauge = &accounts.gauges.connections_waiting;
             let (up, down) = (
                 waiting.saturating_sub(before),
                 before.saturating_sub(waiting),

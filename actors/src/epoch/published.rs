@@ -14,6 +14,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use crate::accounts::Accounts;
 use crate::budget::Budget;
 use crate::config::{ConfigDigest, ProviderConfig};
 use crate::credential::Credential;
@@ -25,7 +26,6 @@ use crate::epoch::lease::{Drain, LeaseWord};
 use crate::epoch::tally::ConnTally;
 use crate::error::LookupError;
 use crate::identity::{Authority, Epoch, InstanceId, OriginKind, OriginSlot, ProviderId};
-use crate::ledger::Ledger;
 use crate::mailbox::Mailbox;
 use crate::tenants::ShareTable;
 
@@ -124,7 +124,7 @@ pub(crate) struct EpochParts {
     pub(crate) connections_per_client: u32,
     /// A tenant's share of each client's connections.
     pub(crate) connections_share: u32,
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) accounts: Arc<Accounts>,
 }
 
 impl PublishedEpoch {
@@ -139,7 +139,7 @@ impl PublishedEpoch {
             drain_notice,
             connections_per_client,
             connections_share,
-            ledger,
+            accounts,
         } = parts;
         let mut origins: Vec<(OriginSlot, OriginKind)> =
             config.origins.iter().map(|o| (o.slot, o.kind)).collect();
@@ -154,7 +154,7 @@ impl PublishedEpoch {
                 connections: Budget::new("connections_per_client", connections_per_client),
                 tenants: ShareTable::waitable("connections_per_tenant", connections_share),
                 adapter: AdapterState::default(),
-                idle: IdleStash::new(index, Some(Arc::clone(&ledger))),
+                idle: IdleStash::new(index, Some(Arc::clone(&accounts))),
                 mux: MuxTable::default(),
             })
             .collect();
@@ -170,7 +170,7 @@ impl PublishedEpoch {
             credential,
             leases: LeaseWord::default(),
             drain_notice: Mutex::new(Some(drain_notice)),
-            conns: ConnTally::new(ledger),
+            conns: ConnTally::new(accounts),
             actor: RwLock::new(None),
         })
     }
@@ -247,9 +247,9 @@ impl PublishedEpoch {
         &self.conns
     }
 
-    /// The node's ledger this epoch charges.
-    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
-        self.conns.ledger()
+    /// The node's accounts this epoch charges.
+    pub(crate) fn accounts(&self) -> &Arc<Accounts> {
+        self.conns.accounts()
     }
 
     /// The parked connections of client `index`.

@@ -38,6 +38,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::accounts::Accounts;
 use crate::epoch::actor::Msg;
 use crate::epoch::connection::{
     ConnCharges, ConnectError, DialErrorKind, DialOutcome, DialPermit, IdleConn,
@@ -45,7 +46,6 @@ use crate::epoch::connection::{
 use crate::epoch::idle::{self, IdleStash};
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::waiters::{Waiter, Waiters};
-use crate::ledger::Ledger;
 use crate::limits::DialBackoff;
 use crate::mailbox::Mailbox;
 
@@ -80,7 +80,7 @@ enum NoDial {
 pub(crate) struct Clients {
     clients: Vec<ClientState>,
     epoch: Arc<PublishedEpoch>,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     backoff: DialBackoff,
     retired: bool,
     /// Where the next reclaim scan starts.
@@ -93,7 +93,7 @@ impl Clients {
     pub(crate) fn new(
         mailbox: &Mailbox<Msg>,
         epoch: Arc<PublishedEpoch>,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         backoff: DialBackoff,
     ) -> Self {
         // A restarted actor starts empty: the failed one's idle connections
@@ -110,7 +110,7 @@ impl Clients {
                 .collect(),
             retired: epoch.is_retired(),
             epoch,
-            ledger,
+            accounts,
             backoff,
             cursor: 0,
             next_dial: 0,
@@ -120,7 +120,7 @@ impl Clients {
     /// Answers a checkout now, or queues it until a connection or room for
     /// a dial reaches it.
     pub(crate) fn checkout(&mut self, mailbox: &Mailbox<Msg>, client: usize, waiter: Waiter) {
-        let idle_age = self.ledger.idle_age();
+        let idle_age = self.accounts.idle_age();
         let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
         else {
             let _ = waiter.reply.send(Checkout::Refused(ConnectError::Closed));
@@ -200,7 +200,7 @@ impl Clients {
     /// first, then one dial when none is in flight and the client has room.
     /// During backoff every waiter is refused.
     fn serve(&mut self, mailbox: &Mailbox<Msg>, client: usize) {
-        let idle_age = self.ledger.idle_age();
+        let idle_age = self.accounts.idle_age();
         let (Some(pool), Some(stash)) = (self.clients.get_mut(client), self.epoch.idle(client))
         else {
             return;
@@ -216,7 +216,7 @@ impl Clients {
         }
         let dials = Dials {
             epoch: &self.epoch,
-            ledger: &self.ledger,
+            accounts: &self.accounts,
             mailbox,
             client,
             idle_age,
@@ -229,7 +229,7 @@ impl Clients {
     /// Destroys expired idle connections, touching at most `bound` entries.
     /// Returns how many it touched.
     pub(crate) fn reclaim(&mut self, bound: usize) -> usize {
-        let idle_age = self.ledger.idle_age();
+        let idle_age = self.accounts.idle_age();
         let clients = self.clients.len();
         let mut touched = 0;
         for step in 0..clients {
@@ -287,7 +287,7 @@ fn hand_out_parked(
 /// What starting one client's dials needs.
 struct Dials<'a> {
     epoch: &'a Arc<PublishedEpoch>,
-    ledger: &'a Arc<Ledger>,
+    accounts: &'a Arc<Accounts>,
     mailbox: &'a Mailbox<Msg>,
     client: usize,
     idle_age: Duration,
@@ -301,7 +301,7 @@ impl Dials<'_> {
     fn start(self, pool: &mut ClientState, stash: &IdleStash) {
         let Self {
             epoch,
-            ledger,
+            accounts,
             mailbox,
             client,
             idle_age,
@@ -313,7 +313,7 @@ impl Dials<'_> {
             };
             let dial = *next;
             *next += 1;
-            let mut reserved = reserve_dial(epoch, ledger, mailbox, client, dial);
+            let mut reserved = reserve_dial(epoch, accounts, mailbox, client, dial);
             if matches!(reserved, Err(NoDial::ClientFull)) {
                 // A connection of its type parked since the look above
                 // serves it; what is still parked then fits no waiter: the
@@ -327,7 +327,7 @@ impl Dials<'_> {
                 }
                 if let Some(unwanted) = stash.take_oldest() {
                     drop(unwanted);
-                    reserved = reserve_dial(epoch, ledger, mailbox, client, dial);
+                    reserved = reserve_dial(epoch, accounts, mailbox, client, dial);
                 }
             }
             let permit = match reserved {
@@ -356,7 +356,7 @@ impl Dials<'_> {
 /// room for a dial's outcome.
 fn reserve_dial(
     epoch: &Arc<PublishedEpoch>,
-    ledger: &Arc<Ledger>,
+    accounts: &Arc<Accounts>,
     mailbox: &Mailbox<Msg>,
     client: usize,
     dial: u64,
@@ -366,7 +366,7 @@ fn reserve_dial(
         return Err(NoDial::Refused(ConnectError::Closed));
     };
     let own = per_client.try_reserve(1).map_err(|_| NoDial::ClientFull)?;
-    let node = ledger
+    let node = accounts
         .connections
         .try_reserve(1)
         .map_err(|full| NoDial::Refused(full.into()))?;
@@ -378,7 +378,7 @@ fn reserve_dial(
         charges,
         done,
         Arc::clone(epoch),
-        Arc::clone(ledger),
+        Arc::clone(accounts),
         client,
         dial,
     ))

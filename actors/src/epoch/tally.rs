@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use crate::ledger::Ledger;
+use crate::accounts::Accounts;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 const RETIRED: u64 = 1 << 63;
@@ -30,23 +30,23 @@ const COUNT: u64 = RETIRED - 1;
 #[derive(Debug)]
 pub(crate) struct ConnTally {
     word: AtomicU64,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
 }
 
 impl ConnTally {
-    pub(crate) fn new(ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn new(accounts: Arc<Accounts>) -> Self {
         Self {
             word: AtomicU64::new(0),
-            ledger,
+            accounts,
         }
     }
 
-    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
-        &self.ledger
+    pub(crate) fn accounts(&self) -> &Arc<Accounts> {
+        &self.accounts
     }
 
     fn gauge(&self, word: u64) -> &AtomicU32 {
-        let gauges = &self.ledger.gauges;
+        let gauges = &self.accounts.gauges;
         if word & RETIRED != 0 {
             &gauges.connections_retired
         } else {
@@ -71,7 +71,7 @@ impl ConnTally {
     }
 
     pub(crate) fn retire(&self) {
-        let gauges = &self.ledger.gauges;
+        let gauges = &self.accounts.gauges;
         let mut word = self.word.load(Ordering::Acquire);
         while word & RETIRED == 0 {
             // The count fits a `u32`: it never exceeds the node's connections.
@@ -106,11 +106,11 @@ mod tests {
     use std::sync::Arc;
 
     use super::ConnTally;
-    use crate::ledger::Ledger;
+    use crate::accounts::Accounts;
     use crate::limits::Limits;
 
     fn gauges(t: &ConnTally) -> (u32, u32) {
-        let g = &t.ledger().gauges;
+        let g = &t.accounts().gauges;
         (
             g.connections_active.load(Ordering::Acquire),
             g.connections_retired.load(Ordering::Acquire),
@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn retirement_moves_the_checked_out_count_once() {
-        let tally = ConnTally::new(Ledger::new(&Limits::DEFAULT));
+        let tally = ConnTally::new(Accounts::new(&Limits::DEFAULT));
         tally.check_out();
         tally.check_out();
         assert_eq!(gauges(&tally), (2, 0));
@@ -136,8 +136,8 @@ mod tests {
 
     #[test]
     fn racing_checkouts_and_a_retirement_settle_exactly() {
-        let ledger = Ledger::new(&Limits::DEFAULT);
-        let tally = Arc::new(ConnTally::new(ledger));
+        let accounts = Accounts::new(&Limits::DEFAULT);
+        let tally = Arc::new(ConnTally::new(accounts));
         let workers: Vec<_> = (0..4)
             .map(|_| {
                 let tally = Arc::clone(&tally);

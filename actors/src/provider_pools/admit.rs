@@ -3,10 +3,8 @@
 use std::future::Future;
 
 use bytes::Bytes;
-use tokio::time::Instant;
 
-use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput, REQUEST_OVERHEAD};
-use crate::budget::Charge;
+use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput};
 use crate::dispatch::{DispatchAuthority, ProviderCall};
 use crate::epoch::{ClientLease, TypedSlot};
 use crate::identity::{OriginKind, ProviderId};
@@ -14,8 +12,6 @@ use crate::observe::spans;
 use crate::plan::ExecutionPlan;
 use crate::provider_pools::admit_future::Admitting;
 use crate::provider_pools::ProviderPools;
-use crate::scheduler::{self, Admission, Ended};
-use crate::tenants::SharedCharge;
 
 impl ProviderPools {
     /// Charges `bytes` as a request's input to `plan`'s tenant: its metadata
@@ -35,10 +31,10 @@ impl ProviderPools {
         bytes: Bytes,
     ) -> Result<StagedInput, AdmitError> {
         let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        let ledger = &self.inner.ledger;
-        let charge = ledger
+        let accounts = &self.inner.accounts;
+        let charge = accounts
             .tenants
-            .charge_metadata(plan.tenant(), &ledger.metadata, len)?;
+            .charge_metadata(plan.tenant(), &accounts.metadata, len)?;
         Ok(StagedInput::new(bytes, charge))
     }
 
@@ -164,50 +160,6 @@ impl ProviderPools {
         }
     }
 
-    /// Charges the request, leases its client and queues it, its deadline
-    /// counted from `now`; from the returned [`Queued`] on, dropping it
-    /// cancels the waiter.
-    pub(super) fn enqueue(
-        &self,
-        plan: &ExecutionPlan,
-        provider: ProviderId,
-        slot: &TypedSlot,
-        kind: OriginKind,
-        now: Instant,
-        span: &tracing::Span,
-    ) -> Result<Queued, AdmitError> {
-        if !self.is_open() {
-            return Err(AdmitError::Closed);
-        }
-        let ledger = &self.inner.ledger;
-        let deadline = (now + ledger.queue_age()).min(plan.earliest_deadline());
-        if now >= deadline {
-            return Err(AdmitError::Timeout);
-        }
-        // The tenant's own admissions first: a tenant at its share is
-        // refused here, before it takes room in the admission queue (or
-        // among the operations left for its owner) other tenants need.
-        let admitting = ledger.tenants.admit(plan.tenant())?;
-        let charge =
-            ledger
-                .tenants
-                .charge_metadata(plan.tenant(), &ledger.metadata, REQUEST_OVERHEAD)?;
-        let lease = self.client(&provider, slot, kind)?;
-        span.record("epoch", lease.epoch().get());
-
-        let admission = self
-            .inner
-            .admission
-            .admit(plan.tenant(), provider, deadline);
-        Ok(Queued {
-            admission,
-            lease,
-            charge,
-            deadline,
-            admitting,
-        })
-    }
-
     /// A fresh dispatch: asks `authority` whether `plan` may call `provider`
     /// now, and binds the provider's current epoch.
     ///
@@ -267,37 +219,7 @@ impl ProviderPools {
             provider: provider.clone(),
             epoch,
             generation: self.inner.generation.id(),
-            sequence: self.inner.ledger.next_sequence(),
+            sequence: self.inner.accounts.next_sequence(),
         })
-    }
-}
-
-/// An admit applied to the queue: its first answer (a grant, a place in
-/// line, or a refusal), and what the grant will carry.
-pub(super) struct Queued {
-    pub(super) admission: Admission,
-    pub(super) lease: ClientLease,
-    pub(super) charge: SharedCharge,
-    pub(super) deadline: Instant,
-    /// One of the tenant's `requests_per_tenant` admissions, until the
-    /// waiter is answered or dropped.
-    pub(super) admitting: Charge,
-}
-
-/// The error an admit that ended without a grant answers.
-pub(super) fn ended_error(ended: Ended) -> AdmitError {
-    match ended {
-        Ended::Refused(refused) => {
-            let field = scheduler::bound_field(refused.bound);
-            AdmitError::capacity(field, refused.used, refused.limit)
-        }
-        Ended::RateLimited(late) => AdmitError::RateLimited {
-            requests: late.rate.requests,
-            period: late.rate.period,
-            wait: late.wait,
-        },
-        Ended::Closed => AdmitError::Closed,
-        Ended::TimedOut => AdmitError::Timeout,
-        Ended::Busy => AdmitError::Busy,
     }
 }

@@ -16,15 +16,14 @@ use std::task::{Context, Poll};
 
 use tokio::time::Instant;
 
-use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput};
+use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput, REQUEST_OVERHEAD};
 use crate::budget::Charge;
 use crate::epoch::{ClientLease, TypedSlot};
-use crate::identity::OriginKind;
+use crate::identity::{OriginKind, ProviderId};
 use crate::observe::AdmitWatch;
 use crate::plan::ExecutionPlan;
-use crate::provider_pools::admit::{ended_error, Queued};
 use crate::provider_pools::ProviderPools;
-use crate::scheduler::{Admission, Ended, RunningGrant, Waiting};
+use crate::scheduler::{self, AdmitReply, Ended, RunningGrant, Waiting};
 use crate::tenants::SharedCharge;
 
 /// The future [`ProviderPools::admit`] awaits.
@@ -115,27 +114,27 @@ impl<'a> Admitting<'a> {
             watch,
         };
         let answer = match admission {
-            Admission::Waiting(waiting) => return Started::InLine(waiting, carried),
-            Admission::Granted(grant) => Ok(grant),
-            Admission::Ended(ended) => Err(ended),
+            AdmitReply::Waiting(waiting) => return Started::InLine(waiting, carried),
+            AdmitReply::Granted(grant) => Ok(grant),
+            AdmitReply::Ended(ended) => Err(ended),
         };
         Started::Answered(carried.complete(pools, answer))
     }
 }
 
 /// An admission's result.
-type Answer = Result<PoolReady, AdmitError>;
+type AdmitResult = Result<PoolReady, AdmitError>;
 
 /// How the first poll ended.
 enum Started<'a> {
     /// In line: the waiter and what it carries.
     InLine(Waiting, Carried<'a>),
     /// Answered at once.
-    Answered(Answer),
+    Answered(AdmitResult),
 }
 
 impl Future for Admitting<'_> {
-    type Output = Answer;
+    type Output = AdmitResult;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
@@ -162,7 +161,7 @@ impl Carried<'_> {
     /// The request's grant (its lease re-taken on the provider's current
     /// epoch if a rotation retired its own meanwhile), or the error the
     /// queue's answer means; recorded on the admission's watch.
-    fn complete(self, pools: &ProviderPools, answer: Result<RunningGrant, Ended>) -> Answer {
+    fn complete(self, pools: &ProviderPools, answer: Result<RunningGrant, Ended>) -> AdmitResult {
         drop(self.admitting);
         let ready = answer.map_err(ended_error).map(|grant| PoolReady {
             grant,
@@ -172,7 +171,7 @@ impl Carried<'_> {
             charge: self.charge,
             deadline: self.deadline,
             generation: pools.inner.generation.id(),
-            granted: pools.inner.ledger.next_sequence(),
+            granted: pools.inner.accounts.next_sequence(),
         });
         finish(self.watch, ready)
     }
@@ -182,4 +181,78 @@ impl Carried<'_> {
 fn finish<T>(watch: AdmitWatch<'_>, result: Result<T, AdmitError>) -> Result<T, AdmitError> {
     watch.finish(&result);
     result
+}
+
+impl ProviderPools {
+    /// Charges the request, leases its client and queues it, its deadline
+    /// counted from `now`; from the returned [`Queued`] on, dropping it
+    /// cancels the waiter.
+    pub(super) fn enqueue(
+        &self,
+        plan: &ExecutionPlan,
+        provider: ProviderId,
+        slot: &TypedSlot,
+        kind: OriginKind,
+        now: Instant,
+        span: &tracing::Span,
+    ) -> Result<Queued, AdmitError> {
+        if !self.is_open() {
+            return Err(AdmitError::Closed);
+        }
+        let accounts = &self.inner.accounts;
+        let deadline = (now + accounts.queue_age()).min(plan.earliest_deadline());
+        if now >= deadline {
+            return Err(AdmitError::Timeout);
+        }
+        // The tenant's own admissions first: a tenant at its share is
+        // refused here, before it takes room in the admission queue (or
+        // among the operations left for its owner) other tenants need.
+        let admitting = accounts.tenants.admit(plan.tenant())?;
+        let charge = accounts.tenants.charge_metadata(
+            plan.tenant(),
+            &accounts.metadata,
+            REQUEST_OVERHEAD,
+        )?;
+        let lease = self.client(&provider, slot, kind)?;
+        span.record("epoch", lease.epoch().get());
+
+        let admission = self.inner.queue.admit(plan.tenant(), provider, deadline);
+        Ok(Queued {
+            admission,
+            lease,
+            charge,
+            deadline,
+            admitting,
+        })
+    }
+}
+
+/// An admit applied to the queue: its first answer (a grant, a place in
+/// line, or a refusal), and what the grant will carry.
+pub(super) struct Queued {
+    pub(super) admission: AdmitReply,
+    pub(super) lease: ClientLease,
+    pub(super) charge: SharedCharge,
+    pub(super) deadline: Instant,
+    /// One of the tenant's `requests_per_tenant` admissions, until the
+    /// waiter is answered or dropped.
+    pub(super) admitting: Charge,
+}
+
+/// The error an admit that ended without a grant answers.
+pub(super) fn ended_error(ended: Ended) -> AdmitError {
+    match ended {
+        Ended::Refused(refused) => {
+            let field = scheduler::bound_field(refused.bound);
+            AdmitError::capacity(field, refused.used, refused.limit)
+        }
+        Ended::RateLimited(late) => AdmitError::RateLimited {
+            requests: late.rate.requests,
+            period: late.rate.period,
+            wait: late.wait,
+        },
+        Ended::Closed => AdmitError::Closed,
+        Ended::TimedOut => AdmitError::Timeout,
+        Ended::Busy => AdmitError::Busy,
+    }
 }

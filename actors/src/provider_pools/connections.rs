@@ -110,7 +110,7 @@ impl ProviderPools {
             .await
             .map_err(|_| ConnectError::Timeout)?;
         let type_id = TypeId::of::<D::Conn>();
-        let idle_age = self.inner.ledger.idle_age();
+        let idle_age = self.inner.accounts.idle_age();
         // While callers wait on the client, the epoch actor hands out what
         // is parked by tenant rotation: nobody takes it ahead of them.
         if let Some(entry) = epoch
@@ -172,7 +172,7 @@ impl ProviderPools {
             client,
             owner: running.hold(),
             tenant,
-            dial_age: self.inner.ledger.queue_age(),
+            dial_age: self.inner.accounts.queue_age(),
             span,
         };
         let dialed = spawn_dial(&self.inner.runtime, dialer.clone(), job);

@@ -183,7 +183,11 @@ impl ProviderPools {
         if !self.is_open() {
             return Err(JobError::Closed);
         }
-        let share = self.inner.ledger.tenants.worker(running.plan().tenant())?;
+        let share = self
+            .inner
+            .accounts
+            .tenants
+            .worker(running.plan().tenant())?;
         self.inner.workers.spawn_blocking_shared(job, share).await
     }
 

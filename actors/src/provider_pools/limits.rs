@@ -38,7 +38,7 @@ impl ProviderPools {
     /// # }
     /// ```
     pub fn limits_in_force(&self) -> Limits {
-        self.inner.ledger.limits_in_force()
+        self.inner.accounts.limits_in_force()
     }
 
     /// Lowers limits for the rest of the generation.

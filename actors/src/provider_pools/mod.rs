@@ -7,7 +7,7 @@
 //! | --- | --- | --- |
 //! | start and supervision | `start`, `start_linked`, `generation`, `registry_cell`; with feature `testing`: `scheduler_cell`, `control_cells` | `mod.rs` |
 //! | providers: install, rotate, look up | `install`, `rotate`, `client`, `describe` | `providers.rs` |
-//! | admission of a request | `stage_input`, `admit`, `dispatch` | `admit.rs` (its future: `admit_future.rs`) |
+//! | admission of a request | `stage_input`, `admit`, `dispatch` | `admit.rs` (its future, which charges and queues it: `admit_future.rs`) |
 //! | requests from outside (ingress) | `ingress` | `inbound.rs` |
 //! | metadata paid ahead of a request | `prepay` | `prepay.rs` |
 //! | connections and streams | `reserve_connection`; `reserve_stream` | `connections.rs`; `streams.rs` |
@@ -47,11 +47,11 @@ use std::sync::Arc;
 use ractor::{ActorCell, ActorStatus};
 use tokio::runtime::Handle;
 
+use crate::accounts::Accounts;
 use crate::cleanup::CleanupPool;
 use crate::error::StartError;
 use crate::fairness::Fairness;
 use crate::identity::BrokerGeneration;
-use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::observe::ObserverSlot;
 use crate::registry::{Directory, RegistryHandle, RegistrySpec};
@@ -145,14 +145,14 @@ struct Inner {
     scheduler: crate::scheduler::SchedulerHandle,
     workers: WorkerPool,
     cleanup: CleanupPool,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     directory: Arc<Directory>,
     generation: BrokerGeneration,
     limits: Limits,
     /// The host-supplied runtime, where dial tasks run.
     runtime: Handle,
     /// The admission queue, driven by its callers.
-    admission: Arc<scheduler::Core>,
+    queue: Arc<scheduler::Core>,
     /// Hears every admission's outcome, once installed.
     observer: ObserverSlot,
 }
@@ -291,19 +291,19 @@ impl ProviderPools {
                 generation: generation.id(),
             });
         }
-        let ledger = Ledger::new(&limits);
+        let accounts = Accounts::new(&limits);
         let directory = Arc::new(Directory::default());
-        let admission = Arc::new(scheduler::Core::new(
+        let queue = Arc::new(scheduler::Core::new(
             scheduler::ceilings(&limits),
-            Arc::clone(&ledger),
+            Arc::clone(&accounts),
             scheduler::deferred_bound(&limits),
         ));
-        admission.set_fairness(fairness);
+        queue.set_fairness(fairness);
         let spec = RegistrySpec {
             limits,
-            ledger: Arc::clone(&ledger),
+            accounts: Arc::clone(&accounts),
             directory: Arc::clone(&directory),
-            admission: Arc::clone(&admission),
+            queue: Arc::clone(&queue),
             runtime: runtime.clone(),
             restart,
         };
@@ -315,12 +315,12 @@ impl ProviderPools {
                 scheduler: controls.scheduler,
                 workers: controls.workers,
                 cleanup: controls.cleanup,
-                ledger,
+                accounts,
                 directory,
                 generation,
                 limits,
                 runtime,
-                admission,
+                queue,
                 observer: ObserverSlot::default(),
             }),
         })
@@ -356,12 +356,12 @@ impl ProviderPools {
     }
 
     fn is_open(&self) -> bool {
-        !self.inner.ledger.is_closed() && !self.registry_lost()
+        !self.inner.accounts.is_closed() && !self.registry_lost()
     }
 
     /// True when the registry actor stopped without completing shutdown.
     fn registry_lost(&self) -> bool {
         let status = self.inner.registry.status();
-        status >= ActorStatus::Stopping && self.inner.ledger.control() != ControlState::Completed
+        status >= ActorStatus::Stopping && self.inner.accounts.control() != ControlState::Completed
     }
 }

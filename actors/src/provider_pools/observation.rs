@@ -31,7 +31,7 @@ impl ProviderPools {
     /// # }
     /// ```
     pub fn snapshot(&self) -> Snapshot {
-        let mut snapshot = self.inner.ledger.snapshot();
+        let mut snapshot = self.inner.accounts.snapshot();
         if self.registry_lost() {
             snapshot.control = ControlState::Failed;
         }
@@ -44,7 +44,7 @@ impl ProviderPools {
     /// work), so it suits a scrape, not every request. Keys with nothing
     /// queued or running are absent.
     pub fn usage(&self) -> Usage {
-        let (tenants, providers) = self.inner.admission.usage();
+        let (tenants, providers) = self.inner.queue.usage();
         let held = |pending, running| Held { pending, running };
         Usage {
             tenants: tenants

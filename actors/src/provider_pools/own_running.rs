@@ -91,7 +91,7 @@ impl ProviderPools {
     pub fn provider_demand(&self, provider: &ProviderId) -> Vec<TenantDemand> {
         let mut demand: Vec<TenantDemand> = self
             .inner
-            .admission
+            .queue
             .demand(provider)
             .into_iter()
             .map(|d| TenantDemand {
@@ -201,7 +201,7 @@ impl ProviderPools {
             .into());
         }
         let tenant = matches!(owner, OwnCeiling::Tenant(_));
-        let set = (self.inner.admission).set_own_ceiling(owner, ceiling, expiry, drain);
+        let set = (self.inner.queue).set_own_ceiling(owner, ceiling, expiry, drain);
         set.map_err(|refused| match refused {
             OwnCeilingRefused::InUse(in_use) => LowerError::InUse {
                 field: in_use.field,

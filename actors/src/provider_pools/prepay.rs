@@ -91,7 +91,7 @@ impl ProviderPools {
         if !self.is_open() {
             return Err(AdmitError::Closed);
         }
-        let charge = self.inner.ledger.metadata.try_reserve(bytes)?;
+        let charge = self.inner.accounts.metadata.try_reserve(bytes)?;
         Ok(Prepaid { charge })
     }
 }

@@ -237,7 +237,7 @@ impl ProviderPools {
     /// `None` when it has no rate.
     pub fn provider_rate(&self, provider: &ProviderId) -> Option<RateInForce> {
         let owner = RateOwner::Provider(provider.clone());
-        let reading = self.inner.admission.rate_reading(&owner)?;
+        let reading = self.inner.queue.rate_reading(&owner)?;
         Some(RateInForce::of(reading))
     }
 
@@ -245,7 +245,7 @@ impl ProviderPools {
     /// provider. It takes the admission queue's lock: meant for a scrape
     /// or a report, not for every request.
     pub fn provider_rates(&self) -> Vec<(ProviderId, RateInForce)> {
-        let mut rates: Vec<_> = (self.inner.admission.rate_readings().into_iter())
+        let mut rates: Vec<_> = (self.inner.queue.rate_readings().into_iter())
             .map(|(provider, reading)| (provider, RateInForce::of(reading)))
             .collect();
         rates.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -286,7 +286,7 @@ impl ProviderPools {
     /// now; `None` when it has no rate of its own.
     pub fn tenant_rate(&self, tenant: &TenantId) -> Option<RateInForce> {
         let owner = RateOwner::Tenant(tenant.clone());
-        let reading = self.inner.admission.rate_reading(&owner)?;
+        let reading = self.inner.queue.rate_reading(&owner)?;
         Some(RateInForce::of(reading))
     }
 
@@ -295,7 +295,7 @@ impl ProviderPools {
         if !self.is_open() {
             return Err(RateError::Closed);
         }
-        (self.inner.admission)
+        (self.inner.queue)
             .configure_rate(owner, rate)
             .map_err(RateError::of)
     }
@@ -341,7 +341,7 @@ impl ProviderPools {
         if !self.is_open() {
             return Err(RateError::Closed);
         }
-        (self.inner.admission)
+        (self.inner.queue)
             .set_rate(owner, rate, fallback)
             .map_err(RateError::of)
     }

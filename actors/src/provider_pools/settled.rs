@@ -164,7 +164,7 @@ impl ProviderPools {
         let loss_unrecorded = registry.answered == Some(true)
             && controls.iter().any(|c| c.answered == Some(false))
             && !matches!(
-                inner.ledger.control(),
+                inner.accounts.control(),
                 ControlState::Failed | ControlState::Completed
             );
         Ok(same_epochs

@@ -51,7 +51,7 @@ impl ProviderPools {
     /// # }
     /// ```
     pub async fn retire(&self) {
-        self.inner.ledger.close();
+        self.inner.accounts.close();
         self.inner
             .registry
             .retire(Instant::now() + CONTROL_WAIT)
@@ -115,7 +115,7 @@ impl ProviderPools {
     /// The shutdown's phases, each in its own `pools.shutdown.phase` span.
     async fn drain_in_phases(&self, deadline: Instant) {
         let retire = phase_span("retire");
-        self.inner.ledger.close();
+        self.inner.accounts.close();
         self.inner.workers.close();
         let done = self
             .inner

@@ -73,7 +73,7 @@ impl ProviderPools {
         if !self.is_open() {
             return Err(WeightError::Closed);
         }
-        if !(self.inner.admission).set_weight(tenant.clone(), weight) {
+        if !(self.inner.queue).set_weight(tenant.clone(), weight) {
             return Err(WeightError::Full {
                 limit: OWN_CEILINGS as u32,
             });
@@ -83,6 +83,6 @@ impl ProviderPools {
 
     /// `tenant`'s weight: 1 unless set otherwise.
     pub fn tenant_weight(&self, tenant: &TenantId) -> u32 {
-        self.inner.admission.weight_of(tenant)
+        self.inner.queue.weight_of(tenant)
     }
 }

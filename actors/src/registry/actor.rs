@@ -7,8 +7,8 @@ use ractor::actor::messages::BoxedState;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
+use crate::accounts::Accounts;
 use crate::cleanup::CleanupPool;
-use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{Envelope, MailboxSlots};
 use crate::registry::state::State;
@@ -29,11 +29,11 @@ pub(super) struct RegistryActor;
 
 pub(super) struct RegistryArgs {
     pub(crate) limits: Limits,
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) accounts: Arc<Accounts>,
     pub(crate) directory: Arc<Directory>,
     pub(crate) slots: MailboxSlots,
     /// The admission queue the scheduler keeps control of.
-    pub(crate) admission: Arc<scheduler::Core>,
+    pub(crate) queue: Arc<scheduler::Core>,
     /// Where the handle learns the control actors it talks to.
     pub(crate) controls_ready: oneshot::Sender<Controls>,
     /// The host's runtime, for the one periodic reclaim tick.
@@ -53,21 +53,21 @@ impl Actor for RegistryActor {
         args: RegistryArgs,
     ) -> Result<State, ActorProcessingErr> {
         let scheduler = SchedulerHandle::spawn_linked(
-            Arc::clone(&args.admission),
+            Arc::clone(&args.queue),
             args.runtime.clone(),
             myself.get_cell(),
         )
         .await?;
-        let (ledger, runtime) = (Arc::clone(&args.ledger), args.runtime.clone());
+        let (accounts, runtime) = (Arc::clone(&args.accounts), args.runtime.clone());
         let workers = WorkerPool::spawn_linked(
             &args.limits,
-            Arc::clone(&ledger),
+            Arc::clone(&accounts),
             runtime.clone(),
             myself.get_cell(),
         )
         .await?;
         let cleanup =
-            CleanupPool::spawn_linked(&args.limits, ledger, runtime, myself.get_cell()).await?;
+            CleanupPool::spawn_linked(&args.limits, accounts, runtime, myself.get_cell()).await?;
         let controls = Controls {
             scheduler: scheduler.clone(),
             workers: workers.clone(),
@@ -84,7 +84,7 @@ impl Actor for RegistryActor {
         let ticker = args.runtime.spawn(reclaim_ticks(registry.clone()));
         Ok(State::new(
             args.limits,
-            args.ledger,
+            args.accounts,
             args.directory,
             registry,
             Controls {

@@ -10,10 +10,10 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::accounts::Accounts;
 use crate::epoch::DrainNotice;
 use crate::error::{InstallError, LowerError, SpawnError, StartError};
 use crate::install::{InstallReceipt, Installation};
-use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{Mailbox, MailboxError, MailboxSlots};
 use crate::registry::actor::{Controls, RegistryActor, RegistryArgs};
@@ -30,9 +30,9 @@ pub(crate) struct RegistryHandle {
 /// What a registry is spawned with.
 pub(crate) struct RegistrySpec {
     pub(crate) limits: Limits,
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) accounts: Arc<Accounts>,
     pub(crate) directory: Arc<Directory>,
-    pub(crate) admission: Arc<scheduler::Core>,
+    pub(crate) queue: Arc<scheduler::Core>,
     pub(crate) runtime: Handle,
     pub(crate) restart: RestartPolicy,
 }
@@ -60,10 +60,10 @@ impl RegistryHandle {
         let runtime = spec.runtime.clone();
         let args = RegistryArgs {
             limits: spec.limits,
-            ledger: spec.ledger,
+            accounts: spec.accounts,
             directory: spec.directory,
             slots: slots.clone(),
-            admission: spec.admission,
+            queue: spec.queue,
             controls_ready,
             runtime: spec.runtime,
             restart: spec.restart,

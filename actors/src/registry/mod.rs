@@ -11,12 +11,12 @@
 //! The registry also spawns the scheduler, linked to itself: the scheduler
 //! is a control owner, and its loss closes admission and fails the report.
 //!
-//! Shutdown order: close admission (the ledger), answer queued waiters
+//! Shutdown order: close admission (the accounts), answer queued waiters
 //! `Closed`, unpublish and retire every epoch, stop each epoch actor when its
 //! drain notice arrives, release its charges when the actor has terminated;
 //! once no epoch is retained, confirm that the scheduler owns no request and
 //! that the worker and cleanup actors run nothing, stop those three, then
-//! complete the ledger and stop.
+//! complete the accounts and stop.
 //!
 //! Files: `actor.rs` (the loop), `handle.rs` (the only builder of its
 //! messages), `state.rs` (the records) and one file per operation under

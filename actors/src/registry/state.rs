@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use ractor::{ActorId, RpcReplyPort};
 
+use crate::accounts::Accounts;
 use crate::budget::{Budget, Charge};
 use crate::cleanup::CleanupPool;
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::EpochHandle;
 use crate::identity::{Epoch, InstanceId, ProviderId, ServiceName};
-use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::registry::{Controls, Directory, RegistryHandle};
 use crate::scheduler::{CloseSlot, SchedulerHandle};
@@ -53,7 +53,7 @@ struct EpochRecord {
 pub(crate) struct State {
     /// Limits in force: the startup limits, or lower.
     limits: Limits,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     directory: Arc<Directory>,
     registry: RegistryHandle,
     scheduler: SchedulerHandle,
@@ -76,7 +76,7 @@ pub(crate) struct State {
 impl State {
     pub(crate) fn new(
         limits: Limits,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         directory: Arc<Directory>,
         registry: RegistryHandle,
         controls: Controls,
@@ -85,7 +85,7 @@ impl State {
     ) -> Self {
         Self {
             limits,
-            ledger,
+            accounts,
             directory,
             registry,
             scheduler_close: controls.scheduler.reserve_close(),
@@ -144,7 +144,7 @@ impl State {
 
     fn refresh_configured(&self) {
         let configured = u32::try_from(self.directory.len()).unwrap_or(u32::MAX);
-        self.ledger
+        self.accounts
             .gauges
             .configured_epochs
             .store(configured, Ordering::Release);

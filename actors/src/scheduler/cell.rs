@@ -26,7 +26,7 @@ use crate::sync::{Mutex, MutexGuard};
 
 /// What a queued waiter hears.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer {
+pub(crate) enum QueueAnswer {
     /// Capacity was granted; the running counts are named by the key.
     Granted(RunningKey),
     /// A pending bound refused the request.
@@ -45,7 +45,7 @@ enum Phase {
     /// In line (or on its way to the queue owner).
     Waiting,
     /// Answered; the waiter has not read it yet.
-    Answered(Answer),
+    Answered(QueueAnswer),
     /// The waiter read its answer, or left.
     Done,
 }
@@ -111,7 +111,7 @@ impl Cell {
     /// nothing, when the waiter left or was answered already: the caller
     /// keeps what `answer` carried.
     #[must_use = "a refused grant must go back to the queue"]
-    pub(crate) fn answer(&self, answer: Answer) -> bool {
+    pub(crate) fn answer(&self, answer: QueueAnswer) -> bool {
         let waker = {
             let mut inner = self.lock();
             if !matches!(inner.phase, Phase::Waiting) {
@@ -128,11 +128,11 @@ impl Cell {
 
     /// Waiter: the answer once written (read once), else registers `cx`'s
     /// waker. A waiter that left reads `Closed`.
-    pub(crate) fn poll_answer(&self, cx: &mut Context<'_>) -> Poll<Answer> {
+    pub(crate) fn poll_answer(&self, cx: &mut Context<'_>) -> Poll<QueueAnswer> {
         let mut inner = self.lock();
         match std::mem::replace(&mut inner.phase, Phase::Done) {
             Phase::Answered(answer) => Poll::Ready(answer),
-            Phase::Done => Poll::Ready(Answer::Closed),
+            Phase::Done => Poll::Ready(QueueAnswer::Closed),
             Phase::Waiting => {
                 inner.phase = Phase::Waiting;
                 match &mut inner.waker {
@@ -150,7 +150,7 @@ impl Cell {
         inner.waker = None;
         match std::mem::replace(&mut inner.phase, Phase::Done) {
             Phase::Waiting => Left::Queued,
-            Phase::Answered(Answer::Granted(running)) => Left::Holding(running),
+            Phase::Answered(QueueAnswer::Granted(running)) => Left::Holding(running),
             Phase::Answered(_) | Phase::Done => Left::Settled,
         }
     }

@@ -45,13 +45,13 @@ use std::sync::{Arc, OnceLock, PoisonError};
 
 use tokio::time::Instant;
 
+use crate::accounts::Accounts;
 use crate::identity::{ProviderId, TenantId};
-use crate::ledger::Ledger;
 use crate::mailbox::WakeTarget;
 use crate::scheduler::cell::Cell;
 use crate::scheduler::queue::{Ceilings, RunningKey};
 use crate::scheduler::state::{Admitted, Op, State};
-use crate::scheduler::{Admission, Ended, RunningGrant, Waiting};
+use crate::scheduler::{AdmitReply, Ended, RunningGrant, Waiting};
 use crate::sync::{AtomicU8, AtomicUsize, Mutex, MutexGuard, Ordering};
 
 mod control;
@@ -85,9 +85,9 @@ const STOPPED: u8 = 2;
 /// The fair queue, its owner protocol and its route to the scheduler actor.
 pub(crate) struct Core {
     state: Mutex<State>,
-    /// The registry's ledger, which the state reports to; its grants
+    /// The registry's accounts, which the state reports to; its grants
     /// lend it to their requests.
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     deferred: Mutex<VecDeque<Op>>,
     /// [`OWNED`] | [`ONE`] × operations counted and not yet applied.
     word: AtomicUsize,
@@ -103,10 +103,10 @@ pub(crate) struct Core {
 impl Core {
     /// An empty, open queue under `ceilings`; an admit finding `bound`
     /// operations already waiting for the owner is refused busy.
-    pub(crate) fn new(ceilings: Ceilings, ledger: Arc<Ledger>, bound: usize) -> Self {
+    pub(crate) fn new(ceilings: Ceilings, accounts: Arc<Accounts>, bound: usize) -> Self {
         Self {
-            state: Mutex::new(State::new(ceilings, Arc::clone(&ledger))),
-            ledger,
+            state: Mutex::new(State::new(ceilings, Arc::clone(&accounts))),
+            accounts,
             deferred: Mutex::new(VecDeque::new()),
             word: AtomicUsize::new(0),
             bound,
@@ -121,9 +121,9 @@ impl Core {
         let _ = self.actor.set(Box::new(actor));
     }
 
-    /// The registry's ledger.
-    pub(crate) fn ledger(&self) -> &Arc<Ledger> {
-        &self.ledger
+    /// The registry's accounts.
+    pub(crate) fn accounts(&self) -> &Arc<Accounts> {
+        &self.accounts
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -138,7 +138,7 @@ impl Core {
         tenant: &TenantId,
         provider: ProviderId,
         deadline: Instant,
-    ) -> Admission {
+    ) -> AdmitReply {
         if self.own_free() {
             let admitted = {
                 let mut state = self.lock();
@@ -149,16 +149,16 @@ impl Core {
             self.give_up(Some(PASSES));
             return match admitted {
                 Admitted::Granted(running) => {
-                    Admission::Granted(RunningGrant::new(running, Arc::clone(self)))
+                    AdmitReply::Granted(RunningGrant::new(running, Arc::clone(self)))
                 }
-                Admitted::Queued(cell) => Admission::Waiting(Waiting::new(cell, Arc::clone(self))),
-                Admitted::Refused(refused) => Admission::Ended(Ended::Refused(refused)),
-                Admitted::RateLimited(late) => Admission::Ended(Ended::RateLimited(late)),
-                Admitted::Closed => Admission::Ended(Ended::Closed),
+                Admitted::Queued(cell) => AdmitReply::Waiting(Waiting::new(cell, Arc::clone(self))),
+                Admitted::Refused(refused) => AdmitReply::Ended(Ended::Refused(refused)),
+                Admitted::RateLimited(late) => AdmitReply::Ended(Ended::RateLimited(late)),
+                Admitted::Closed => AdmitReply::Ended(Ended::Closed),
             };
         }
         if self.word.load(Ordering::Relaxed) / ONE >= self.bound {
-            return Admission::Ended(Ended::Busy);
+            return AdmitReply::Ended(Ended::Busy);
         }
         let cell = Arc::new(Cell::new());
         self.defer(Op::Enqueue {
@@ -167,7 +167,7 @@ impl Core {
             provider,
             deadline,
         });
-        Admission::Waiting(Waiting::new(cell, Arc::clone(self)))
+        AdmitReply::Waiting(Waiting::new(cell, Arc::clone(self)))
     }
 
     /// Returns a grant's running capacity (to the next waiter, if any).

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::core::Core;
-use super::{Admission, RunningGrant, Waiting};
+use super::{AdmitReply, RunningGrant, Waiting};
 use crate::identity::{ProviderId, TenantId};
 use crate::mailbox::{Stopped, WakeTarget};
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
@@ -72,7 +72,7 @@ pub(super) fn provider() -> ProviderId {
 }
 
 /// An admit of `tenant` to the one provider, waiting a minute at most.
-pub(super) fn admit(core: &Arc<Core>, name: &str) -> Admission {
+pub(super) fn admit(core: &Arc<Core>, name: &str) -> AdmitReply {
     core.admit(
         &tenant(name),
         provider(),
@@ -80,16 +80,16 @@ pub(super) fn admit(core: &Arc<Core>, name: &str) -> Admission {
     )
 }
 
-pub(super) fn granted(admission: Admission) -> RunningGrant {
+pub(super) fn granted(admission: AdmitReply) -> RunningGrant {
     match admission {
-        Admission::Granted(grant) => grant,
+        AdmitReply::Granted(grant) => grant,
         other => panic!("expected a grant on the caller's task, got {other:?}"),
     }
 }
 
-pub(super) fn waiting(admission: Admission) -> Waiting {
+pub(super) fn waiting(admission: AdmitReply) -> Waiting {
     match admission {
-        Admission::Waiting(waiting) => waiting,
+        AdmitReply::Waiting(waiting) => waiting,
         other => panic!("expected a place in line, got {other:?}"),
     }
 }

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::scheduler::cell::{Answer, Cell, Left};
+use crate::scheduler::cell::{Cell, Left, QueueAnswer};
 use crate::scheduler::core::Core;
 use crate::scheduler::queue::RunningKey;
 use crate::scheduler::Ended;
@@ -44,15 +44,15 @@ impl Future for Waiting {
         let this = self.get_mut();
         let answer = std::task::ready!(this.cell.poll_answer(cx));
         Poll::Ready(match answer {
-            Answer::Granted(running) => match this.core.take() {
+            QueueAnswer::Granted(running) => match this.core.take() {
                 Some(core) => Ok(RunningGrant::new(running, core)),
                 // Polled again after its grant: the answer was read.
                 None => Err(Ended::Closed),
             },
-            Answer::Refused(refused) => Err(Ended::Refused(refused)),
-            Answer::RateLimited(late) => Err(Ended::RateLimited(late)),
-            Answer::Closed => Err(Ended::Closed),
-            Answer::TimedOut => Err(Ended::TimedOut),
+            QueueAnswer::Refused(refused) => Err(Ended::Refused(refused)),
+            QueueAnswer::RateLimited(late) => Err(Ended::RateLimited(late)),
+            QueueAnswer::Closed => Err(Ended::Closed),
+            QueueAnswer::TimedOut => Err(Ended::TimedOut),
         })
     }
 }
@@ -101,9 +101,9 @@ impl RunningGrant {
         self.running.share_surely_holds() || !self.core.share_lapsed(&self.running)
     }
 
-    /// The registry's ledger, which the granted request charges.
-    pub(crate) fn ledger(&self) -> &Arc<crate::ledger::Ledger> {
-        self.core.ledger()
+    /// The registry's accounts, which the granted request charges.
+    pub(crate) fn accounts(&self) -> &Arc<crate::accounts::Accounts> {
+        self.core.accounts()
     }
 }
 

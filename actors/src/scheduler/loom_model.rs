@@ -21,8 +21,8 @@ use loom::thread;
 use super::core::{Core, BATCH, PASSES};
 use super::fixtures::{admit, attached, granted, provider, waiting, StandIn};
 use super::queue::Ceilings;
-use super::{Admission, Ended, Rate, RateOwner, RunningGrant, Waiting};
-use crate::ledger::Ledger;
+use super::{AdmitReply, Ended, Rate, RateOwner, RunningGrant, Waiting};
+use crate::accounts::Accounts;
 use crate::limits::Limits;
 
 fn setup(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
@@ -35,7 +35,7 @@ fn setup(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
         running_per_tenant: running_total,
         running_per_provider: running_total,
     };
-    attached(Core::new(ceilings, Ledger::new(&Limits::DEFAULT), 8))
+    attached(Core::new(ceilings, Accounts::new(&Limits::DEFAULT), 8))
 }
 
 /// The waiter's answer so far, polled once.
@@ -91,8 +91,8 @@ fn a_release_racing_close_grants_before_close_or_answers_closed_and_never_after(
             // No grant after close: refused at once, or (left for the
             // owner) answered `Closed` through its entry.
             match late {
-                Admission::Ended(Ended::Closed) => {}
-                Admission::Waiting(mut late) => assert!(
+                AdmitReply::Ended(Ended::Closed) => {}
+                AdmitReply::Waiting(mut late) => assert!(
                     matches!(poll(&mut late), Poll::Ready(Err(Ended::Closed))),
                     "an admit after close was not answered closed"
                 ),
@@ -158,14 +158,14 @@ fn operations_combined_under_contention_are_all_applied_and_handed_over() {
             actor.serve(&core);
             // c was granted at once or in line; either way it ends granted.
             let grant = match admitted {
-                Admission::Granted(grant) => grant,
-                Admission::Waiting(mut waiter) => {
+                AdmitReply::Granted(grant) => grant,
+                AdmitReply::Waiting(mut waiter) => {
                     let Poll::Ready(Ok(grant)) = poll(&mut waiter) else {
                         panic!("c was left in line with capacity free");
                     };
                     grant
                 }
-                Admission::Ended(ended) => panic!("c was refused: {ended:?}"),
+                AdmitReply::Ended(ended) => panic!("c was refused: {ended:?}"),
             };
             settled(&core, &actor, (0, 1));
             drop(grant);
@@ -198,14 +198,14 @@ fn a_hand_over_is_applied_once_by_a_caller_taking_it_back_or_by_the_actor() {
                 panic!("c was not granted");
             };
             let d = match late {
-                Admission::Granted(grant) => grant,
-                Admission::Waiting(mut waiter) => {
+                AdmitReply::Granted(grant) => grant,
+                AdmitReply::Waiting(mut waiter) => {
                     let Poll::Ready(Ok(grant)) = poll(&mut waiter) else {
                         panic!("d was left in line with capacity free");
                     };
                     grant
                 }
-                Admission::Ended(ended) => panic!("d was refused: {ended:?}"),
+                AdmitReply::Ended(ended) => panic!("d was refused: {ended:?}"),
             };
             settled(&core, &actor, (0, 2));
             drop((c, d));
@@ -263,7 +263,7 @@ fn a_token_awaited_by_a_group_any_owner_parks_reaches_the_alarm() {
             let theirs = racing.join().expect("admitter");
             let admissions = [mine, theirs];
             let grants = (admissions.iter())
-                .filter(|a| matches!(a, Admission::Granted(_)))
+                .filter(|a| matches!(a, AdmitReply::Granted(_)))
                 .count();
             assert_eq!(grants, 1, "one token, one grant");
             actor.serve(&core);

@@ -118,7 +118,7 @@ pub(crate) struct RateBound {
 
 /// What an admit gets at once.
 #[derive(Debug)]
-pub(crate) enum Admission {
+pub(crate) enum AdmitReply {
     /// Granted on the caller's task.
     Granted(RunningGrant),
     /// In line: the future completes with the answer.

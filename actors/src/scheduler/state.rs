@@ -10,15 +10,15 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use crate::accounts::Accounts;
 use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
-use crate::ledger::Ledger;
 use crate::limits::LimitField;
-use crate::scheduler::cell::{Answer, Cell};
+use crate::scheduler::cell::{Cell, QueueAnswer};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{
     Bound, Ceilings, Expiry, FairQueue, Fallback, Rate, RateReading, RateRefused, Refused,
-    RunningKey, TenantDemand, Usage,
+    RunningKey, TenantBacklog, Usage,
 };
 use crate::scheduler::{
     CeilingInUse, OwnCeiling, OwnCeilingRefused, RateBound, RateOwner, OWN_CEILINGS,
@@ -62,18 +62,18 @@ pub(crate) enum Admitted {
 pub(crate) struct State {
     queue: FairQueue<Option<Arc<Cell>>, TenantId, ProviderId>,
     deadlines: Deadlines,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     closed: bool,
     /// The instant the scheduler's alarm was last asked for.
     alarm: Option<Instant>,
 }
 
 impl State {
-    pub(crate) fn new(ceilings: Ceilings, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn new(ceilings: Ceilings, accounts: Arc<Accounts>) -> Self {
         Self {
             queue: FairQueue::new(ceilings),
             deadlines: Deadlines::default(),
-            ledger,
+            accounts,
             closed: false,
             alarm: None,
         }
@@ -137,11 +137,11 @@ impl State {
             return;
         }
         if self.closed {
-            let _ = cell.answer(Answer::Closed);
+            let _ = cell.answer(QueueAnswer::Closed);
             return;
         }
         if let Some(late) = self.rate_late(&tenant, &provider, deadline) {
-            let _ = cell.answer(Answer::RateLimited(late));
+            let _ = cell.answer(QueueAnswer::RateLimited(late));
             return;
         }
         match self.queue.push(tenant, provider, Some(Arc::clone(&cell))) {
@@ -150,7 +150,7 @@ impl State {
                 self.deadlines.push(cell, deadline, self.queue.pending());
             }
             Err((refused, _)) => {
-                let _ = cell.answer(Answer::Refused(refused));
+                let _ = cell.answer(QueueAnswer::Refused(refused));
             }
         }
     }
@@ -191,7 +191,7 @@ impl State {
             match grant.item {
                 None => own = Some(grant.running),
                 Some(cell) => {
-                    if !cell.answer(Answer::Granted(grant.running)) {
+                    if !cell.answer(QueueAnswer::Granted(grant.running)) {
                         // The waiter left between its deadline and its turn.
                         self.queue.release_running(grant.running);
                     }
@@ -212,7 +212,7 @@ impl State {
             debug_assert!(own.is_none(), "a caller's own admit left in the queue");
         }
         while let Some(cell) = self.deadlines.pop_due(now) {
-            if cell.answer(Answer::TimedOut) {
+            if cell.answer(QueueAnswer::TimedOut) {
                 self.cancel(&cell);
             }
         }
@@ -373,14 +373,14 @@ impl State {
         self.closed = true;
         let cells: Vec<_> = self.deadlines.drain().collect();
         for cell in cells {
-            if cell.answer(Answer::Closed) {
+            if cell.answer(QueueAnswer::Closed) {
                 self.cancel(&cell);
             }
         }
     }
 
     /// Every tenant's queued and running requests on `provider`.
-    pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
+    pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantBacklog<TenantId>> {
         self.queue.demand(provider)
     }
 
@@ -400,9 +400,9 @@ impl State {
         (self.queue.pending(), self.queue.running())
     }
 
-    /// Publishes the counts to the ledger's gauges.
+    /// Publishes the counts to the accounts' gauges.
     pub(crate) fn report(&self) {
-        let gauges = &self.ledger.gauges;
+        let gauges = &self.accounts.gauges;
         gauges
             .pending_requests
             .store(self.queue.pending(), Ordering::Release);

@@ -14,8 +14,8 @@ use tokio::time::Instant;
 
 use super::core::{Core, BATCH, PASSES};
 use super::fixtures::{admit, attached, granted, provider, tenant, waiting, StandIn};
-use super::{Admission, Ended, RunningGrant, Waiting};
-use crate::ledger::Ledger;
+use super::{AdmitReply, Ended, RunningGrant, Waiting};
+use crate::accounts::Accounts;
 use crate::limits::Limits;
 use crate::scheduler::queue::{Bound, Ceilings};
 
@@ -50,7 +50,7 @@ fn ceilings(running_total: u32) -> Ceilings {
 fn core(running_total: u32) -> (Arc<Core>, Arc<StandIn>) {
     attached(Core::new(
         ceilings(running_total),
-        Ledger::new(&Limits::DEFAULT),
+        Accounts::new(&Limits::DEFAULT),
         4,
     ))
 }
@@ -99,7 +99,7 @@ fn a_refused_admit_names_the_full_bound_at_once() {
     let (core, _actor) = core(1);
     let _running = granted(admit(&core, "a"));
     let queued: Vec<_> = (0..4).map(|_| waiting(admit(&core, "a"))).collect();
-    let Admission::Ended(Ended::Refused(refused)) = admit(&core, "a") else {
+    let AdmitReply::Ended(Ended::Refused(refused)) = admit(&core, "a") else {
         panic!("the tenant's pending bound is full");
     };
     assert_eq!(
@@ -179,7 +179,7 @@ fn a_burst_left_for_a_busy_owner_is_refused_busy_past_the_bound() {
     let queued: Vec<_> = (0..4)
         .map(|n| waiting(admit(&core, &format!("t{n}"))))
         .collect();
-    assert!(matches!(admit(&core, "t9"), Admission::Ended(Ended::Busy)));
+    assert!(matches!(admit(&core, "t9"), AdmitReply::Ended(Ended::Busy)));
     drop(queued);
     core.give_up_for_test();
     assert_eq!(core.counts(), (0, 0), "the left waiters were never queued");
@@ -245,7 +245,10 @@ fn close_answers_every_waiter_refuses_later_admits_and_still_takes_releases() {
     core.close();
     let w = Arc::new(Counting::default());
     assert!(matches!(poll(&mut b, &w), Poll::Ready(Err(Ended::Closed))));
-    assert!(matches!(admit(&core, "c"), Admission::Ended(Ended::Closed)));
+    assert!(matches!(
+        admit(&core, "c"),
+        AdmitReply::Ended(Ended::Closed)
+    ));
     drop(running);
     assert_eq!(core.counts(), (0, 0));
 }
@@ -265,7 +268,10 @@ fn a_stopping_actor_closes_admission_and_applies_what_was_handed_to_it() {
         core.is_settled(),
         "the hand-over was applied on the way out"
     );
-    assert!(matches!(admit(&core, "a"), Admission::Ended(Ended::Closed)));
+    assert!(matches!(
+        admit(&core, "a"),
+        AdmitReply::Ended(Ended::Closed)
+    ));
 }
 
 #[test]

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::runtime::Handle;
 
+use crate::accounts::Accounts;
 use crate::budget::Budget;
-use crate::ledger::Ledger;
 use crate::mailbox::{Envelope, MailboxSlots};
 use crate::workers::state::State;
 use crate::workers::tasks::TaskTable;
@@ -19,7 +19,7 @@ pub(crate) struct WorkerPoolActor;
 pub(crate) struct WorkerPoolArgs {
     pub(crate) slots: MailboxSlots,
     pub(crate) workers: Arc<Budget>,
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) accounts: Arc<Accounts>,
     pub(crate) closed: Arc<AtomicBool>,
     pub(crate) runtime: Handle,
 }
@@ -38,7 +38,7 @@ impl Actor for WorkerPoolActor {
         Ok(State::new(
             TaskTable::new(args.runtime),
             args.workers,
-            args.ledger,
+            args.accounts,
             mailbox,
             args.closed,
         ))

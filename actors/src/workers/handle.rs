@@ -9,8 +9,8 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use crate::accounts::Accounts;
 use crate::budget::Budget;
-use crate::ledger::Ledger;
 use crate::limits::Limits;
 use crate::mailbox::{MailboxError, MailboxSlots};
 use crate::workers::actor::{WorkerPoolActor, WorkerPoolArgs};
@@ -51,7 +51,7 @@ impl WorkerPool {
     /// the spawning task.
     pub(crate) async fn spawn_linked(
         limits: &Limits,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         runtime: Handle,
         supervisor: ActorCell,
     ) -> Result<WorkerPool, SpawnErr> {
@@ -61,7 +61,7 @@ impl WorkerPool {
         let args = WorkerPoolArgs {
             slots: slots.clone(),
             workers: Arc::clone(&workers),
-            ledger,
+            accounts,
             closed: Arc::clone(&closed),
             runtime: runtime.clone(),
         };

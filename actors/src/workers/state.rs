@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
+use crate::accounts::Accounts;
 use crate::budget::{Budget, Charge};
-use crate::ledger::Ledger;
 use crate::mailbox::Mailbox;
 use crate::workers::tasks::{FinishGuard, TaskTable, WaitError};
 use crate::workers::{JobCounts, JobError, JobHolds, JobKind, Msg, Work, JOB_OVERHEAD};
@@ -25,7 +25,7 @@ pub(crate) struct State {
     /// How many of the tasks are drivers.
     drivers: u32,
     workers: Arc<Budget>,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     mailbox: Mailbox<Msg>,
     closed: Arc<AtomicBool>,
 }
@@ -34,7 +34,7 @@ impl State {
     pub(crate) fn new(
         tasks: TaskTable<RunningJob, ()>,
         workers: Arc<Budget>,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         mailbox: Mailbox<Msg>,
         closed: Arc<AtomicBool>,
     ) -> Self {
@@ -42,7 +42,7 @@ impl State {
             tasks,
             drivers: 0,
             workers,
-            ledger,
+            accounts,
             mailbox,
             closed,
         }
@@ -91,7 +91,7 @@ impl State {
                 Some(self.workers.try_reserve(1)?)
             }
         };
-        let metadata = self.ledger.metadata.try_reserve(JOB_OVERHEAD)?;
+        let metadata = self.accounts.metadata.try_reserve(JOB_OVERHEAD)?;
         // One release slot per worker slot: running out is a sizing bug,
         // answered as busy rather than waiting.
         let slot = self.mailbox.reserve_release().ok_or(JobError::Busy)?;
@@ -170,11 +170,11 @@ impl State {
         counts
     }
 
-    /// Publishes the running jobs and drivers to the ledger's gauges.
+    /// Publishes the running jobs and drivers to the accounts' gauges.
     pub(crate) fn report(&self) {
         let running = u32::try_from(self.tasks.len()).unwrap_or(u32::MAX);
         let drivers = self.drivers;
-        let gauges = &self.ledger.gauges;
+        let gauges = &self.accounts.gauges;
         gauges
             .workers
             .store(running.saturating_sub(drivers), Ordering::Release);

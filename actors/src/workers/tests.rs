@@ -12,11 +12,11 @@ use provider_pools_test_peers::eventually;
 
 use super::testing::{deadline, host, within, Gate};
 use super::*;
-use crate::ledger::Ledger;
+use crate::accounts::Accounts;
 
 struct Fixture {
     pool: WorkerPool,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     host: ActorRef<()>,
 }
 
@@ -25,22 +25,26 @@ async fn fixture(provider_workers: u32) -> Fixture {
         provider_workers,
         ..Limits::DEFAULT
     };
-    let ledger = Ledger::new(&limits);
+    let accounts = Accounts::new(&limits);
     let host = host().await;
     let pool = WorkerPool::spawn_linked(
         &limits,
-        Arc::clone(&ledger),
+        Arc::clone(&accounts),
         tokio::runtime::Handle::current(),
         host.get_cell(),
     )
     .await
     .expect("worker pool starts");
-    Fixture { pool, ledger, host }
+    Fixture {
+        pool,
+        accounts,
+        host,
+    }
 }
 
 impl Fixture {
     fn gauge(&self) -> u32 {
-        self.ledger.gauges.workers.load(Ordering::Acquire)
+        self.accounts.gauges.workers.load(Ordering::Acquire)
     }
 
     async fn counts(&self) -> JobCounts {
@@ -124,7 +128,7 @@ async fn a_panicking_job_answers_panicked_and_poisons_nothing() {
     let job = job.await.expect("accepted");
     assert_eq!(outcome(job).await, Err(JobError::Panicked));
     f.idle().await;
-    assert_eq!((f.gauge(), f.ledger.metadata.used()), (0, 0));
+    assert_eq!((f.gauge(), f.accounts.metadata.used()), (0, 0));
     let next = f.pool.spawn_blocking(|| 5).await.expect("slot released");
     assert_eq!(outcome(next).await, Ok(5));
     // The result can arrive before the join that frees the slot.
@@ -144,7 +148,7 @@ async fn a_panicking_job_answers_panicked_and_poisons_nothing() {
     let job = job.await.expect("accepted");
     assert_eq!(outcome(job).await, Err(JobError::Panicked));
     f.idle().await;
-    assert_eq!((f.gauge(), f.ledger.metadata.used()), (0, 0));
+    assert_eq!((f.gauge(), f.accounts.metadata.used()), (0, 0));
     let next = f.pool.spawn(|| async { 8 }).await.expect("slot released");
     assert_eq!(outcome(next).await, Ok(8));
 }
@@ -199,17 +203,17 @@ async fn control_blocking_shares_the_slots_and_keeps_its_charge() {
         full
     );
     assert_eq!(f.pool.spawn_blocking(|| ()).await.expect_err("full"), full);
-    assert_eq!(f.ledger.metadata.used(), 2 * JOB_OVERHEAD);
+    assert_eq!(f.accounts.metadata.used(), 2 * JOB_OVERHEAD);
 
     control_gate.open();
     eventually("the control job is joined", || f.gauge() == 1).await;
     let counts = f.counts().await;
     assert_eq!((counts.blocking, counts.control), (1, 0));
-    assert_eq!(f.ledger.metadata.used(), JOB_OVERHEAD);
+    assert_eq!(f.accounts.metadata.used(), JOB_OVERHEAD);
 
     blocking_gate.open();
     f.idle().await;
-    assert_eq!((f.gauge(), f.ledger.metadata.used()), (0, 0));
+    assert_eq!((f.gauge(), f.accounts.metadata.used()), (0, 0));
 }
 
 /// `WhenIdle` is answered only once the held job has been released and
@@ -230,7 +234,7 @@ async fn when_idle_answers_only_after_the_held_job_is_joined() {
     gate.open();
     let answer = within("idle after the release", &mut idle).await;
     assert_eq!(answer, Ok(Ok(())));
-    let after = (f.gauge(), f.ledger.metadata.used());
+    let after = (f.gauge(), f.accounts.metadata.used());
     assert_eq!(after, (0, 0), "released before answering");
 }
 
@@ -239,23 +243,23 @@ async fn when_idle_answers_only_after_the_held_job_is_joined() {
 #[tokio::test]
 async fn metadata_is_charged_per_job_and_returned_after_the_join() {
     let f = fixture(4).await;
-    assert_eq!(f.ledger.metadata.used(), 0);
+    assert_eq!(f.accounts.metadata.used(), 0);
     let (first_gate, _first) = f.hold().await;
     let (second_gate, _second) = f.hold().await;
-    assert_eq!(f.ledger.metadata.used(), 2 * JOB_OVERHEAD);
+    assert_eq!(f.accounts.metadata.used(), 2 * JOB_OVERHEAD);
 
     let limit = 2 * JOB_OVERHEAD;
-    f.ledger.metadata.set_limit(limit).expect("limit at use");
+    f.accounts.metadata.set_limit(limit).expect("limit at use");
     let refused = f.pool.spawn_blocking(|| ()).await.expect_err("no metadata");
     assert_eq!(refused, capacity("metadata_bytes", limit, limit));
     assert_eq!(f.counts().await.running(), 2, "no worker taken");
 
     first_gate.open();
-    let one_left = || f.ledger.metadata.used() == JOB_OVERHEAD;
+    let one_left = || f.accounts.metadata.used() == JOB_OVERHEAD;
     eventually("one job joined", one_left).await;
     second_gate.open();
     f.idle().await;
-    assert_eq!(f.ledger.metadata.used(), 0);
+    assert_eq!(f.accounts.metadata.used(), 0);
 }
 
 /// After close, jobs are refused `Closed` without running; accepted work
@@ -286,10 +290,14 @@ async fn a_killed_pool_keeps_charges_until_the_join() {
     eventually("the actor stops", stopped).await;
     let refused = f.pool.spawn_blocking(|| ()).await.expect_err("gone");
     assert_eq!(refused, JobError::Closed);
-    assert_eq!(f.ledger.metadata.used(), JOB_OVERHEAD, "held by the reaper");
+    assert_eq!(
+        f.accounts.metadata.used(),
+        JOB_OVERHEAD,
+        "held by the reaper"
+    );
 
     gate.open();
-    let refunded = || f.ledger.metadata.used() == 0;
+    let refunded = || f.accounts.metadata.used() == 0;
     eventually("the reaper releases after the join", refunded).await;
 }
 

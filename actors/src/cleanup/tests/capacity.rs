@@ -12,8 +12,12 @@ use crate::workers::{JobError, WorkerPool};
 async fn cleanup_progresses_while_every_worker_is_held() {
     let f = fixture(1).await;
     let runtime = tokio::runtime::Handle::current();
-    let workers =
-        WorkerPool::spawn_linked(&f.limits, Arc::clone(&f.ledger), runtime, f.host.get_cell());
+    let workers = WorkerPool::spawn_linked(
+        &f.limits,
+        Arc::clone(&f.accounts),
+        runtime,
+        f.host.get_cell(),
+    );
     let workers = workers.await.expect("worker pool starts");
     let mut gates = Vec::new();
     for _ in 0..2 {

@@ -4,13 +4,13 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::accounts::Accounts;
 use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::connection::RequestHold;
 use crate::epoch::connection::{
     ConnCharges, ConnectError, DialError, DialErrorKind, PooledConnection,
 };
 use crate::epoch::published::PublishedEpoch;
-use crate::ledger::Ledger;
 use crate::mailbox::ReleaseSlot;
 
 /// How a dial ended, as the epoch actor learns it.
@@ -54,7 +54,7 @@ pub(crate) struct DialPermit {
     charges: Option<ConnCharges>,
     done: Option<ReleaseSlot<EpochMsg>>,
     epoch: Arc<PublishedEpoch>,
-    ledger: Arc<Ledger>,
+    accounts: Arc<Accounts>,
     client: usize,
     /// Unique within the epoch actor that granted it: its outcome opens the
     /// client's dial gate only if this permit holds it.
@@ -73,11 +73,11 @@ impl DialPermit {
         charges: ConnCharges,
         done: ReleaseSlot<EpochMsg>,
         epoch: Arc<PublishedEpoch>,
-        ledger: Arc<Ledger>,
+        accounts: Arc<Accounts>,
         client: usize,
         id: u64,
     ) -> Self {
-        ledger
+        accounts
             .gauges
             .connections_connecting
             .fetch_add(1, Ordering::AcqRel);
@@ -85,7 +85,7 @@ impl DialPermit {
             charges: Some(charges),
             done: Some(done),
             epoch,
-            ledger,
+            accounts,
             client,
             id,
             span: tracing::Span::none(),
@@ -169,7 +169,7 @@ impl DialPermit {
     /// Takes this dial out of the `connecting` gauge, once.
     fn uncount(&mut self) {
         if std::mem::take(&mut self.connecting) {
-            self.ledger
+            self.accounts
                 .gauges
                 .connections_connecting
                 .fetch_sub(1, Ordering::AcqRel);

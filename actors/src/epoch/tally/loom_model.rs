@@ -9,12 +9,12 @@ use std::sync::Arc;
 use loom::thread;
 
 use super::ConnTally;
-use crate::ledger::Ledger;
+use crate::accounts::Accounts;
 use crate::limits::Limits;
 use crate::sync::Ordering;
 
 fn gauges(tally: &ConnTally) -> (u32, u32) {
-    let g = &tally.ledger().gauges;
+    let g = &tally.accounts().gauges;
     (
         g.connections_active.load(Ordering::Acquire),
         g.connections_retired.load(Ordering::Acquire),
@@ -27,7 +27,7 @@ fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge(
         "checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge",
         Some(3),
         || {
-            let tally = Arc::new(ConnTally::new(Ledger::new(&Limits::DEFAULT)));
+            let tally = Arc::new(ConnTally::new(Accounts::new(&Limits::DEFAULT)));
             tally.check_out();
             // One connection returned and one checked out while it retires.
             let worker = {
@@ -69,7 +69,7 @@ fn a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_gauge() {
         "a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_gauge",
         None,
         || {
-            let tally = Arc::new(ConnTally::new(Ledger::new(&Limits::DEFAULT)));
+            let tally = Arc::new(ConnTally::new(Accounts::new(&Limits::DEFAULT)));
             tally.retire();
             let worker = {
                 let tally = Arc::clone(&tally);

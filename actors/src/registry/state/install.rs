@@ -62,7 +62,7 @@ impl State {
     /// Checks the expected epoch, the service's owner, the public
     /// configuration and the credential's size.
     fn validate(&self, request: Installation) -> Result<Validated, InstallError> {
-        if self.ledger.is_closed() {
+        if self.accounts.is_closed() {
             return Err(InstallError::Closed);
         }
         let provider = &request.provider;
@@ -114,10 +114,12 @@ impl State {
             |e| Arc::clone(&e.clients),
         );
         let charges = [
-            self.ledger.retained.try_reserve(1)?,
+            self.accounts.retained.try_reserve(1)?,
             provider_clients.try_reserve(origins)?,
-            self.ledger.clients.try_reserve(origins)?,
-            self.ledger.metadata.try_reserve(metadata_bytes(request))?,
+            self.accounts.clients.try_reserve(origins)?,
+            self.accounts
+                .metadata
+                .try_reserve(metadata_bytes(request))?,
         ];
         let drain_notice = self.registry.reserve_drain_notice().ok_or(Exhausted {
             resource: "registry release slots",
@@ -158,11 +160,11 @@ impl State {
             drain_notice,
             connections_per_client: self.limits.connections_per_client,
             connections_share: self.limits.connections_share(),
-            ledger: Arc::clone(&self.ledger),
+            accounts: Arc::clone(&self.accounts),
         });
         let handle = EpochHandle::spawn(
             Arc::clone(&published),
-            Arc::clone(&self.ledger),
+            Arc::clone(&self.accounts),
             &self.limits,
             myself,
         )

@@ -25,17 +25,17 @@ use crate::tenants::{Lowered, ShareTable};
 impl State {
     /// Lowers limits, all or nothing; see `ProviderPools::lower_limits`.
     pub(crate) async fn lower_limits(&mut self, lowered: Limits) -> Result<(), LowerError> {
-        if self.ledger.is_closed() {
+        if self.accounts.is_closed() {
             return Err(LowerError::Closed);
         }
         // Nothing is raised: a limit raised while the scheduler is asked
         // would let reservations through that a refusal could not take back.
         self.limits.check_lowering(&lowered)?;
         self.set_owned(&lowered).await?;
-        self.ledger.set_queue_age(lowered.queue_age);
-        self.ledger.set_idle_age(lowered.idle_age);
+        self.accounts.set_queue_age(lowered.queue_age);
+        self.accounts.set_idle_age(lowered.idle_age);
         self.limits = lowered;
-        self.ledger.set_limits_in_force(lowered);
+        self.accounts.set_limits_in_force(lowered);
         tracing::info!(?lowered, "limits lowered");
         Ok(())
     }
@@ -60,31 +60,31 @@ impl State {
         lowering: &mut Lowering<'a>,
         target: &Limits,
     ) -> Result<(), LowerError> {
-        let ledger = &self.ledger;
+        let accounts = &self.accounts;
         let node = [
             (
                 LimitField::RetainedConfigurations,
-                &ledger.retained,
+                &accounts.retained,
                 target.retained_configurations,
             ),
             (
                 LimitField::ConfiguredClients,
-                &ledger.clients,
+                &accounts.clients,
                 target.configured_clients,
             ),
             (
                 LimitField::MetadataBytes,
-                &ledger.metadata,
+                &accounts.metadata,
                 target.metadata_bytes,
             ),
             (
                 LimitField::Connections,
-                &ledger.connections,
+                &accounts.connections,
                 target.connections,
             ),
             (
                 LimitField::IdleConnections,
-                &ledger.idle,
+                &accounts.idle,
                 target.idle_connections,
             ),
         ];
@@ -151,7 +151,7 @@ impl State {
             lowering.push(Undo::ClientShare(table, previous));
         }
         let previous = self
-            .ledger
+            .accounts
             .tenants
             .lower(Lowered::of(target))
             .map_err(|in_use| {
@@ -214,7 +214,7 @@ impl Drop for Lowering<'_> {
                 Undo::Cleanup(state, previous) => state.cleanup.set_limit(previous),
                 Undo::ClientShare(table, previous) => table.set_share(previous, false).map(drop),
                 Undo::TenantShares(state, previous) => {
-                    state.ledger.tenants.restore(previous);
+                    state.accounts.tenants.restore(previous);
                     Ok(())
                 }
             };

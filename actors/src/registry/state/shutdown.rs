@@ -1,9 +1,9 @@
-//! Retirement and shutdown. Shutdown order: close admission (the ledger),
+//! Retirement and shutdown. Shutdown order: close admission (the accounts),
 //! answer queued waiters `Closed` and retire every epoch; each epoch's
 //! actor stops when its drain notice arrives and its charges go once the
 //! actor has terminated; once no epoch is retained, the scheduler owns no
 //! request and the worker and cleanup actors run nothing, stop those three,
-//! complete the ledger and stop the registry.
+//! complete the accounts and stop the registry.
 
 use ractor::{ActorCell, RpcReplyPort};
 use tokio::time::Instant;
@@ -14,7 +14,7 @@ impl State {
     /// Closes admission, answers queued waiters `Closed`, and retires every
     /// published epoch.
     pub(crate) fn retire(&mut self) {
-        self.ledger.close();
+        self.accounts.close();
         if let Some(slot) = self.scheduler_close.take() {
             slot.close();
         }
@@ -34,7 +34,7 @@ impl State {
 
     /// Completes shutdown if it was asked for and nothing is owned: no epoch
     /// retained, no request in the scheduler, no job in the worker or
-    /// cleanup pool. Then stops the control actors, completes the ledger and
+    /// cleanup pool. Then stops the control actors, completes the accounts and
     /// stops the registry.
     pub(crate) async fn finish_shutdown(&mut self, myself: &ActorCell) {
         if self.shutdown_waiters.is_empty() || !self.epochs.is_empty() {
@@ -67,7 +67,7 @@ impl State {
                 let _ = cell.stop_and_wait(None, Some(SCHEDULER_WAIT)).await;
             }
         }
-        if self.ledger.complete() {
+        if self.accounts.complete() {
             tracing::info!("provider pools shut down clean");
         }
         self.ticker.abort();

@@ -32,7 +32,7 @@ impl State {
         if let Some((name, _)) = control.iter().find(|(_, id)| *id == actor) {
             if !self.scheduler_stopping {
                 tracing::error!(actor = name, reason = ?failure, "control actor lost; admission closed");
-                self.ledger.fail();
+                self.accounts.fail();
             }
             return;
         }
@@ -55,7 +55,7 @@ impl State {
         if record.restarts.try_restart(&self.restart, Instant::now()) {
             let respawned = EpochHandle::spawn(
                 Arc::clone(&record.published),
-                Arc::clone(&self.ledger),
+                Arc::clone(&self.accounts),
                 &self.limits,
                 myself.clone(),
             )

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use super::{Core, HANDED, PASSES, STOPPED};
 use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
-use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantDemand, Usage};
+use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantBacklog, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::scheduler::{Fallback, Rate, RateOwner, RateReading, RateRefused};
 use crate::sync::Ordering;
@@ -147,7 +147,7 @@ impl Core {
     }
 
     /// Every tenant's queued and running requests on `provider`.
-    pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantDemand<TenantId>> {
+    pub(crate) fn demand(&self, provider: &ProviderId) -> Vec<TenantBacklog<TenantId>> {
         self.lock().demand(provider)
     }
 

@@ -19,7 +19,7 @@ pub(crate) type Usage<K, P> = (Vec<(K, u32, u32)>, Vec<(P, u32, u32)>);
 
 /// One tenant's demand on one provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TenantDemand<K> {
+pub(crate) struct TenantBacklog<K> {
     /// The tenant.
     pub(crate) tenant: K,
     /// Its requests queued for the provider.
@@ -35,7 +35,7 @@ where
 {
     /// Every tenant's queued and running requests on `provider`, in no
     /// particular order; empty when the provider has neither.
-    pub(crate) fn demand(&self, provider: &P) -> Vec<TenantDemand<K>> {
+    pub(crate) fn demand(&self, provider: &P) -> Vec<TenantBacklog<K>> {
         let Some(&p) = self.provider_ix.get(provider) else {
             return Vec::new();
         };
@@ -55,7 +55,7 @@ where
             .into_iter()
             .filter_map(|(t, (pending, running))| {
                 let tenant = self.tenants.get(t)?.key.clone();
-                Some(TenantDemand {
+                Some(TenantBacklog {
                     tenant,
                     pending,
                     running,

@@ -47,7 +47,7 @@ use crate::fairness::Fairness;
 mod bounds;
 pub(crate) use bounds::{Bound, Ceilings, InUse, Refused};
 mod demand;
-pub(crate) use demand::{TenantDemand, Usage};
+pub(crate) use demand::{TenantBacklog, Usage};
 mod held;
 mod index_hash;
 mod own_ceilings;

@@ -2,7 +2,7 @@
 //! `Panicked`: the waiter learns the job never completed, and that no
 //! provider code failed.
 
-use crate::ledger::Ledger;
+use crate::accounts::Accounts;
 use crate::limits::Limits;
 use crate::workers::testing::{host, within};
 use crate::workers::{JobError, WorkerPool};
@@ -23,7 +23,7 @@ async fn a_job_its_runtime_drops_unfinished_answers_closed() {
     let host = host().await;
     let pool = WorkerPool::spawn_linked(
         &limits,
-        Ledger::new(&limits),
+        Accounts::new(&limits),
         jobs.handle().clone(),
         host.get_cell(),
     )

@@ -1,4 +1,4 @@
-//! The node-wide ledger of one registry generation: the budgets several
+//! The node-wide accounts of one registry generation: the budgets several
 //! owners charge, the tenants' shares of them, the gauges an operator reads,
 //! the control state, the limits in force (with the lowerable queue and idle
 //! ages), and the one sequence that orders grants and dispatches.
@@ -44,7 +44,7 @@ pub(crate) struct Gauges {
 
 /// Budgets and gauges of one registry generation.
 #[derive(Debug)]
-pub(crate) struct Ledger {
+pub(crate) struct Accounts {
     /// Retained epochs (current and draining), against `retained_configurations`.
     pub(crate) retained: Arc<Budget>,
     /// Configured clients of every retained epoch, against `configured_clients`.
@@ -76,7 +76,7 @@ const RETIRING: u8 = 1;
 const COMPLETED: u8 = 2;
 const FAILED: u8 = 3;
 
-impl Ledger {
+impl Accounts {
     pub(crate) fn new(limits: &Limits) -> Arc<Self> {
         Arc::new(Self {
             retained: Budget::new("retained_configurations", limits.retained_configurations),
