@@ -186,6 +186,41 @@ fn a_burst_left_for_a_busy_owner_is_refused_busy_past_the_bound() {
 }
 
 #[test]
+fn a_busy_owner_refuses_no_admit_of_a_burst_that_fits_the_pending_bound() {
+    // The most a registry's callers can leave for a busy owner: every
+    // running request's release, every pending request's admit, and each
+    // of those waiters' cancel. None of it is refused busy.
+    let limits = Limits {
+        pending_requests: 1_024,
+        requests_per_tenant: 1_024,
+        requests_per_provider: 1_024,
+        running_requests: 64,
+        running_per_tenant: 64,
+        running_per_provider: 64,
+        ..Limits::DEFAULT
+    };
+    let (core, _actor) = attached(Core::new(
+        super::ceilings(&limits),
+        Accounts::new(&limits),
+        super::deferred_bound(&limits),
+    ));
+    let grants: Vec<_> = (0..64)
+        .map(|n| granted(admit(&core, &format!("r{n}"))))
+        .collect();
+    core.own_for_test();
+    drop(grants);
+    let waiters: Vec<_> = (0..1_024)
+        .map(|n| match admit(&core, &format!("w{n}")) {
+            AdmitReply::Waiting(waiting) => waiting,
+            other => panic!("admit {n} of 1,024 left for the owner: {other:?}"),
+        })
+        .collect();
+    drop(waiters);
+    core.give_up_for_test();
+    assert_eq!(core.counts(), (0, 0), "everything left was applied");
+}
+
+#[test]
 fn a_waiter_that_leaves_after_its_grant_was_written_returns_the_capacity() {
     let (core, _actor) = core(1);
     let running = granted(admit(&core, "a"));
