@@ -21,7 +21,7 @@ impl<M> Envelope<M> {
     ///
     /// Only for an actor's own scheduled messages, each duty keeping at most
     /// one in flight, so that ticks are bounded by construction; anything a
-    /// handle sends goes through [`Mailbox`] and takes a slot.
+    /// handle sends goes through [`Mailbox`](crate::Mailbox) and takes a slot.
     pub fn tick(msg: M) -> Self {
         Self { slot: None, msg }
     }

@@ -6,7 +6,7 @@ use crate::limits::Limits;
 use crate::provider_pools::ProviderPools;
 
 impl ProviderPools {
-    /// The startup limits, as given in [`PoolsConfig::limits`]; they never
+    /// The startup limits, as given in [`PoolsConfig::limits`](crate::PoolsConfig::limits); they never
     /// change. The limits enforced now are [`ProviderPools::limits_in_force`].
     pub fn limits(&self) -> &Limits {
         &self.inner.limits

@@ -61,7 +61,7 @@ pub struct HttpRequest {
     /// that a reused connection lost before any byte of a response (the
     /// origin closed the idle connection as the request reached it) is
     /// delivered again, once, on a dialed connection; an unmarked one
-    /// fails as [`Sent::Maybe`]. HTTP/1.1 only: HTTP/2 already moves a
+    /// fails as [`Sent::Maybe`](crate::http::Sent::Maybe). HTTP/1.1 only: HTTP/2 already moves a
     /// request the peer did not process.
     pub replayable: bool,
 }
