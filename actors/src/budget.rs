@@ -277,6 +277,12 @@ impl Charge {
         self.amount
     }
 
+    /// The budget this charge is on (none for an [`empty`](Self::empty)
+    /// charge).
+    pub(crate) fn budget(&self) -> Option<&Arc<Budget>> {
+        self.budget.as_ref()
+    }
+
     /// A charge of nothing, on no budget, to [`absorb`](Self::absorb) into.
     pub(crate) fn empty() -> Self {
         Self {

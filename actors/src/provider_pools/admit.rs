@@ -15,7 +15,7 @@ use crate::plan::ExecutionPlan;
 use crate::provider_pools::admit_future::Admitting;
 use crate::provider_pools::ProviderPools;
 use crate::scheduler::{self, Admission, Ended};
-use crate::tenants::SharedCharge;
+use crate::tenants::{SharedCharge, TenantShares};
 
 impl ProviderPools {
     /// Charges `bytes` as a request's input to `plan`'s tenant: its metadata
@@ -39,7 +39,7 @@ impl ProviderPools {
         let charge = ledger
             .tenants
             .charge_metadata(plan.tenant(), &ledger.metadata, len)?;
-        Ok(StagedInput::new(bytes, charge))
+        Ok(StagedInput::new(bytes, charge, plan.tenant().clone()))
     }
 
     /// Queues a request for capacity on its provider and waits for its turn.
@@ -164,17 +164,18 @@ impl ProviderPools {
         }
     }
 
-    /// Charges the request, leases its client and queues it, its deadline
+    /// Charges the request (to the metadata share its `input` holds when
+    /// staged for the same tenant), leases its client and queues it, its deadline
     /// counted from `now`; from the returned [`Queued`] on, dropping it
     /// cancels the waiter.
     pub(super) fn enqueue(
         &self,
         plan: &ExecutionPlan,
+        input: &StagedInput,
         provider: ProviderId,
         slot: &TypedSlot,
         kind: OriginKind,
         now: Instant,
-        span: &tracing::Span,
     ) -> Result<Queued, AdmitError> {
         if !self.is_open() {
             return Err(AdmitError::Closed);
@@ -188,12 +189,16 @@ impl ProviderPools {
         // refused here, before it takes room in the admission queue (or
         // among the operations left for its owner) other tenants need.
         let admitting = ledger.tenants.admit(plan.tenant())?;
-        let charge =
-            ledger
-                .tenants
-                .charge_metadata(plan.tenant(), &ledger.metadata, REQUEST_OVERHEAD)?;
+        // The input staged for this tenant holds its metadata share already.
+        let charge = match input.metadata_share(plan.tenant(), &ledger.metadata) {
+            Some(own) => TenantShares::charge_metadata_on(own, &ledger.metadata, REQUEST_OVERHEAD)?,
+            None => {
+                ledger
+                    .tenants
+                    .charge_metadata(plan.tenant(), &ledger.metadata, REQUEST_OVERHEAD)?
+            }
+        };
         let lease = self.client(&provider, slot, kind)?;
-        span.record("epoch", lease.epoch().get());
 
         let admission = self
             .inner

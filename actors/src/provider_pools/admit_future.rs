@@ -90,10 +90,13 @@ impl<'a> Admitting<'a> {
             let _entered = watch.span().enter();
             // The provider id moves into the queue; the plan and input stay
             // for the grant.
-            pools.enqueue(&plan, provider, &slot, kind, now, watch.span())
+            pools.enqueue(&plan, &input, provider, &slot, kind, now)
         };
         let queued = match enqueued {
-            Ok(queued) => queued,
+            Ok(queued) => {
+                watch.span().record("epoch", queued.lease.epoch().get());
+                queued
+            }
             Err(err) => return Started::Answered(finish(watch, Err(err))),
         };
         let Queued {
