@@ -149,7 +149,9 @@ impl Budget {
     }
 
     /// Reserves `amount`, waiting for releases until `deadline` (at once for
-    /// a budget not made [`Budget::waitable`]).
+    /// a budget not made [`Budget::waitable`]). A charge made at once keeps
+    /// the reference given (no count taken or dropped), as
+    /// [`Budget::try_reserve_owned`] does.
     ///
     /// # Cancel safety
     ///
@@ -160,13 +162,18 @@ impl Budget {
     ///
     /// The last [`Exhausted`] seen when `deadline` passes first.
     pub(crate) async fn reserve_within(
-        self: &Arc<Self>,
+        self: Arc<Self>,
         amount: u32,
         deadline: tokio::time::Instant,
     ) -> Result<Charge, Exhausted> {
         // A budget with room answers without registering as a waiter.
-        let refused = match self.try_reserve(amount) {
-            Ok(charge) => return Ok(charge),
+        let refused = match self.reserve(amount) {
+            Ok(()) => {
+                return Ok(Charge {
+                    budget: Some(self),
+                    amount,
+                })
+            }
             Err(refused) => refused,
         };
         let Some(freed) = &self.freed else {
