@@ -57,6 +57,38 @@ async fn a_tenant_at_its_metadata_share_is_refused_and_another_tenant_is_not() {
     assert_eq!(pools.snapshot().metadata_bytes, before);
 }
 
+#[tokio::test]
+async fn a_requests_overhead_is_charged_to_its_plans_tenant_whoever_staged_its_input() {
+    let (pools, _, receipt) = with_alpha(Limits::DEFAULT, 1).await;
+    let before = pools.snapshot().metadata_bytes;
+    let share = Limits::DEFAULT.metadata_per_tenant as usize;
+    // The hog's share has less room left than one request's overhead.
+    let held = pools
+        .stage_input(&plan("hog", 1), Bytes::from(vec![0u8; share - 100]))
+        .expect("within the share");
+    // Input staged for another tenant does not lend the hog its share.
+    let mut request = support::request(&pools, plan("other", 2), &receipt, b"x");
+    request.plan = plan("hog", 2);
+    let refused = pools.admit(request).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(AdmitError::Capacity {
+                resource: "metadata_per_tenant",
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    // Nor does the hog's input make the other tenant pay at the hog's share.
+    let mut request = support::request(&pools, plan("hog", 3), &receipt, b"");
+    request.plan = plan("other", 3);
+    let granted = pools.admit(request).await;
+    assert!(granted.is_ok(), "{granted:?}");
+    drop((held, granted));
+    assert_eq!(pools.snapshot().metadata_bytes, before);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_blocking_jobs_stop_at_its_worker_share() {
     let (pools, _, receipt) = with_alpha(Limits::DEFAULT, 1).await;

@@ -19,11 +19,13 @@
 //! - A reservation is an owned [`Charge`]; the only way to return capacity is to
 //!   drop the charge, which its owner does after destroying what it paid for.
 //! - Lowering never erases a reservation: it fails while `used > new limit`.
+//! - A release racing a waiter of a waitable budget wakes it, or the
+//!   waiter's next attempt finds the released room (model-checked).
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering};
 
 /// A counted resource with a ceiling, charged lock-free.
 ///
@@ -33,8 +35,59 @@ use crate::sync::{AtomicU64, Ordering};
 pub struct Budget {
     name: &'static str,
     word: AtomicU64,
-    /// Woken on every release, for budgets a caller may wait on.
-    freed: Option<tokio::sync::Notify>,
+    /// Woken on a release while a caller waits, for budgets a caller may
+    /// wait on.
+    freed: Option<Freed>,
+}
+
+/// A waitable budget's waiters: their count, and the wake-up a release
+/// sends while the count is not zero.
+///
+/// A waiter counts itself, then looks at the use; a release returns its
+/// amount, then looks at the count. A sequentially consistent fence sits
+/// between each side's two steps, so at least one side sees the other:
+/// the waiter finds the room, or the release finds the waiter and wakes
+/// one (a wake-up sent before the waiter registers is kept for it).
+struct Freed {
+    notify: tokio::sync::Notify,
+    waiting: AtomicUsize,
+}
+
+impl Freed {
+    fn new() -> Self {
+        Self {
+            notify: tokio::sync::Notify::new(),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Counts a waiter until the returned guard drops; the fence orders
+    /// the count before the waiter's next look at the use.
+    fn enter(&self) -> Waiter<'_> {
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        Waiter(self)
+    }
+
+    /// After a release: wakes one waiter if any is counted. Returns
+    /// whether it did.
+    fn released(&self) -> bool {
+        fence(Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        self.notify.notify_one();
+        true
+    }
+}
+
+/// One counted waiter of a [`Freed`].
+struct Waiter<'a>(&'a Freed);
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The budget had no room for a reservation.
@@ -85,17 +138,20 @@ impl Budget {
     }
 
     /// Creates an empty budget that callers may also wait on
-    /// ([`Budget::reserve_within`]): every release wakes one waiter.
+    /// ([`Budget::reserve_within`]): a release wakes one waiter, when
+    /// anyone waits.
     pub(crate) fn waitable(name: &'static str, limit: u32) -> Arc<Self> {
         Arc::new(Self {
             name,
             word: AtomicU64::new(pack(limit, 0)),
-            freed: Some(tokio::sync::Notify::new()),
+            freed: Some(Freed::new()),
         })
     }
 
     /// Reserves `amount`, waiting for releases until `deadline` (at once for
-    /// a budget not made [`Budget::waitable`]).
+    /// a budget not made [`Budget::waitable`]). A charge made at once keeps
+    /// the reference given (no count taken or dropped), as
+    /// [`Budget::try_reserve_owned`] does.
     ///
     /// # Cancel safety
     ///
@@ -106,22 +162,30 @@ impl Budget {
     ///
     /// The last [`Exhausted`] seen when `deadline` passes first.
     pub(crate) async fn reserve_within(
-        self: &Arc<Self>,
+        self: Arc<Self>,
         amount: u32,
         deadline: tokio::time::Instant,
     ) -> Result<Charge, Exhausted> {
         // A budget with room answers without registering as a waiter.
-        let refused = match self.try_reserve(amount) {
-            Ok(charge) => return Ok(charge),
+        let refused = match self.reserve(amount) {
+            Ok(()) => {
+                return Ok(Charge {
+                    budget: Some(self),
+                    amount,
+                })
+            }
             Err(refused) => refused,
         };
         let Some(freed) = &self.freed else {
             return Err(refused);
         };
+        // Counted before the attempts below, so a release after one of
+        // them wakes this waiter.
+        let _waiter = freed.enter();
         loop {
             // Registered before the attempt, so a release between a refusal
             // and the wait still wakes this waiter.
-            let notified = freed.notified();
+            let notified = freed.notify.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
             match self.try_reserve(amount) {
@@ -244,7 +308,7 @@ impl Budget {
         // limit.
         self.word.fetch_sub(u64::from(amount), Ordering::AcqRel);
         if let Some(freed) = &self.freed {
-            freed.notify_one();
+            freed.released();
         }
     }
 }
@@ -275,6 +339,12 @@ impl Charge {
     /// The amount this charge holds.
     pub fn amount(&self) -> u32 {
         self.amount
+    }
+
+    /// The budget this charge is on (none for an [`empty`](Self::empty)
+    /// charge).
+    pub(crate) fn budget(&self) -> Option<&Arc<Budget>> {
+        self.budget.as_ref()
     }
 
     /// A charge of nothing, on no budget, to [`absorb`](Self::absorb) into.

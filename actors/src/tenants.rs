@@ -25,6 +25,7 @@
 mod table;
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::budget::{Budget, Charge, Exhausted, InUse};
 use crate::identity::TenantId;
@@ -51,6 +52,18 @@ impl SharedCharge {
             _tenant: tenant,
         }
     }
+
+    /// The tenant's budget this charge is on, when its shared part is on
+    /// `shared`: then both came from the [`TenantShares`] of the accounts
+    /// that holds `shared`.
+    pub(crate) fn tenant_budget_beside(&self, shared: &Arc<Budget>) -> Option<&Arc<Budget>> {
+        let on = self._shared.budget()?;
+        if Arc::ptr_eq(on, shared) {
+            self._tenant.budget()
+        } else {
+            None
+        }
+    }
 }
 
 /// The node-wide per-tenant shares of one registry generation.
@@ -74,10 +87,27 @@ impl TenantShares {
     pub(crate) fn charge_metadata(
         &self,
         tenant: &TenantId,
-        shared: &std::sync::Arc<Budget>,
+        shared: &Arc<Budget>,
         amount: u32,
     ) -> Result<SharedCharge, Exhausted> {
         let own = self.metadata.charge(tenant, amount)?;
+        Ok(SharedCharge {
+            _shared: shared.try_reserve(amount)?,
+            _tenant: own,
+        })
+    }
+
+    /// [`Self::charge_metadata`] on `own`, the tenant's metadata share
+    /// found already (a staged input's), instead of looking it up.
+    ///
+    /// `own` must be this table's budget for the tenant: a live budget is
+    /// the one the table holds for its tenant, so the charge is the same.
+    pub(crate) fn charge_metadata_on(
+        own: &Arc<Budget>,
+        shared: &Arc<Budget>,
+        amount: u32,
+    ) -> Result<SharedCharge, Exhausted> {
+        let own = own.try_reserve(amount)?;
         Ok(SharedCharge {
             _shared: shared.try_reserve(amount)?,
             _tenant: own,
@@ -90,7 +120,7 @@ impl TenantShares {
     pub(crate) fn metadata_parts(
         &self,
         tenant: &TenantId,
-        shared: &std::sync::Arc<Budget>,
+        shared: &Arc<Budget>,
         amount: u32,
     ) -> Result<(Charge, Charge), Exhausted> {
         let own = self.metadata.charge(tenant, amount)?;

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::admission::running::RunningRequest;
+use crate::budget::Budget;
+use crate::identity::TenantId;
 use crate::tenants::SharedCharge;
 
 struct Staged {
@@ -26,13 +28,21 @@ struct Staged {
 ///
 /// Cheap to clone; the charge is returned when the last clone is dropped.
 #[derive(Clone)]
-pub struct StagedInput(Arc<Staged>);
+pub struct StagedInput(Arc<Input>);
+
+struct Input {
+    bytes: Bytes,
+    charge: SharedCharge,
+    /// The tenant whose metadata share `charge` is on.
+    tenant: TenantId,
+}
 
 impl StagedInput {
-    pub(crate) fn new(bytes: Bytes, charge: SharedCharge) -> Self {
-        Self(Arc::new(Staged {
+    pub(crate) fn new(bytes: Bytes, charge: SharedCharge, tenant: TenantId) -> Self {
+        Self(Arc::new(Input {
             bytes,
-            _charge: charge,
+            charge,
+            tenant,
         }))
     }
 
@@ -49,6 +59,20 @@ impl StagedInput {
     /// True when there is no input.
     pub fn is_empty(&self) -> bool {
         self.0.bytes.is_empty()
+    }
+
+    /// `tenant`'s metadata share this input is charged to, when it was
+    /// staged for `tenant` against the node budget `shared`: a further
+    /// charge of the same tenant's metadata needs no lookup.
+    pub(crate) fn metadata_share(
+        &self,
+        tenant: &TenantId,
+        shared: &Arc<Budget>,
+    ) -> Option<&Arc<Budget>> {
+        if self.0.tenant != *tenant {
+            return None;
+        }
+        self.0.charge.tenant_budget_beside(shared)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Model checks (loom) of [`Budget`]: reservations racing releases and a
-//! lowering at the bound. Every interleaving (no preemption bound).
+//! lowering at the bound, and a release racing a waiter. Every
+//! interleaving (no preemption bound).
 
 use std::sync::Arc;
 
@@ -61,6 +62,57 @@ fn a_lowering_racing_reservations_keeps_use_within_the_limit_it_set() {
             assert!(budget.used() <= budget.limit());
             drop((held, theirs));
             assert_eq!(budget.used(), 0);
+        },
+    );
+}
+
+#[test]
+fn a_release_racing_a_waiter_wakes_it_or_leaves_it_the_room() {
+    crate::sync::model(
+        "a_release_racing_a_waiter_wakes_it_or_leaves_it_the_room",
+        None,
+        || {
+            let budget = Budget::waitable("connections_per_tenant", 1);
+            let held = budget.try_reserve(1).expect("room");
+            let releaser = thread::spawn(move || drop(held));
+            // The waiter's steps of `reserve_within`: counted, then an
+            // attempt; it would then wait for the wake-up.
+            let freed = budget.freed.as_ref().expect("a waitable budget");
+            let waiter = freed.enter();
+            let mine = budget.try_reserve(1).ok();
+            releaser.join().expect("releaser");
+            let woken = {
+                let notified = freed.notify.notified();
+                let mut notified = std::pin::pin!(notified);
+                notified.as_mut().enable()
+            };
+            assert!(
+                mine.is_some() || woken,
+                "the release and the waiter missed each other: a lost wake-up"
+            );
+            drop((waiter, mine));
+            assert_eq!(budget.used(), 0, "every charge returned once");
+        },
+    );
+}
+
+#[test]
+fn a_release_with_nobody_waiting_sends_no_wake_up() {
+    crate::sync::model(
+        "a_release_with_nobody_waiting_sends_no_wake_up",
+        None,
+        || {
+            let budget = Budget::waitable("connections_per_tenant", 1);
+            let held = budget.try_reserve(1).expect("room");
+            let releaser = thread::spawn(move || drop(held));
+            releaser.join().expect("releaser");
+            let freed = budget.freed.as_ref().expect("a waitable budget");
+            let notified = freed.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            assert!(
+                !notified.as_mut().enable(),
+                "a wake-up with nobody to take it"
+            );
         },
     );
 }

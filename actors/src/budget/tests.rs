@@ -159,7 +159,10 @@ async fn a_waiter_gets_the_first_release_and_another_times_out_at_its_deadline()
     assert_eq!(budget.used(), 0, "the waiter's charge was dropped with it");
     let held = budget.try_reserve(1).expect("room again");
     let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(10);
-    let refused = budget.reserve_within(1, soon).await.map(|c| c.amount());
+    let refused = Arc::clone(&budget)
+        .reserve_within(1, soon)
+        .await
+        .map(|c| c.amount());
     assert_eq!(refused.err().map(|e| (e.used, e.limit)), Some((1, 1)));
     drop(held);
     // A plain budget never waits.

@@ -35,7 +35,7 @@ impl ProviderPools {
         let charge = accounts
             .tenants
             .charge_metadata(plan.tenant(), &accounts.metadata, len)?;
-        Ok(StagedInput::new(bytes, charge))
+        Ok(StagedInput::new(bytes, charge, plan.tenant().clone()))
     }
 
     /// Queues a request for capacity on its provider and waits for its turn.

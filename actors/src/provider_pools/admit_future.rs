@@ -24,7 +24,7 @@ use crate::observe::AdmitWatch;
 use crate::plan::ExecutionPlan;
 use crate::provider_pools::ProviderPools;
 use crate::scheduler::{self, AdmitReply, Ended, RunningGrant, Waiting};
-use crate::tenants::SharedCharge;
+use crate::tenants::{SharedCharge, TenantShares};
 
 /// The future [`ProviderPools::admit`] awaits.
 pub(crate) struct Admitting<'a> {
@@ -89,10 +89,13 @@ impl<'a> Admitting<'a> {
             let _entered = watch.span().enter();
             // The provider id moves into the queue; the plan and input stay
             // for the grant.
-            pools.enqueue(&plan, provider, &slot, kind, now, watch.span())
+            pools.enqueue(&plan, &input, provider, &slot, kind, now)
         };
         let queued = match enqueued {
-            Ok(queued) => queued,
+            Ok(queued) => {
+                watch.span().record("epoch", queued.lease.epoch().get());
+                queued
+            }
             Err(err) => return Started::Answered(finish(watch, Err(err))),
         };
         let Queued {
@@ -184,17 +187,18 @@ fn finish<T>(watch: AdmitWatch<'_>, result: Result<T, AdmitError>) -> Result<T, 
 }
 
 impl ProviderPools {
-    /// Charges the request, leases its client and queues it, its deadline
-    /// counted from `now`; from the returned [`Queued`] on, dropping it
-    /// cancels the waiter.
+    /// Charges the request (to the metadata share its `input` holds when
+    /// staged for the same tenant), leases its client and queues it, its
+    /// deadline counted from `now`; from the returned [`Queued`] on,
+    /// dropping it cancels the waiter.
     pub(super) fn enqueue(
         &self,
         plan: &ExecutionPlan,
+        input: &StagedInput,
         provider: ProviderId,
         slot: &TypedSlot,
         kind: OriginKind,
         now: Instant,
-        span: &tracing::Span,
     ) -> Result<Queued, AdmitError> {
         if !self.is_open() {
             return Err(AdmitError::Closed);
@@ -208,13 +212,18 @@ impl ProviderPools {
         // refused here, before it takes room in the admission queue (or
         // among the operations left for its owner) other tenants need.
         let admitting = accounts.tenants.admit(plan.tenant())?;
-        let charge = accounts.tenants.charge_metadata(
-            plan.tenant(),
-            &accounts.metadata,
-            REQUEST_OVERHEAD,
-        )?;
+        // The input staged for this tenant holds its metadata share already.
+        let charge = match input.metadata_share(plan.tenant(), &accounts.metadata) {
+            Some(own) => {
+                TenantShares::charge_metadata_on(own, &accounts.metadata, REQUEST_OVERHEAD)?
+            }
+            None => accounts.tenants.charge_metadata(
+                plan.tenant(),
+                &accounts.metadata,
+                REQUEST_OVERHEAD,
+            )?,
+        };
         let lease = self.client(&provider, slot, kind)?;
-        span.record("epoch", lease.epoch().get());
 
         let admission = self.inner.queue.admit(plan.tenant(), provider, deadline);
         Ok(Queued {

@@ -93,8 +93,7 @@ impl ShareTable {
         amount: u32,
         deadline: tokio::time::Instant,
     ) -> Result<Charge, Exhausted> {
-        let budget = self.budget(tenant);
-        budget.reserve_within(amount, deadline).await
+        self.budget(tenant).reserve_within(amount, deadline).await
     }
 
     /// Sets the share for every live tenant and for tenants to come; returns
