@@ -16,7 +16,7 @@ mod name;
 mod numeric;
 
 pub use error::{IdentityError, IdentityKind};
-pub(crate) use keyed::{IdMap, IdSet};
+pub(crate) use keyed::{IdHasher, IdMap, IdSet};
 pub use kind::OriginKind;
 pub use name::{Authority, ProviderId, ServiceName, TenantId};
 pub(crate) use numeric::InstanceId;

@@ -1,5 +1,6 @@
-//! A hasher for keys the engine mints itself — queue tickets (a counter)
-//! and slab indices: a rotate, a xor and a multiply per integer, no seed.
+//! The map of keys the engine mints itself — queue tickets (a counter)
+//! and slab indices — hashed as the identity maps are: a rotate, a xor
+//! and a multiply per integer, no seed.
 //!
 //! No caller chooses these keys, so no caller can flood a bucket with them;
 //! identities that callers choose (tenants, providers) are hashed with a
@@ -7,52 +8,26 @@
 //! (`identity::IdMap`).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
-/// A map keyed by engine-minted integers.
-pub(crate) type IndexMap<K, V> = HashMap<K, V, BuildHasherDefault<IndexHasher>>;
+use crate::identity::IdHasher;
 
-/// The hasher of [`IndexMap`]; the multiply spreads sequential keys over
-/// both the low bits (bucket) and the high bits (tag) of the hash.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct IndexHasher(u64);
-
-impl IndexHasher {
-    fn mix(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-impl Hasher for IndexHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.mix(u64::from(byte));
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.mix(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.mix(n);
-    }
-}
+/// A map keyed by engine-minted integers, with the mixing hasher of the
+/// identity maps: a minted integer is mixed as an identity's keyed hash
+/// is, and the multiply spreads sequential keys over both the low bits
+/// (bucket) and the high bits (tag) of the hash.
+pub(crate) type IndexMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
-    use std::hash::BuildHasher;
+    use std::hash::{BuildHasher, BuildHasherDefault};
 
-    use super::*;
+    use crate::identity::IdHasher;
 
     #[test]
     fn sequential_keys_spread_over_buckets_and_tags() {
-        let build = BuildHasherDefault::<IndexHasher>::default();
+        let build = BuildHasherDefault::<IdHasher>::default();
         let hashes: Vec<u64> = (0..4096u64).map(|n| build.hash_one(n)).collect();
         let buckets: HashSet<u64> = hashes.iter().map(|h| h & 4095).collect();
         let tags: HashSet<u64> = hashes.iter().map(|h| h >> 57).collect();
