@@ -538,25 +538,28 @@ mod rate {
 
     #[test]
     fn a_tenant_takes_the_highest_weight_any_live_node_reports_for_it() {
-        // x waits on n0 (weight 2 there) and n1 (weight 1 there: restarted,
-        // say), y on n2: x's weight is 2, so the 45 go 30 to x, 15 to y.
+        // x waits on n0 (weight 2 there) and n1 (weight 3 there: the host
+        // raised it on n1 first), y on n2: x's weight is 3, so the 45 go
+        // 33.75 : 11.25, the unit left over to the larger remainder.
         let mut reports: BTreeMap<_, _> = (0..3)
             .map(|i| (node(i), report(i, None, [&[0u8][..], &[0], &[1]][i])))
             .collect();
-        if let Some(n0) = reports.get_mut(&node(0)) {
-            n0.weights.insert(tenant(0), 2);
+        for (i, weight) in [(0, 2), (1, 3)] {
+            if let Some(report) = reports.get_mut(&node(i)) {
+                report.weights.insert(tenant(0), weight);
+            }
+        }
+        let table = next_table(pool(), 3, None, &reports);
+        assert_eq!(tenant_total(&table, 0), 34, "{table:?}");
+        assert_eq!(tenant_total(&table, 1), 11, "{table:?}");
+        // A leaving node's weight counts no more (nor its backlog): n0's
+        // weight 2 is x's, so the 45 go 30 : 15.
+        if let Some(n1) = reports.get_mut(&node(1)) {
+            n1.leaving = true;
         }
         let table = next_table(pool(), 3, None, &reports);
         assert_eq!(tenant_total(&table, 0), 30, "{table:?}");
         assert_eq!(tenant_total(&table, 1), 15, "{table:?}");
-        // A leaving node's weight counts no more (nor its backlog): x and
-        // y are even again, the extra unit to the later served.
-        if let Some(n0) = reports.get_mut(&node(0)) {
-            n0.leaving = true;
-        }
-        let table = next_table(pool(), 3, None, &reports);
-        assert_eq!(tenant_total(&table, 0), 22, "{table:?}");
-        assert_eq!(tenant_total(&table, 1), 23, "{table:?}");
     }
 
     #[test]
