@@ -12,6 +12,10 @@
 //! so a circle of top-level modules is caught too. Every circle (a strongly
 //! connected set of children) fails the test with the files that make each
 //! of its edges.
+//!
+//! And, in the engine crate, an actor's messages stay inside its module:
+//! only the actor's own code (its loop, its state, its handle) names its
+//! `Msg`.
 
 #[path = "support/sources.rs"]
 mod sources;
@@ -51,6 +55,32 @@ const CIRCLES_TO_BREAK: &[(&str, &str, &[&str])] = &[
         ],
     ),
 ];
+
+/// The modules of the engine's actors: only their own code (the loop, the
+/// state, the handle) names their `Msg`.
+const ACTORS: [&str; 5] = ["registry", "scheduler", "epoch", "workers", "cleanup"];
+
+#[test]
+fn an_actors_messages_are_named_only_inside_its_module() {
+    let mut named = Vec::new();
+    for source in sources(&workspace().join("actors").join("src")) {
+        let module = source.path.first().map_or("", String::as_str);
+        for actor in ACTORS.iter().filter(|actor| **actor != module) {
+            let outside = [format!("{actor}::Msg"), format!("{actor}::actor::Msg")];
+            if outside
+                .iter()
+                .any(|path| source.code.contains(path.as_str()))
+            {
+                named.push(format!("{} names {actor}'s Msg", source.shown));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "messages are built only by their actor's handle:\n  {}",
+        named.join("\n  ")
+    );
+}
 
 /// One module's graph: child → the children it names → the files that
 /// name them.
