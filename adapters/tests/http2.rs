@@ -214,15 +214,7 @@ async fn a_stream_past_its_deadline_times_out_alone() {
     let receipt = install(&pools, &origin.target, &H2, b"k").await;
     let dialer = HttpDialer::new(pools.clone());
     let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(300);
-    let plan = support::plan_until("a", 1, soon);
-    let request = support::running_plan(
-        &pools,
-        &receipt,
-        plan,
-        OriginKind::Http,
-        bytes::Bytes::new(),
-    )
-    .await;
+    let request = support::running_until(&pools, &receipt, "a", 1, soon).await;
     let other = spawn_call(&pools, &receipt, &dialer, "a", 2, "/slow");
     eventually("the other stream at the origin", || origin.in_flight() == 1).await;
     let timed_out = bounded(

@@ -479,15 +479,7 @@ async fn close_of_a_reused_connection(idle_timeout: &str, left: Duration) -> (Du
     // so it sleeps until the idle deadline before the next checkout.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let deadline = Instant::now() + left;
-    let plan = support::plan_until("t", 2, deadline);
-    let request = support::running_plan(
-        &pools,
-        &receipt,
-        plan,
-        provider_pools_actors::OriginKind::Http,
-        provider_pools_actors::Bytes::new(),
-    )
-    .await;
+    let request = support::running_until(&pools, &receipt, "t", 2, deadline).await;
     let stream = provider_pools_adapters::http::call_streaming(
         &pools,
         &request,

@@ -201,14 +201,7 @@ async fn error_phases_say_whether_the_request_left_the_process() {
     let receipt2 = install(&pools2, &silent_origin, &[], b"k").await;
     let dialer2 = HttpDialer::new(pools2.clone());
     let until = tokio::time::Instant::now() + Duration::from_millis(300);
-    let request = support::running_plan(
-        &pools2,
-        &receipt2,
-        support::plan_until("t", 1, until),
-        provider_pools_actors::OriginKind::Http,
-        bytes::Bytes::new(),
-    )
-    .await;
+    let request = support::running_until(&pools2, &receipt2, "t", 1, until).await;
     let err = bounded(
         "a call to a silent origin",
         call(&pools2, &request, &dialer2, get("/"), BodyLimits::default()),

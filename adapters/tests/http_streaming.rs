@@ -281,15 +281,7 @@ async fn a_stream_past_its_deadline_is_closed_by_its_driver_and_keeps_its_charge
     let receipt = install(&pools, &origin.target, &[], b"k").await;
     let dialer = HttpDialer::new(pools.clone());
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(200);
-    let plan = support::plan_until("t", 1, deadline);
-    let request = support::running_plan(
-        &pools,
-        &receipt,
-        plan,
-        provider_pools_actors::OriginKind::Http,
-        provider_pools_actors::Bytes::new(),
-    )
-    .await;
+    let request = support::running_until(&pools, &receipt, "t", 1, deadline).await;
     let mut stream = call_streaming(
         &pools,
         &request,

@@ -180,6 +180,19 @@ pub(crate) async fn admitted(
         .expect("capacity is free")
 }
 
+/// Admits, dispatches and starts tenant `tenant`'s session `session` for
+/// slot 0, an HTTP origin, with both deadlines at `deadline` and no input.
+pub(crate) async fn running_until(
+    pools: &ProviderPools,
+    receipt: &InstallReceipt,
+    tenant: &str,
+    session: u64,
+    deadline: tokio::time::Instant,
+) -> RunningRequest {
+    let plan = plan_until(tenant, session, deadline);
+    running_plan(pools, receipt, plan, OriginKind::Http, Bytes::new()).await
+}
+
 /// Admits, dispatches ([`AllowAll`]) and starts `plan`'s request for slot
 /// 0, an origin of `kind`, with `input` staged.
 pub(crate) async fn running_plan(
