@@ -74,7 +74,10 @@
 //!   request held across one yield so that the rest wait) on three
 //!   registries: the default rotation with every weight 1, the rotation
 //!   with the 64 tenants at weights 1, 2 and 4 in turn, and
-//!   `Fairness::LeastHeld` with the same weights.
+//!   `Fairness::LeastHeld` with the same weights;
+//! - `admission_fairness/classes`: the default rotation with the tasks'
+//!   plans spread over the three priority classes in turn (task i in
+//!   `Priority::ALL[i % 3]`), under the default minimum shares.
 //!
 //! The concurrent rows time `1,024 × rounds` completed cycles and report
 //! total time / completed cycles (`iter_custom`). Everything runs on a
@@ -90,8 +93,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use provider_pools::{
     AdmitError, AdmitRequest, Authority, BrokerGeneration, Bytes, Credential, Epoch, ExecutionPlan,
     Fairness, Installation, LedgerId, Limits, OriginKind, OriginSlot, PolicyTable, PoolsConfig,
-    ProviderConfig, ProviderId, ProviderPools, RateLimit, ServiceName, SessionId, TenantId,
-    TypedSlot,
+    Priority, ProviderConfig, ProviderId, ProviderPools, RateLimit, ServiceName, SessionId,
+    TenantId, TypedSlot,
 };
 use tokio::runtime::Runtime;
 use tokio::sync::Semaphore;
@@ -232,8 +235,8 @@ fn loaded_limits(shape: Shape) -> Limits {
     }
 }
 
-/// stage → admit → dispatch → start → drop, for `route`.
-async fn round_trip(f: &Fixture, route: &Route, hold: Hold) {
+/// stage → admit → dispatch → start → drop, for `route` in class `class`.
+async fn round_trip(f: &Fixture, route: &Route, class: Priority, hold: Hold) {
     let far = Instant::now() + Duration::from_secs(60);
     let plan = ExecutionPlan::seal(
         route.tenant.clone(),
@@ -241,7 +244,8 @@ async fn round_trip(f: &Fixture, route: &Route, hold: Hold) {
         LedgerId::new(1),
         far,
         far,
-    );
+    )
+    .with_priority(class);
     // Refused busy (the queue's owner has as many operations left for it
     // as it takes), nothing was queued: retried after a yield, as a
     // caller would, and the retry counts in the cycle's time.
@@ -301,6 +305,8 @@ trait Cycle: Send + Sync + 'static {
 struct Admissions {
     fixture: Fixture,
     shape: Shape,
+    /// Task i's plans in `Priority::ALL[i % 3]`, else all interactive.
+    classes: bool,
 }
 
 impl Cycle for Admissions {
@@ -311,7 +317,12 @@ impl Cycle for Admissions {
             tenants, providers, ..
         } = self.shape;
         let route = (task % tenants) * providers + task / tenants % providers;
-        round_trip(&self.fixture, &self.fixture.routes[route], hold).await;
+        let class = if self.classes {
+            Priority::ALL[task % Priority::ALL.len()]
+        } else {
+            Priority::default()
+        };
+        round_trip(&self.fixture, &self.fixture.routes[route], class, hold).await;
     }
 }
 
@@ -366,7 +377,7 @@ fn lone_caller(c: &mut Criterion) {
     let mut group = c.benchmark_group("admission");
     group.bench_function("admit_start_drop", |b| {
         b.to_async(&runtime)
-            .iter(|| round_trip(&fixture, &route, Hold::Release))
+            .iter(|| round_trip(&fixture, &route, Priority::default(), Hold::Release))
     });
     group.bench_function("semaphore_baseline", |b| {
         b.to_async(&runtime)
@@ -400,7 +411,11 @@ fn loaded_group(
         shape.tenants,
         shape.providers,
     ));
-    let admissions = Arc::new(Admissions { fixture, shape });
+    let admissions = Arc::new(Admissions {
+        fixture,
+        shape,
+        classes: false,
+    });
     let bare = Arc::new(Bare(Semaphore::new(RUNNING as usize)));
     let mea = Arc::new(MeaFairShare::new(RUNNING, shape.tenants));
 
@@ -465,6 +480,7 @@ fn rate_cost(c: &mut Criterion) {
         Arc::new(Admissions {
             fixture,
             shape: SPREAD,
+            classes: false,
         })
     };
     let unrated = plain(&runtime);
@@ -490,7 +506,7 @@ fn rate_cost(c: &mut Criterion) {
 /// the least-held policy.
 fn fairness_cost(c: &mut Criterion) {
     let runtime = runtime();
-    let under = |fairness: Fairness, weighted: bool| {
+    let under = |fairness: Fairness, weighted: bool, classes: bool| {
         let fixture = runtime.block_on(fixture_under(
             &runtime,
             loaded_limits(SPREAD),
@@ -508,16 +524,19 @@ fn fairness_cost(c: &mut Criterion) {
         Arc::new(Admissions {
             fixture,
             shape: SPREAD,
+            classes,
         })
     };
-    let rotation = under(Fairness::Rotation, false);
-    let weighted = under(Fairness::Rotation, true);
-    let least_held = under(Fairness::LeastHeld, true);
+    let rotation = under(Fairness::Rotation, false, false);
+    let weighted = under(Fairness::Rotation, true, false);
+    let least_held = under(Fairness::LeastHeld, true, false);
+    let classes = under(Fairness::Rotation, false, true);
     let mut group = c.benchmark_group("admission_fairness");
     for (name, limiter) in [
         ("rotation", &rotation),
         ("rotation_weighted", &weighted),
         ("least_held", &least_held),
+        ("classes", &classes),
     ] {
         group.bench_function(name, |b| {
             b.iter_custom(|iters| loaded(&runtime, iters, limiter, Hold::AcrossYield))

@@ -15,12 +15,12 @@ pub use provider_pools_actors::{
     DialBackoff, DialError, DialErrorKind, DialTarget, Dialer, DispatchAuthority, Epoch,
     ExecutionPlan, Exhausted, Fairness, Held, IdentityError, IdentityKind, InUse, IngressEvent,
     IngressRequest, InstallError, InstallReceipt, Installation, JobError, JobHandle, LedgerId,
-    LimitField, Limits, LimitsError, LookupError, LowerError, Multiplexed, OriginKind, OriginSlot,
-    OriginSpec, OutputBuffer, PolicyTable, PoolReady, PooledConnection, PooledStream, PoolsConfig,
-    Prepaid, ProviderCall, ProviderConfig, ProviderDescriptor, ProviderId, ProviderPools,
-    RateError, RateInForce, RateLimit, RestartPolicy, RunningRequest, ServiceName, SessionId,
-    Snapshot, SpawnError, StagedInput, StagedOutput, StartError, TenantDemand, TenantId, TextPart,
-    TypedSlot, Usage, WeightError,
+    LimitField, Limits, LimitsError, LookupError, LowerError, MinShares, MinSharesError,
+    Multiplexed, OriginKind, OriginSlot, OriginSpec, OutputBuffer, PolicyTable, PoolReady,
+    PooledConnection, PooledStream, PoolsConfig, Prepaid, Priority, ProviderCall, ProviderConfig,
+    ProviderDescriptor, ProviderId, ProviderPools, RateError, RateInForce, RateLimit,
+    RestartPolicy, RunningRequest, ServiceName, SessionId, Snapshot, SpawnError, StagedInput,
+    StagedOutput, StartError, TenantDemand, TenantId, TextPart, TypedSlot, Usage, WeightError,
 };
 /// The protocol adapters, each behind the feature of its name (`http`,
 /// `blob`, `s3`, `vault`, `nats`, `secret`); with none on, only

@@ -39,6 +39,7 @@ mod limits;
 mod mailbox;
 mod observe;
 mod plan;
+mod priority;
 mod provider_pools;
 mod registry;
 mod scheduler;
@@ -75,6 +76,7 @@ pub use install::{InstallReceipt, Installation, ProviderDescriptor};
 pub use limits::{DialBackoff, LimitField, Limits, LimitsError};
 pub use observe::{spans, AdmissionEvent, AdmissionObserver};
 pub use plan::{ExecutionPlan, LedgerId, SessionId};
+pub use priority::{MinShares, MinSharesError, Priority};
 pub use provider_pools::{
     PoolsConfig, Prepaid, ProviderPools, RateError, RateInForce, RateLimit, WeightError,
 };

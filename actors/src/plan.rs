@@ -1,6 +1,6 @@
 //! The sealed execution plan the embedding runtime supplies with every
-//! request: who asks (tenant, session, ledger) and until when (the Store and
-//! I/O deadlines).
+//! request: who asks (tenant, session, ledger), until when (the Store and
+//! I/O deadlines) and in which priority class.
 //!
 //! Invariants:
 //! - A plan is immutable once sealed; no stage of the pools resets its
@@ -12,6 +12,7 @@ use std::fmt;
 use tokio::time::Instant;
 
 use crate::identity::TenantId;
+use crate::priority::Priority;
 
 /// One activation's session, as the embedding runtime numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,10 +74,12 @@ pub struct ExecutionPlan {
     ledger: LedgerId,
     store_deadline: Instant,
     io_deadline: Instant,
+    priority: Priority,
 }
 
 impl ExecutionPlan {
-    /// Seals a plan; nothing can change it afterwards.
+    /// Seals a plan in the [`Priority::Interactive`] class; nothing can
+    /// change it afterwards.
     pub fn seal(
         tenant: TenantId,
         session: SessionId,
@@ -90,7 +93,35 @@ impl ExecutionPlan {
             ledger,
             store_deadline,
             io_deadline,
+            priority: Priority::default(),
         }
+    }
+
+    /// The same plan in priority class `priority`: its requests are
+    /// served in that class (see [`Priority`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use provider_pools_actors::{ExecutionPlan, LedgerId, Priority, SessionId, TenantId};
+    /// use tokio::time::Instant;
+    ///
+    /// let deadline = Instant::now() + Duration::from_secs(2);
+    /// let tenant = TenantId::new("acme")?;
+    /// let plan = ExecutionPlan::seal(tenant, SessionId::new(7), LedgerId::new(1), deadline, deadline)
+    ///     .with_priority(Priority::Batch);
+    /// assert_eq!(plan.priority(), Priority::Batch);
+    /// # Ok::<(), provider_pools_actors::IdentityError>(())
+    /// ```
+    #[must_use]
+    pub fn with_priority(self, priority: Priority) -> Self {
+        Self { priority, ..self }
+    }
+
+    /// The priority class its requests are served in.
+    pub fn priority(&self) -> Priority {
+        self.priority
     }
 
     /// The tenant every request of this plan is charged to.
@@ -130,6 +161,7 @@ impl fmt::Debug for ExecutionPlan {
             .field("tenant", &self.tenant)
             .field("session", &self.session.0)
             .field("ledger", &self.ledger.0)
+            .field("priority", &self.priority)
             .finish_non_exhaustive()
     }
 }

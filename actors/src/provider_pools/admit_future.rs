@@ -225,7 +225,8 @@ impl ProviderPools {
         };
         let lease = self.client(&provider, slot, kind)?;
 
-        let admission = self.inner.queue.admit(plan.tenant(), provider, deadline);
+        let admission =
+            (self.inner.queue).admit(plan.tenant(), provider, plan.priority(), deadline);
         Ok(Queued {
             admission,
             lease,

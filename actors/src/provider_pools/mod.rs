@@ -54,6 +54,7 @@ use crate::fairness::Fairness;
 use crate::identity::BrokerGeneration;
 use crate::limits::Limits;
 use crate::observe::ObserverSlot;
+use crate::priority::MinShares;
 use crate::registry::{Directory, RegistryHandle, RegistrySpec};
 use crate::scheduler;
 use crate::snapshot::ControlState;
@@ -82,6 +83,9 @@ pub struct PoolsConfig {
     /// Which backlogged tenant is granted the next running slot:
     /// [`Fairness::Rotation`] by default.
     pub fairness: Fairness,
+    /// Each priority class's minimum share of the running slots:
+    /// [`MinShares::DEFAULT`] by default.
+    pub min_shares: MinShares,
 }
 
 impl PoolsConfig {
@@ -128,6 +132,7 @@ impl PoolsConfig {
             limits: Limits::DEFAULT,
             restart: RestartPolicy::default(),
             fairness: Fairness::default(),
+            min_shares: MinShares::default(),
         }
     }
 }
@@ -284,6 +289,7 @@ impl ProviderPools {
             limits,
             restart,
             fairness,
+            min_shares,
         } = config;
         limits.validate()?;
         if !generation.try_claim() {
@@ -299,6 +305,7 @@ impl ProviderPools {
             scheduler::deferred_bound(&limits),
         ));
         queue.set_fairness(fairness);
+        queue.set_min_shares(min_shares);
         let spec = RegistrySpec {
             limits,
             accounts: Arc::clone(&accounts),

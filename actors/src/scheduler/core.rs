@@ -48,6 +48,7 @@ use tokio::time::Instant;
 use crate::accounts::Accounts;
 use crate::identity::{ProviderId, TenantId};
 use crate::mailbox::WakeTarget;
+use crate::priority::Priority;
 use crate::scheduler::cell::Cell;
 use crate::scheduler::queue::{Ceilings, RunningKey};
 use crate::scheduler::state::{Admitted, Op, State};
@@ -131,18 +132,19 @@ impl Core {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Admits a request for (`tenant`, `provider`) that may wait until
-    /// `deadline`: granted at once, queued, or refused.
+    /// Admits a request for (`tenant`, `provider`) in class `class` that
+    /// may wait until `deadline`: granted at once, queued, or refused.
     pub(crate) fn admit(
         self: &Arc<Self>,
         tenant: &TenantId,
         provider: ProviderId,
+        class: Priority,
         deadline: Instant,
     ) -> AdmitReply {
         if self.own_free() {
             let admitted = {
                 let mut state = self.lock();
-                let admitted = state.admit(tenant, provider, deadline);
+                let admitted = state.admit(tenant, provider, class, deadline);
                 self.settle(&mut state);
                 admitted
             };
@@ -165,6 +167,7 @@ impl Core {
             cell: Arc::clone(&cell),
             tenant: tenant.clone(),
             provider,
+            class,
             deadline,
         });
         AdmitReply::Waiting(Waiting::new(cell, Arc::clone(self)))

@@ -11,6 +11,7 @@ use super::core::Core;
 use super::{AdmitReply, RunningGrant, Waiting};
 use crate::identity::{ProviderId, TenantId};
 use crate::mailbox::{Stopped, WakeTarget};
+use crate::priority::Priority;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 
 /// The actor: counts the wake-ups sent and served; refuses them once
@@ -76,6 +77,7 @@ pub(super) fn admit(core: &Arc<Core>, name: &str) -> AdmitReply {
     core.admit(
         &tenant(name),
         provider(),
+        Priority::default(),
         Instant::now() + Duration::from_secs(60),
     )
 }

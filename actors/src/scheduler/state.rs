@@ -14,6 +14,7 @@ use crate::accounts::Accounts;
 use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::LimitField;
+use crate::priority::{MinShares, Priority};
 use crate::scheduler::cell::{Cell, QueueAnswer};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{
@@ -33,6 +34,7 @@ pub(crate) enum Op {
         cell: Arc<Cell>,
         tenant: TenantId,
         provider: ProviderId,
+        class: Priority,
         deadline: Instant,
     },
     /// The waiter of `cell` left while queued.
@@ -85,15 +87,17 @@ impl State {
         &mut self,
         tenant: &TenantId,
         provider: ProviderId,
+        class: Priority,
         deadline: Instant,
     ) -> Admitted {
         if self.closed {
             return Admitted::Closed;
         }
-        if let Some(late) = self.rate_late(tenant, &provider, deadline) {
+        let class = class.rank() as u32;
+        if let Some(late) = self.rate_late(tenant, &provider, class, deadline) {
             return Admitted::RateLimited(late);
         }
-        let key = match self.queue.push(tenant.clone(), provider, None) {
+        let key = match self.queue.push_in(tenant.clone(), provider, class, None) {
             Ok(key) => key,
             Err((refused, _)) => return Admitted::Refused(refused),
         };
@@ -117,8 +121,9 @@ impl State {
                 cell,
                 tenant,
                 provider,
+                class,
                 deadline,
-            } => self.enqueue(cell, tenant, provider, deadline),
+            } => self.enqueue(cell, tenant, provider, class, deadline),
             Op::Cancel(cell) => self.cancel(&cell),
             Op::Release(running) => self.queue.release_running(running),
         }
@@ -131,6 +136,7 @@ impl State {
         cell: Arc<Cell>,
         tenant: TenantId,
         provider: ProviderId,
+        class: Priority,
         deadline: Instant,
     ) {
         if !cell.is_waiting() {
@@ -140,11 +146,12 @@ impl State {
             let _ = cell.answer(QueueAnswer::Closed);
             return;
         }
-        if let Some(late) = self.rate_late(&tenant, &provider, deadline) {
+        let class = class.rank() as u32;
+        if let Some(late) = self.rate_late(&tenant, &provider, class, deadline) {
             let _ = cell.answer(QueueAnswer::RateLimited(late));
             return;
         }
-        match self.queue.push(tenant, provider, Some(Arc::clone(&cell))) {
+        match (self.queue).push_in(tenant, provider, class, Some(Arc::clone(&cell))) {
             Ok(key) => {
                 cell.queued_at(key);
                 self.deadlines.push(cell, deadline, self.queue.pending());
@@ -155,7 +162,8 @@ impl State {
         }
     }
 
-    /// The refusal of a request for (`tenant`, `provider`) whose turn under
+    /// The refusal of a request for (`tenant`, `provider`) in class `class`
+    /// (by rank) whose turn under
     /// the provider's or tenant's rate comes after `deadline`; `None` when
     /// it can come in time, or neither has a rate (one branch when nobody
     /// has).
@@ -163,12 +171,13 @@ impl State {
         &self,
         tenant: &TenantId,
         provider: &ProviderId,
+        class: u32,
         deadline: Instant,
     ) -> Option<RateBound> {
         if !self.queue.has_rates() {
             return None;
         }
-        let (rate, turn) = self.queue.rate_turn(tenant, provider)?;
+        let (rate, turn) = self.queue.rate_turn(tenant, provider, class)?;
         (turn > deadline).then(|| RateBound {
             rate,
             wait: turn.saturating_duration_since(Instant::now()),
@@ -318,6 +327,11 @@ impl State {
     /// Chooses the fairness policy (see [`FairQueue::set_fairness`]).
     pub(crate) fn set_fairness(&mut self, fairness: Fairness) {
         self.queue.set_fairness(fairness);
+    }
+
+    /// Sets each class's minimum share (see [`FairQueue::set_min_shares`]).
+    pub(crate) fn set_min_shares(&mut self, shares: MinShares) {
+        self.queue.set_min_shares(shares);
     }
 
     /// Gives `tenant` its weight, 1..=`MAX_WEIGHT` (see

@@ -17,6 +17,7 @@ use super::fixtures::{admit, attached, granted, provider, tenant, waiting, Stand
 use super::{AdmitReply, Ended, RunningGrant, Waiting};
 use crate::accounts::Accounts;
 use crate::limits::Limits;
+use crate::priority::Priority;
 use crate::scheduler::queue::{Bound, Ceilings};
 
 /// A waker that counts its wakes.
@@ -238,12 +239,12 @@ fn the_alarm_times_out_only_the_waiters_due_and_is_asked_only_for_an_earlier_dea
     let now = Instant::now();
     let soon = now + Duration::from_secs(1);
     let late = now + Duration::from_secs(2);
-    let mut first = waiting(core.admit(&tenant("b"), provider(), late));
+    let mut first = waiting(core.admit(&tenant("b"), provider(), Priority::default(), late));
     assert_eq!(actor.wakes(), 1, "a first deadline");
     actor.serve(&core);
-    let mut second = waiting(core.admit(&tenant("c"), provider(), late));
+    let mut second = waiting(core.admit(&tenant("c"), provider(), Priority::default(), late));
     assert_eq!(actor.wakes(), 1, "not earlier: no wake");
-    let mut third = waiting(core.admit(&tenant("d"), provider(), soon));
+    let mut third = waiting(core.admit(&tenant("d"), provider(), Priority::default(), soon));
     assert_eq!(actor.wakes(), 2, "earlier: a wake");
     assert_eq!(core.expire(soon), Some(late), "the alarm moves to the next");
     let w = Arc::new(Counting::default());

@@ -7,6 +7,7 @@ use tokio::time::Instant;
 use super::{Core, HANDED, PASSES, STOPPED};
 use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
+use crate::priority::MinShares;
 use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantBacklog, Usage};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::scheduler::{Fallback, Rate, RateOwner, RateReading, RateRefused};
@@ -79,6 +80,12 @@ impl Core {
     /// Chooses the fairness policy; the next grant follows it.
     pub(crate) fn set_fairness(&self, fairness: Fairness) {
         self.lock().set_fairness(fairness);
+    }
+
+    /// Sets each priority class's minimum share (see
+    /// [`crate::MinShares`]).
+    pub(crate) fn set_min_shares(&self, shares: MinShares) {
+        self.lock().set_min_shares(shares);
     }
 
     /// Gives `tenant` its weight, from its next grant on (eligibility is

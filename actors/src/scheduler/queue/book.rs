@@ -9,14 +9,26 @@
 use std::hash::Hash;
 
 use super::slab::{Group, Links, List, Node};
-use super::FairQueue;
 #[cfg(test)]
 use super::RunningKey;
+use super::{FairQueue, CLASSES};
 
-/// Tenant lane for the tenant rotation.
-pub(super) const ROTATION: usize = 0;
-/// Tenant and provider lane for the creation-order list.
-pub(super) const CREATED: usize = 1;
+/// Tenant and provider lane for the creation-order list; the tenant
+/// rotation of class `c` (by rank) is lane `c`.
+pub(super) const CREATED: usize = CLASSES;
+
+/// A tenant's place in one class: its groups of that class, and its turn
+/// in that class's tenant rotation.
+#[derive(Debug)]
+pub(super) struct InClass {
+    /// Its provider rotation in the class: its non-empty, unblocked groups.
+    pub(super) groups: List,
+    /// In the class's tenant rotation.
+    pub(super) active: bool,
+    /// Grants made in its current turn at the front of the class's
+    /// rotation; reset whenever it enters or leaves that rotation.
+    pub(super) turns: u32,
+}
 
 /// Bookkeeping of a tenant with something pending or running.
 #[derive(Debug)]
@@ -24,10 +36,8 @@ pub(super) struct Tenant<K> {
     pub(super) key: K,
     pub(super) pending: u32,
     pub(super) running: u32,
-    /// Its provider rotation: its non-empty, unblocked groups.
-    pub(super) groups: List,
-    /// In the tenant rotation.
-    pub(super) active: bool,
+    /// Its groups and turn in each class, by rank.
+    pub(super) classes: [InClass; CLASSES],
     /// Its own running ceiling, if it has one (capped by the node-wide
     /// `running_per_tenant` when read).
     pub(super) own_ceiling: Option<u32>,
@@ -37,10 +47,7 @@ pub(super) struct Tenant<K> {
     pub(super) awaiting: bool,
     /// Its turns per round of the rotation (at least 1).
     pub(super) weight: u32,
-    /// Grants made in its current turn at the front of the rotation;
-    /// reset whenever it enters or leaves the rotation.
-    pub(super) turns: u32,
-    links: [Links; 2],
+    links: [Links; CLASSES + 1],
 }
 
 /// Bookkeeping of a provider with something pending or running.
@@ -61,7 +68,7 @@ pub(super) struct Provider<P> {
     /// Listed as awaiting a token (see `rate.rs`).
     pub(super) awaiting: bool,
     /// Only the [`CREATED`] lane is used, so both entry kinds share its index.
-    links: [Links; 2],
+    links: [Links; CLASSES + 1],
 }
 
 impl<K> Tenant<K> {
@@ -75,14 +82,16 @@ impl<K> Tenant<K> {
             key,
             pending: 0,
             running: 0,
-            groups: List::new(0),
-            active: false,
+            classes: std::array::from_fn(|_| InClass {
+                groups: List::new(0),
+                active: false,
+                turns: 0,
+            }),
             own_ceiling,
             rate,
             awaiting: false,
             weight,
-            turns: 0,
-            links: [Links::DETACHED; 2],
+            links: [Links::DETACHED; CLASSES + 1],
         }
     }
 }
@@ -103,7 +112,7 @@ impl<P> Provider<P> {
             own_expiry,
             rate,
             awaiting: false,
-            links: [Links::DETACHED; 2],
+            links: [Links::DETACHED; CLASSES + 1],
         }
     }
 }
@@ -187,15 +196,16 @@ where
         }
     }
 
-    /// The (tenant, provider, group) slots of a push, created as needed
-    /// (`t`, `p`: the slots found by key); `None`, creating nothing, when a
-    /// slab has no index left.
+    /// The (tenant, provider, group) slots of a push in class `class`,
+    /// created as needed (`t`, `p`: the slots found by key); `None`,
+    /// creating nothing, when a slab has no index left.
     pub(super) fn entries(
         &mut self,
         t: Option<u32>,
         tenant: K,
         p: Option<u32>,
         provider: P,
+        class: u32,
     ) -> Option<(u32, u32, u32)> {
         let t = t.or_else(|| {
             let own = self.own_ceilings.get(&tenant).copied();
@@ -233,9 +243,9 @@ where
             Some(p)
         });
         let g = p.and_then(|p| {
-            self.group_ix.get(&(t, p)).copied().or_else(|| {
-                let (g, _) = self.groups.insert(Group::new(t, p)).ok()?;
-                self.group_ix.insert((t, p), g);
+            self.group_ix.get(&(t, p, class)).copied().or_else(|| {
+                let (g, _) = self.groups.insert(Group::new(t, p, class)).ok()?;
+                self.group_ix.insert((t, p, class), g);
                 Some(g)
             })
         });
@@ -264,7 +274,7 @@ where
     pub(super) fn forget_group(&mut self, g: u32) {
         if let Some(group) = self.groups.get(g) {
             debug_assert!(group.waiters.is_empty(), "forgetting a non-empty group");
-            self.group_ix.remove(&(group.tenant, group.provider));
+            (self.group_ix).remove(&(group.tenant, group.provider, group.class));
             self.groups.discard(g);
         }
     }
@@ -279,7 +289,7 @@ where
             self.created_tenants.remove(&mut self.tenants, t);
             // Read in place and dropped there: an entry is not small.
             if let Some(tenant) = self.tenants.get(t) {
-                debug_assert!(!tenant.active && tenant.groups.is_empty());
+                debug_assert!((tenant.classes.iter()).all(|c| !c.active && c.groups.is_empty()));
                 if let Some(gcra) = tenant.rate {
                     // The TAT outlives the entry: idling resets nothing.
                     self.rates.tenants.insert(tenant.key.clone(), gcra);
@@ -307,12 +317,20 @@ where
     }
 
     #[cfg(test)]
-    /// Releases one running request of `tenant` on `provider`, by key.
+    /// Releases one running request of `tenant` on `provider` in the
+    /// default class, by key.
     pub(crate) fn release(&mut self, tenant: &K, provider: &P) {
+        self.release_in(tenant, provider, super::DEFAULT_CLASS);
+    }
+
+    #[cfg(test)]
+    /// Releases one running request of `tenant` on `provider` in class
+    /// `class` (by rank), by key.
+    pub(crate) fn release_in(&mut self, tenant: &K, provider: &P, class: u32) {
         let t = self.tenant_ix.get(tenant).copied();
         let p = self.provider_ix.get(provider).copied();
         match (t, p) {
-            (Some(t), Some(p)) => self.release_at(t, p),
+            (Some(t), Some(p)) => self.release_at(t, p, class),
             _ => debug_assert!(false, "release of a tenant with nothing running"),
         }
     }

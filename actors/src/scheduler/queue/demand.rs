@@ -40,7 +40,7 @@ where
             return Vec::new();
         };
         let mut by_tenant: HashMap<u32, (u32, u32)> = HashMap::new();
-        for (&(t, q), &g) in &self.group_ix {
+        for (&(t, q, _), &g) in &self.group_ix {
             if q == p {
                 let queued = self.groups.get(g).map_or(0, |group| group.waiters.len());
                 by_tenant.entry(t).or_default().0 += queued;

@@ -19,14 +19,16 @@ where
         self.fairness = fairness;
     }
 
-    /// The eligible tenant with the fewest running slots per unit of
-    /// weight, the earliest in the rotation among equals.
-    pub(super) fn least_held_tenant(&self) -> Option<u32> {
+    /// Class `c`'s eligible tenant with the fewest running slots (in
+    /// every class) per unit of weight, the earliest in the class's
+    /// rotation among equals.
+    pub(super) fn least_held_tenant(&self, c: usize) -> Option<u32> {
+        let rotation = self.rotation.get(c)?;
         // (tenant, running, weight) of the least held so far.
         let mut least: Option<(u32, u32, u32)> = None;
-        let mut next = self.rotation.front();
+        let mut next = rotation.front();
         while let Some(t) = next {
-            next = self.rotation.next_of(&self.tenants, t);
+            next = rotation.next_of(&self.tenants, t);
             let Some(tenant) = self.tenants.get(t) else {
                 continue;
             };
@@ -45,15 +47,16 @@ where
         least.map(|(t, _, _)| t)
     }
 
-    /// Tenant `t`'s unblocked group whose provider runs the fewest of
-    /// `t`'s requests, the earliest in its provider rotation among equals.
-    pub(super) fn least_held_group(&self, t: u32) -> Option<u32> {
-        let tenant = self.tenants.get(t)?;
+    /// Tenant `t`'s unblocked group of class `c` whose provider runs the
+    /// fewest of `t`'s requests (in every class), the earliest in its
+    /// provider rotation among equals.
+    pub(super) fn least_held_group(&self, t: u32, c: usize) -> Option<u32> {
+        let groups = &self.tenants.get(t)?.classes.get(c)?.groups;
         // (group, running) of the least held so far.
         let mut least: Option<(u32, u32)> = None;
-        let mut next = tenant.groups.front();
+        let mut next = groups.front();
         while let Some(g) = next {
-            next = tenant.groups.next_of(&self.groups, g);
+            next = groups.next_of(&self.groups, g);
             let Some(group) = self.groups.get(g) else {
                 continue;
             };

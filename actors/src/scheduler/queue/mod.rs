@@ -1,16 +1,20 @@
 //! The scheduler's admission queue: it decides which queued request is granted next.
 //!
-//! Requests wait in *groups*, one per (tenant, logical provider), FIFO inside a group.
+//! Requests wait in *groups*, one per (tenant, logical provider, priority class), FIFO inside a group.
+//! Each grant is first given a class (`classes.rs`: a class below its minimum share first, then the
+//! highest class whose grant leaves the higher classes' unused minimums free); the rules below then
+//! apply within that class: each class has its own tenant rotation, and a tenant its own provider
+//! rotation per class. Running and pending counts, ceilings, rates and weights are shared by all classes.
 //! Pending bounds are checked at [`FairQueue::push`], which refuses at once and never waits.
 //! Running ceilings are checked at every [`FairQueue::next_grant`].
 //!
 //! # Rotation semantics (exact; the test-only `model.rs` applies the same rules by scanning)
 //!
-//! - A tenant is *eligible* when its provider rotation is non-empty and its running count is under its ceiling: `running_per_tenant`, or the tenant's own running ceiling when it has one and it is lower.
-//! - The tenant rotation is a FIFO of exactly the eligible tenants: a tenant that becomes eligible is appended at the back; one that stops being eligible leaves it.
+//! - A tenant is *eligible* in a class when its provider rotation in that class is non-empty and its running count (in every class) is under its ceiling: `running_per_tenant`, or the tenant's own running ceiling when it has one and it is lower.
+//! - Each class's tenant rotation is a FIFO of exactly the tenants eligible in it: a tenant that becomes eligible is appended at the back; one that stops being eligible leaves it.
 //! - A tenant's provider rotation is a FIFO of its non-empty, unblocked groups; each provider has a FIFO of blocked groups.
 //! - A new group (a push into an empty (tenant, provider)) is appended to its provider's blocked FIFO if that provider is at its running ceiling, else to its tenant's provider rotation.
-//! - `next_grant` returns `None` while total running ≥ `running_total`, or when the tenant rotation is empty.
+//! - `next_grant` returns `None` while total running ≥ `running_total`, or when no class may grant (its tenant rotation is empty, or its grant would leave a higher class's unused minimum short).
 //! - Otherwise it takes the front group of the front tenant; if that group's provider is at its ceiling, the group moves to the back of the provider's blocked FIFO (the tenant keeps its place while it has groups left) and this step repeats.
 //! - Else the group's oldest waiter is granted; the group moves to the back of its tenant's provider rotation (dropped when empty). The tenant keeps the front until it has had as many grants in a row there as its weight, then moves to the back of the tenant rotation; either way it leaves when no longer eligible, losing the turns it had left.
 //! - Under [`Fairness::LeastHeld`] (set by `set_fairness`; the rotation is the default) `next_grant` takes instead the eligible tenant with the fewest running per unit of weight, the earliest in the rotation among equals, and its group whose provider runs the fewest of that tenant's requests, the earliest in its provider rotation among equals; a granted tenant always moves to the back. Everything else is as above.
@@ -27,9 +31,9 @@
 //!
 //! # Invariants
 //!
-//! - Every group is non-empty and in exactly one FIFO: its tenant's provider rotation or its provider's blocked FIFO.
+//! - Every group is non-empty and in exactly one FIFO: its tenant's provider rotation in its class or its provider's blocked FIFO.
 //! - A provider with blocked groups is at its running ceiling.
-//! - The tenant rotation holds exactly the eligible tenants.
+//! - Each class's tenant rotation holds exactly the tenants eligible in it; the classes' running counts add up to the total.
 //! - Per-tenant and per-provider pending and running never exceed their ceilings; totals may exceed a lowered total ceiling, and a tenant's or provider's running may exceed an own ceiling set to drain, or the fallback of an expired one (it drains).
 //! - Bookkeeping exists only for tenants, providers, groups and (tenant, provider) running counts (`pair_running`) with live work; slab slots and map capacity are reused, bounded by the peak.
 //! - A [`WaiterKey`] names one waiter: once granted or cancelled it never matches again (until its slot's 32-bit generation wraps).
@@ -38,7 +42,7 @@
 //! # Cost
 //!
 //! - `push` and `cancel`: O(1) (expected, hash lookups); `release_running`: O(1), no lookup, plus O(1) per group it unblocks.
-//! - `next_grant`: O(1) plus O(1) per group it blocks; each block is paid by the push or release that placed the group, so amortised O(1) whatever the number of tenants and providers.
+//! - `next_grant`: O(classes) plus O(1) per group it blocks; each block is paid by the push or release that placed the group, so amortised O(1) whatever the number of tenants and providers.
 //! - `set_ceilings` (rare): O(tenants + providers + groups).
 //! - Under [`Fairness::LeastHeld`], `next_grant` walks the rotation and the chosen tenant's groups: O(eligible tenants + that tenant's groups).
 
@@ -48,6 +52,9 @@ mod bounds;
 pub(crate) use bounds::{Bound, Ceilings, InUse, Refused};
 mod demand;
 pub(crate) use demand::{TenantBacklog, Usage};
+mod classes;
+#[cfg(test)]
+pub(crate) use classes::DEFAULT_CLASS;
 mod held;
 mod index_hash;
 mod own_ceilings;
@@ -74,7 +81,8 @@ use std::hash::Hash;
 use tokio::time::Instant;
 
 use crate::identity::IdMap;
-use book::{Move, Provider, Tenant, CREATED, ROTATION};
+pub(crate) use crate::priority::CLASSES;
+use book::{Move, Provider, Tenant, CREATED};
 pub(crate) use index_hash::IndexMap;
 use slab::{Group, List, Slab, Waiter};
 
@@ -94,6 +102,8 @@ pub(crate) struct RunningKey {
     tenant_generation: u32,
     provider: u32,
     provider_generation: u32,
+    /// Its priority class, by rank.
+    class: u32,
     /// The expiring provider share it was granted under, if any (not
     /// under a ceiling without an expiry, nor under a fallback).
     under: Option<GrantedUnder>,
@@ -148,12 +158,17 @@ pub(crate) struct FairQueue<T, K, P> {
     /// Providers' and tenants' request rates, likewise, and those
     /// awaiting a token.
     rates: Rates<K, P>,
-    group_ix: IndexMap<(u32, u32), u32>,
+    /// Groups by (tenant slot, provider slot, class rank).
+    group_ix: IndexMap<(u32, u32, u32), u32>,
     /// Running grants per (tenant slot, provider slot), for [`Self::demand`];
     /// an entry exists only while its count is above zero.
     pair_running: IndexMap<(u32, u32), u32>,
-    /// The eligible tenants, next turn first.
-    rotation: List,
+    /// Each class's eligible tenants, next turn first, by rank.
+    rotation: [List; CLASSES],
+    /// Each class's running grants, by rank.
+    class_running: [u32; CLASSES],
+    /// Each class's minimum share of `running_total`, in percent, by rank.
+    min_shares: [u8; CLASSES],
     created_tenants: List,
     created_providers: List,
     pending: u32,
@@ -183,7 +198,9 @@ where
             rates: Rates::default(),
             group_ix: IndexMap::default(),
             pair_running: IndexMap::default(),
-            rotation: List::new(ROTATION),
+            rotation: std::array::from_fn(List::new),
+            class_running: [0; CLASSES],
+            min_shares: crate::priority::MinShares::DEFAULT.by_rank(),
             created_tenants: List::new(CREATED),
             created_providers: List::new(CREATED),
             pending: 0,
@@ -197,14 +214,30 @@ where
         self.ceilings
     }
 
-    /// Queues `item` for (`tenant`, `provider`), or refuses at once naming
-    /// the first full bound (total, tenant, provider) and hands `item` back.
+    #[cfg(test)]
+    /// Queues `item` for (`tenant`, `provider`) in the default class; see
+    /// [`Self::push_in`].
     pub(crate) fn push(
         &mut self,
         tenant: K,
         provider: P,
         item: T,
     ) -> Result<WaiterKey, (Refused, T)> {
+        self.push_in(tenant, provider, DEFAULT_CLASS, item)
+    }
+
+    /// Queues `item` for (`tenant`, `provider`) in class `class` (by rank,
+    /// below [`CLASSES`]), or refuses at once naming the first full bound
+    /// (total, tenant, provider) and hands `item` back.
+    pub(crate) fn push_in(
+        &mut self,
+        tenant: K,
+        provider: P,
+        class: u32,
+        item: T,
+    ) -> Result<WaiterKey, (Refused, T)> {
+        debug_assert!((class as usize) < CLASSES, "class {class} out of range");
+        let class = class.min(CLASSES as u32 - 1);
         let c = self.ceilings;
         let t = self.tenant_ix.get(&tenant).copied();
         let p = self.provider_ix.get(&provider).copied();
@@ -227,7 +260,7 @@ where
             used: self.pending,
             limit: self.pending,
         };
-        let Some((t, p, g)) = self.entries(t, tenant, p, provider) else {
+        let Some((t, p, g)) = self.entries(t, tenant, p, provider, class) else {
             return Err((full, item));
         };
         let (index, generation) = match self.waiters.insert(Waiter::new(item, g)) {
@@ -289,7 +322,7 @@ where
         if self.running >= self.ceilings.running_total {
             return None;
         }
-        self.grant_in_turn()
+        self.grant_by_class()
     }
 
     /// A granted request finished (or its grant was refused by the waiter):
@@ -300,7 +333,7 @@ where
             && self.providers.generation(running.provider) == Some(running.provider_generation);
         debug_assert!(live, "release of a stale {running:?}");
         if live {
-            self.release_at(running.tenant, running.provider);
+            self.release_at(running.tenant, running.provider, running.class);
         }
     }
 
@@ -380,7 +413,7 @@ impl<T, K, P> fmt::Debug for FairQueue<T, K, P> {
             .field("tenants", &self.tenants.len())
             .field("providers", &self.providers.len())
             .field("groups", &self.groups.len())
-            .field("active_tenants", &self.rotation.len())
+            .field("class_running", &self.class_running)
             .finish()
     }
 }

@@ -5,24 +5,30 @@
 //! every elementary step (`sync`), instead of being maintained incrementally.
 //! A provider's or tenant's rate is its rate and TAT in a list, read on the
 //! tokio clock; those awaiting a token are lists in the order they began to.
+//! Classes are ranks (0 the highest): each has its own tenant rotation, and
+//! each tenant its own provider rotation per class.
 
 use tokio::time::Instant;
 
-use super::{Bound, Ceilings, Fairness, InUse, Owner, Rate, RateRefused, Refused};
+use super::{Bound, Ceilings, Fairness, InUse, Owner, Rate, RateRefused, Refused, CLASSES};
 
-/// Tenants and providers are `u8`, items `u32`.
+/// Tenants and providers are `u8`, items and classes `u32`.
 pub(super) struct Model {
     c: Ceilings,
-    /// Queued (item, tenant, provider), oldest first.
-    waiting: Vec<(u32, u8, u8)>,
-    /// Granted, unreleased (tenant, provider).
-    running: Vec<(u8, u8)>,
-    /// Tenants with work, in creation order, each with its provider rotation.
-    tenants: Vec<(u8, Vec<u8>)>,
-    /// Providers with work, in creation order, each with its blocked groups (by tenant).
-    providers: Vec<(u8, Vec<u8>)>,
-    /// The tenant rotation.
-    rotation: Vec<u8>,
+    /// Queued (item, tenant, provider, class), oldest first.
+    waiting: Vec<(u32, u8, u8, u32)>,
+    /// Granted, unreleased (tenant, provider, class).
+    running: Vec<(u8, u8, u32)>,
+    /// Tenants with work, in creation order, each with its provider
+    /// rotation in each class.
+    tenants: Vec<(u8, [Vec<u8>; CLASSES])>,
+    /// Providers with work, in creation order, each with its blocked
+    /// groups (by tenant and class).
+    providers: Vec<(u8, Vec<(u8, u32)>)>,
+    /// Each class's tenant rotation.
+    rotation: [Vec<u8>; CLASSES],
+    /// Each class's minimum share of `running_total`, in percent.
+    min_shares: [u8; CLASSES],
     /// Tenants' own running ceilings.
     own: Vec<(u8, u32)>,
     /// Providers' own running ceilings.
@@ -37,9 +43,9 @@ pub(super) struct Model {
     awaiting_tenants: Vec<u8>,
     /// Tenants' weights other than 1.
     weights: Vec<(u8, u32)>,
-    /// Grants of tenants in the rotation since they entered it or last
-    /// reached its front (absent: none).
-    turns: Vec<(u8, u32)>,
+    /// Grants of (tenant, class) in the class's rotation since the tenant
+    /// entered it or last reached its front (absent: none).
+    turns: Vec<(u8, u32, u32)>,
     /// The policy choosing the tenant and group granted next.
     fairness: Fairness,
 }
@@ -82,7 +88,8 @@ impl Model {
             running: Vec::new(),
             tenants: Vec::new(),
             providers: Vec::new(),
-            rotation: Vec::new(),
+            rotation: Default::default(),
+            min_shares: crate::priority::MinShares::DEFAULT.by_rank(),
             own: Vec::new(),
             own_providers: Vec::new(),
             rates: Vec::new(),
@@ -109,6 +116,10 @@ impl Model {
         (pending as u32, running as u32)
     }
 
+    pub(super) fn class_running(&self, c: u32) -> u32 {
+        self.running.iter().filter(|r| r.2 == c).count() as u32
+    }
+
     pub(super) fn provider_counts(&self, p: u8) -> (u32, u32) {
         let pending = self.waiting.iter().filter(|w| w.2 == p).count();
         let running = self.running.iter().filter(|r| r.1 == p).count();
@@ -120,7 +131,7 @@ impl Model {
         let mut found: Vec<(u8, u32, u32)> = Vec::new();
         for t in 0..=u8::MAX {
             let pending = self.waiting.iter().filter(|w| w.1 == t && w.2 == p).count();
-            let running = self.running.iter().filter(|r| *r == &(t, p)).count();
+            let running = self.running.iter().filter(|r| (r.0, r.1) == (t, p)).count();
             if pending + running > 0 {
                 found.push((t, pending as u32, running as u32));
             }
@@ -128,16 +139,18 @@ impl Model {
         found
     }
 
-    fn group_len(&self, t: u8, p: u8) -> usize {
-        self.waiting.iter().filter(|w| w.1 == t && w.2 == p).count()
+    fn group_len(&self, t: u8, p: u8, c: u32) -> usize {
+        (self.waiting.iter())
+            .filter(|w| (w.1, w.2, w.3) == (t, p, c))
+            .count()
     }
 
-    fn groups_of(&mut self, t: u8) -> &mut Vec<u8> {
+    fn groups_of(&mut self, t: u8, c: u32) -> &mut Vec<u8> {
         let at = self.tenants.iter().position(|x| x.0 == t).expect("tenant");
-        &mut self.tenants[at].1
+        &mut self.tenants[at].1[c as usize]
     }
 
-    fn blocked_of(&mut self, p: u8) -> &mut Vec<u8> {
+    fn blocked_of(&mut self, p: u8) -> &mut Vec<(u8, u32)> {
         let at = self
             .providers
             .iter()
@@ -179,9 +192,9 @@ impl Model {
         }
     }
 
-    /// Parks tenant `t`'s group of `p` behind `p`.
-    fn park(&mut self, t: u8, p: u8) {
-        self.blocked_of(p).push(t);
+    /// Parks tenant `t`'s group of `p` in class `c` behind `p`.
+    fn park(&mut self, t: u8, p: u8, c: u32) {
+        self.blocked_of(p).push((t, c));
         self.await_token(p);
     }
 
@@ -229,9 +242,10 @@ impl Model {
         Ok(())
     }
 
-    /// The later turn of (`t`, `p`) under their rates, with its rate.
-    pub(super) fn rate_turn(&self, t: u8, p: u8) -> Option<(Rate, Instant)> {
-        let ahead = self.group_len(t, p) as u32;
+    /// The later turn of (`t`, `p`) in class `c` under their rates, with
+    /// its rate.
+    pub(super) fn rate_turn(&self, t: u8, p: u8, c: u32) -> Option<(Rate, Instant)> {
+        let ahead = self.group_len(t, p, c) as u32;
         let turn = |x: &Rated| (x.rate, x.turn(ahead));
         let by_provider = rated(&self.rates, p).map(turn);
         let by_tenant = rated(&self.tenant_rates, t).map(turn);
@@ -257,8 +271,10 @@ impl Model {
     /// providers in order, keeping those still parked.
     pub(super) fn refill(&mut self) {
         for t in std::mem::take(&mut self.awaiting_tenants) {
-            if self.eligible(t) && !self.rotation.contains(&t) {
-                self.rotation.push(t);
+            for c in 0..CLASSES {
+                if self.eligible(t, c as u32) && !self.rotation[c].contains(&t) {
+                    self.rotation[c].push(t);
+                }
             }
             if self.tenant_lacks(t) && !self.awaiting_tenants.contains(&t) {
                 self.awaiting_tenants.push(t);
@@ -315,17 +331,28 @@ impl Model {
         self.fairness = fairness;
     }
 
-    /// The tenant and the position of its group to grant next under the
-    /// policy: the front ones, or the least held of each (running per
-    /// unit of weight for tenants, running of the tenant on the group's
-    /// provider for groups), the earliest among equals.
-    fn choose(&self) -> Option<(u8, usize)> {
+    pub(super) fn set_min_shares(&mut self, shares: [u8; CLASSES]) {
+        self.min_shares = shares;
+    }
+
+    /// Class `c`'s minimum: its share of `running_total`, rounded down.
+    fn minimum(&self, c: u32) -> u32 {
+        (u64::from(self.c.running_total) * u64::from(self.min_shares[c as usize]) / 100) as u32
+    }
+
+    /// The tenant and the position of its group to grant next in class
+    /// `c` under the policy: the front ones, or the least held of each
+    /// (running per unit of weight for tenants, running of the tenant on
+    /// the group's provider for groups, in every class), the earliest
+    /// among equals.
+    fn choose(&self, c: u32) -> Option<(u8, usize)> {
         let running_of = |t: u8| self.running.iter().filter(|r| r.0 == t).count() as u64;
+        let rotation = &self.rotation[c as usize];
         let t = match self.fairness {
-            Fairness::Rotation => *self.rotation.first()?,
+            Fairness::Rotation => *rotation.first()?,
             Fairness::LeastHeld => {
-                let mut least = *self.rotation.first()?;
-                for &t in &self.rotation {
+                let mut least = *rotation.first()?;
+                for &t in rotation {
                     let fewer = running_of(t) * u64::from(self.weight(least))
                         < running_of(least) * u64::from(self.weight(t));
                     if fewer {
@@ -335,11 +362,11 @@ impl Model {
                 least
             }
         };
-        let groups = &self.tenants.iter().find(|x| x.0 == t)?.1;
+        let groups = &self.tenants.iter().find(|x| x.0 == t)?.1[c as usize];
         let at = match self.fairness {
             Fairness::Rotation => 0,
             Fairness::LeastHeld => {
-                let held = |p: u8| self.running.iter().filter(|r| **r == (t, p)).count();
+                let held = |p: u8| self.running.iter().filter(|r| (r.0, r.1) == (t, p)).count();
                 let mut at = 0;
                 for (i, &p) in groups.iter().enumerate() {
                     if held(p) < held(groups[at]) {
@@ -356,23 +383,25 @@ impl Model {
         self.weights.iter().find(|x| x.0 == t).map_or(1, |x| x.1)
     }
 
-    /// The rotation keeps its eligible tenants in order and appends the
-    /// newly eligible ones in creation order.
+    /// Each class's rotation keeps its eligible tenants in order and
+    /// appends the newly eligible ones in creation order.
     fn sync(&mut self) {
-        let eligible: Vec<u8> = (self.tenants.iter().map(|x| x.0))
-            .filter(|&t| self.eligible(t))
-            .collect();
-        self.rotation.retain(|t| eligible.contains(t));
-        let rotation = self.rotation.clone();
-        self.turns.retain(|x| rotation.contains(&x.0));
-        for t in eligible {
-            if !self.rotation.contains(&t) {
-                self.rotation.push(t);
+        for c in 0..CLASSES {
+            let eligible: Vec<u8> = (self.tenants.iter().map(|x| x.0))
+                .filter(|&t| self.eligible(t, c as u32))
+                .collect();
+            self.rotation[c].retain(|t| eligible.contains(t));
+            let rotation = self.rotation[c].clone();
+            (self.turns).retain(|x| x.1 != c as u32 || rotation.contains(&x.0));
+            for t in eligible {
+                if !self.rotation[c].contains(&t) {
+                    self.rotation[c].push(t);
+                }
             }
         }
         // Those that would be eligible but for a token await one.
         let lacking: Vec<u8> = (self.tenants.iter().map(|x| x.0))
-            .filter(|&t| self.waits(t) && self.tenant_lacks(t))
+            .filter(|&t| (0..CLASSES as u32).any(|c| self.waits(t, c)) && self.tenant_lacks(t))
             .collect();
         for t in lacking {
             if !self.awaiting_tenants.contains(&t) {
@@ -381,15 +410,19 @@ impl Model {
         }
     }
 
-    /// Tenant `t` has groups and is under its running ceiling.
-    fn waits(&self, t: u8) -> bool {
-        let groups = self.tenants.iter().find(|x| x.0 == t).map(|x| &x.1);
+    /// Tenant `t` has groups in class `c` and is under its running ceiling.
+    fn waits(&self, t: u8, c: u32) -> bool {
+        let groups = self
+            .tenants
+            .iter()
+            .find(|x| x.0 == t)
+            .map(|x| &x.1[c as usize]);
         groups.is_some_and(|g| !g.is_empty()) && self.tenant_counts(t).1 < self.tenant_ceiling(t)
     }
 
-    /// Tenant `t` waits, with a token of its rate if it has one.
-    fn eligible(&self, t: u8) -> bool {
-        self.waits(t) && !self.tenant_lacks(t)
+    /// Tenant `t` waits in class `c`, with a token of its rate if it has one.
+    fn eligible(&self, t: u8, c: u32) -> bool {
+        self.waits(t, c) && !self.tenant_lacks(t)
     }
 
     /// Drops tenants and providers with nothing pending or running.
@@ -416,13 +449,13 @@ impl Model {
             }
             return;
         }
-        for t in std::mem::take(self.blocked_of(p)) {
-            self.groups_of(t).push(p);
+        for (t, c) in std::mem::take(self.blocked_of(p)) {
+            self.groups_of(t, c).push(p);
             self.sync();
         }
     }
 
-    pub(super) fn push(&mut self, t: u8, p: u8, item: u32) -> Result<(), Refused> {
+    pub(super) fn push(&mut self, t: u8, p: u8, c: u32, item: u32) -> Result<(), Refused> {
         let checks = [
             (Bound::PendingTotal, self.pending(), self.c.pending_total),
             (
@@ -442,29 +475,29 @@ impl Model {
             }
         }
         if !self.tenants.iter().any(|x| x.0 == t) {
-            self.tenants.push((t, Vec::new()));
+            self.tenants.push((t, Default::default()));
         }
         if !self.providers.iter().any(|x| x.0 == p) {
             self.providers.push((p, Vec::new()));
         }
-        if self.group_len(t, p) == 0 {
+        if self.group_len(t, p, c) == 0 {
             if self.provider_full(p) {
-                self.park(t, p);
+                self.park(t, p, c);
             } else {
-                self.groups_of(t).push(p);
+                self.groups_of(t, c).push(p);
             }
         }
-        self.waiting.push((item, t, p));
+        self.waiting.push((item, t, p, c));
         self.sync();
         Ok(())
     }
 
     pub(super) fn cancel(&mut self, item: u32) -> Option<u32> {
         let at = self.waiting.iter().position(|w| w.0 == item)?;
-        let (_, t, p) = self.waiting.remove(at);
-        if self.group_len(t, p) == 0 {
-            self.groups_of(t).retain(|&x| x != p);
-            self.blocked_of(p).retain(|&x| x != t);
+        let (_, t, p, c) = self.waiting.remove(at);
+        if self.group_len(t, p, c) == 0 {
+            self.groups_of(t, c).retain(|&x| x != p);
+            self.blocked_of(p).retain(|&x| x != (t, c));
         }
         self.sync();
         self.gc();
@@ -475,17 +508,47 @@ impl Model {
         if self.running() >= self.c.running_total {
             return None;
         }
+        // First each class below its minimum, highest first.
+        for c in 0..CLASSES as u32 {
+            if self.class_running(c) < self.minimum(c) {
+                if let Some(grant) = self.grant_in(c) {
+                    return Some(grant);
+                }
+            }
+        }
+        // Then each class, highest first, while a grant leaves the higher
+        // classes' unused minimums free.
+        let free = self.c.running_total - self.running();
+        for c in 0..CLASSES as u32 {
+            let reserved: u32 = (0..c)
+                .map(|d| self.minimum(d).saturating_sub(self.class_running(d)))
+                .sum();
+            if free > reserved {
+                if let Some(grant) = self.grant_in(c) {
+                    return Some(grant);
+                }
+            }
+        }
+        None
+    }
+
+    /// A grant in class `c` by the fairness policy, parking the chosen
+    /// groups whose provider is full; `None` once no tenant of the class
+    /// is eligible.
+    fn grant_in(&mut self, c: u32) -> Option<(u8, u8, u32)> {
         loop {
-            let (t, at) = self.choose()?;
-            let p = self.groups_of(t)[at];
+            let (t, at) = self.choose(c)?;
+            let p = self.groups_of(t, c)[at];
             if self.provider_full(p) {
-                self.groups_of(t).remove(at);
-                self.park(t, p);
+                self.groups_of(t, c).remove(at);
+                self.park(t, p, c);
                 self.sync();
                 continue;
             }
-            let oldest = (self.waiting.iter().position(|w| w.1 == t && w.2 == p)).expect("waiter");
-            let (item, _, _) = self.waiting.remove(oldest);
+            let oldest = (self.waiting.iter())
+                .position(|w| (w.1, w.2, w.3) == (t, p, c))
+                .expect("waiter");
+            let (item, ..) = self.waiting.remove(oldest);
             let now = Instant::now();
             if let Some(x) = self.rates.iter_mut().find(|x| x.key == p) {
                 x.tat = x.tat.max(now) + x.rate.interval();
@@ -493,28 +556,31 @@ impl Model {
             if let Some(x) = self.tenant_rates.iter_mut().find(|x| x.key == t) {
                 x.tat = x.tat.max(now) + x.rate.interval();
             }
-            self.running.push((t, p));
-            self.groups_of(t).remove(at);
-            if self.group_len(t, p) > 0 {
-                self.groups_of(t).push(p);
+            self.running.push((t, p, c));
+            self.groups_of(t, c).remove(at);
+            if self.group_len(t, p, c) > 0 {
+                self.groups_of(t, c).push(p);
             }
-            let turns = self.turns.iter().find(|x| x.0 == t).map_or(0, |x| x.1) + 1;
-            self.turns.retain(|x| x.0 != t);
+            let turns = (self.turns.iter())
+                .find(|x| (x.0, x.1) == (t, c))
+                .map_or(0, |x| x.2)
+                + 1;
+            self.turns.retain(|x| (x.0, x.1) != (t, c));
             if turns >= self.weight(t) || self.fairness == Fairness::LeastHeld {
-                self.rotation.retain(|&x| x != t);
+                self.rotation[c as usize].retain(|&x| x != t);
             } else {
-                self.turns.push((t, turns));
+                self.turns.push((t, c, turns));
             }
             self.sync();
             return Some((t, p, item));
         }
     }
 
-    pub(super) fn release(&mut self, t: u8, p: u8) {
+    pub(super) fn release(&mut self, t: u8, p: u8, c: u32) {
         let at = self
             .running
             .iter()
-            .position(|&r| r == (t, p))
+            .position(|&r| r == (t, p, c))
             .expect("running");
         self.running.remove(at);
         self.sync();

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use proptest::test_runner::TestCaseError;
 
-use super::{Ceilings, FairQueue, Fairness, Owner, Rate, RunningKey, WaiterKey};
+use super::{Ceilings, FairQueue, Fairness, Owner, Rate, RunningKey, WaiterKey, CLASSES};
+use crate::priority::MinShares;
 
 /// Checks the module's invariants on the queue's internals.
 pub(super) fn assert_invariants<T, K, P>(q: &FairQueue<T, K, P>)
@@ -41,15 +42,21 @@ where
         assert!(t.pending <= c.pending_per_tenant && t.running <= ceiling);
         assert_eq!(t.own_ceiling, q.own_ceilings.get(&t.key).copied());
         assert_eq!(t.weight, q.weight_of(&t.key));
-        assert!(t.active || t.turns == 0, "{:?} out with turns", t.key);
-        let waits = !t.groups.is_empty() && t.running < ceiling;
         let lacks = (t.rate).is_some_and(|gcra| !gcra.ready(tokio::time::Instant::now()));
-        if t.active {
-            assert!(waits && !lacks, "rotation membership of {:?}", t.key);
-        } else if waits {
-            // Out of the rotation for want of a token (which may have
-            // come since): listed until the alarm's refill.
-            assert!(t.rate.is_some() && t.awaiting, "{:?} left out", t.key);
+        for (c, in_class) in t.classes.iter().enumerate() {
+            let key = &t.key;
+            assert!(
+                in_class.active || in_class.turns == 0,
+                "{key:?} out with turns"
+            );
+            let waits = !in_class.groups.is_empty() && t.running < ceiling;
+            if in_class.active {
+                assert!(waits && !lacks, "rotation membership of {key:?} in {c}");
+            } else if waits {
+                // Out of the rotation for want of a token (which may have
+                // come since): listed until the alarm's refill.
+                assert!(t.rate.is_some() && t.awaiting, "{key:?} left out of {c}");
+            }
         }
         assert_eq!(t.rate.is_some(), q.rates.tenants.contains_key(&t.key));
         let listed = (q.rates.awaiting_tenants.iter()).filter(|&&(x, generation)| {
@@ -75,12 +82,15 @@ where
         assert_eq!(p.rate.is_some(), q.rates.providers.contains_key(&p.key));
         assert_eq!(p.own_ceiling, q.own_provider_ceilings.get(&p.key).copied());
     }
-    let in_fifos: u32 = tenants.iter().map(|t| t.groups.len()).sum::<u32>()
-        + providers.iter().map(|p| p.blocked.len()).sum::<u32>();
+    let in_rotations = (tenants.iter().flat_map(|t| &t.classes)).map(|x| x.groups.len());
+    let in_fifos: u32 =
+        in_rotations.sum::<u32>() + providers.iter().map(|p| p.blocked.len()).sum::<u32>();
     assert_eq!(in_fifos as usize, q.groups.len());
     for g in q.groups.values() {
         assert!(!g.waiters.is_empty(), "empty group kept");
+        assert!((g.class as usize) < CLASSES, "group of class {}", g.class);
     }
+    assert_eq!(q.class_running.iter().sum::<u32>(), q.running);
     for p in q.providers.values() {
         let pairs: u32 = q
             .pair_running
@@ -91,20 +101,23 @@ where
         assert_eq!(pairs, p.running, "pair counts of {:?}", p.key);
     }
     assert!(q.pair_running.values().all(|&n| n > 0), "zero pair kept");
-    let active = tenants.iter().filter(|t| t.active).count();
-    assert_eq!(q.rotation.len() as usize, active);
-    let (mut walked, mut next) = (0, q.rotation.front());
-    while let Some(t) = next {
-        assert!(q.tenants.get(t).is_some_and(|t| t.active));
-        walked += 1;
-        next = q.rotation.next_of(&q.tenants, t);
+    for (c, rotation) in q.rotation.iter().enumerate() {
+        let active = tenants.iter().filter(|t| t.classes[c].active).count();
+        assert_eq!(rotation.len() as usize, active);
+        let (mut walked, mut next) = (0, rotation.front());
+        while let Some(t) = next {
+            assert!(q.tenants.get(t).is_some_and(|t| t.classes[c].active));
+            walked += 1;
+            next = rotation.next_of(&q.tenants, t);
+        }
+        assert_eq!(walked, active);
     }
-    assert_eq!(walked, active);
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Push(u8, u8),
+    /// Queue for a tenant and provider in a class (by rank).
+    Push(u8, u8, u32),
     Cancel(usize),
     Grant,
     Release(usize),
@@ -120,6 +133,8 @@ enum Op {
     SetWeight(u8, u32),
     /// Choose the fairness policy.
     SetFairness(Fairness),
+    /// Set the classes' minimum shares, in percent by rank.
+    SetMinShares([u8; CLASSES]),
 }
 
 /// A rate of `requests` per 100 ms with `burst`.
@@ -151,7 +166,7 @@ fn rate_owner() -> impl Strategy<Value = Owner<u8, u8>> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        5 => (0u8..6, 0u8..4).prop_map(|(t, p)| Op::Push(t, p)),
+        5 => (0u8..6, 0u8..4, 0u32..CLASSES as u32).prop_map(|(t, p, c)| Op::Push(t, p, c)),
         2 => any::<usize>().prop_map(Op::Cancel),
         4 => Just(Op::Grant),
         3 => any::<usize>().prop_map(Op::Release),
@@ -166,6 +181,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..6, 1u32..=4).prop_map(|(t, w)| Op::SetWeight(t, w)),
         1 => prop_oneof![Just(Fairness::Rotation), Just(Fairness::LeastHeld)]
             .prop_map(Op::SetFairness),
+        1 => (0u8..=60, 0u8..=60, 0u8..=60)
+            .prop_filter("at most 100 %", |s| u32::from(s.0) + u32::from(s.1) + u32::from(s.2) <= 100)
+            .prop_map(|s| Op::SetMinShares([s.0, s.1, s.2])),
     ]
 }
 
@@ -198,17 +216,19 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
         for (step, op) in ops.into_iter().enumerate() {
             let item = step as u32;
             match op {
-                Op::Push(t, p) => match (queue.push(t, p, item), model.push(t, p, item)) {
-                    (Ok(key), Ok(())) => {
-                        keys.push((key, item));
-                        key_of.insert(item, key);
+                Op::Push(t, p, c) => {
+                    match (queue.push_in(t, p, c, item), model.push(t, p, c, item)) {
+                        (Ok(key), Ok(())) => {
+                            keys.push((key, item));
+                            key_of.insert(item, key);
+                        }
+                        (Err((refused, back)), Err(expected)) => {
+                            prop_assert_eq!(refused, expected);
+                            prop_assert_eq!(back, item);
+                        }
+                        (got, expected) => prop_assert!(false, "push: {:?} vs {:?}", got, expected),
                     }
-                    (Err((refused, back)), Err(expected)) => {
-                        prop_assert_eq!(refused, expected);
-                        prop_assert_eq!(back, item);
-                    }
-                    (got, expected) => prop_assert!(false, "push: {:?} vs {:?}", got, expected),
-                },
+                }
                 Op::Cancel(i) if !keys.is_empty() => {
                     let (key, item) = keys[i % keys.len()];
                     prop_assert_eq!(queue.cancel(key), model.cancel(item));
@@ -228,7 +248,7 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
                 Op::Release(i) if !running.is_empty() => {
                     let (t, p, key) = running.swap_remove(i % running.len());
                     queue.release_running(key);
-                    model.release(t, p);
+                    model.release(t, p, key.class);
                 }
                 Op::SetCeilings(c) => {
                     prop_assert_eq!(queue.set_ceilings(c), model.set_ceilings(c));
@@ -265,11 +285,20 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
                     queue.set_fairness(fairness);
                     model.set_fairness(fairness);
                 }
+                Op::SetMinShares(shares) => {
+                    let shares =
+                        MinShares::new(shares).map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    queue.set_min_shares(shares);
+                    model.set_min_shares(shares.by_rank());
+                }
                 Op::Cancel(_) | Op::Release(_) => {}
             }
             prop_assert_eq!(queue.next_token(), model.next_token());
-            let (t, p) = ((step % 6) as u8, (step % 4) as u8);
-            prop_assert_eq!(queue.rate_turn(&t, &p), model.rate_turn(t, p));
+            let (t, p, c) = ((step % 6) as u8, (step % 4) as u8, (step % CLASSES) as u32);
+            prop_assert_eq!(queue.rate_turn(&t, &p, c), model.rate_turn(t, p, c));
+            for c in 0..CLASSES as u32 {
+                prop_assert_eq!(queue.class_running(c), model.class_running(c));
+            }
             prop_assert_eq!(queue.pending(), model.pending());
             prop_assert_eq!(queue.running(), model.running());
             for t in 0..6 {

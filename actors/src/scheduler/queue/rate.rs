@@ -287,17 +287,23 @@ where
         !(self.rates.providers.is_empty() && self.rates.tenants.is_empty())
     }
 
-    /// When a request pushed now for (`tenant`, `provider`) could be
-    /// granted at the earliest under the provider's and the tenant's
-    /// rates: its own group's waiters are all granted before it (FIFO),
-    /// each taking a token of both. The later of the two turns, with the
-    /// rate that sets it; `None` when neither has a rate.
-    pub(crate) fn rate_turn(&self, tenant: &K, provider: &P) -> Option<(Rate, Instant)> {
+    /// When a request pushed now for (`tenant`, `provider`) in class
+    /// `class` (by rank) could be granted at the earliest under the
+    /// provider's and the tenant's rates: its own group's waiters are all
+    /// granted before it (FIFO), each taking a token of both. The later of
+    /// the two turns, with the rate that sets it; `None` when neither has a
+    /// rate.
+    pub(crate) fn rate_turn(
+        &self,
+        tenant: &K,
+        provider: &P,
+        class: u32,
+    ) -> Option<(Rate, Instant)> {
         let p = self.provider_ix.get(provider).copied();
         let t = self.tenant_ix.get(tenant).copied();
         let ahead = t
             .zip(p)
-            .and_then(|key| self.group_ix.get(&key))
+            .and_then(|(t, p)| self.group_ix.get(&(t, p, class)))
             .and_then(|&g| self.groups.get(g))
             .map_or(0, |group| group.waiters.len());
         let now = Instant::now();

@@ -13,16 +13,17 @@ use tokio::time::Instant;
 
 use super::book::{Move, Provider};
 use super::slab::{Waiter, NIL};
-use super::{FairQueue, Fairness, Grant, GrantedUnder, RunningKey, WaiterKey};
+use super::{FairQueue, Fairness, Grant, GrantedUnder, RunningKey, WaiterKey, CLASSES};
 
 impl<T, K, P> FairQueue<T, K, P>
 where
     K: Clone + Eq + Hash,
     P: Clone + Eq + Hash,
 {
-    /// Puts tenant `t` in the rotation (at the back) exactly when eligible:
-    /// with groups, under its running ceiling, and with a token of its own
-    /// rate if it has one (else it awaits the next).
+    /// Puts tenant `t` in each class's rotation (at the back) exactly when
+    /// eligible there: with groups of the class, under its running
+    /// ceiling, and with a token of its own rate if it has one (else it
+    /// awaits the next).
     pub(super) fn sync_tenant(&mut self, t: u32) {
         let node_wide = self.ceilings.running_per_tenant;
         let Some(tenant) = self.tenants.get_mut(t) else {
@@ -32,18 +33,28 @@ where
         let ceiling = tenant
             .own_ceiling
             .map_or(node_wide, |own| own.min(node_wide));
-        let waits = !tenant.groups.is_empty() && tenant.running < ceiling;
+        let under = tenant.running < ceiling;
         // Out of tokens for its own rate, it awaits the next one.
-        let lacks = waits && (tenant.rate).is_some_and(|gcra| !gcra.ready(Instant::now()));
-        let eligible = waits && !lacks;
-        if eligible != tenant.active {
-            tenant.active = eligible;
-            // Its turns count from its entry.
-            tenant.turns = 0;
-            if eligible {
-                self.rotation.push_back(&mut self.tenants, t);
-            } else {
-                self.rotation.remove(&mut self.tenants, t);
+        let no_token = (tenant.rate).is_some_and(|gcra| !gcra.ready(Instant::now()));
+        let mut lacks = false;
+        // Which class rotations it enters (true) or leaves (false).
+        let mut moves = [None; CLASSES];
+        for (in_class, moved) in tenant.classes.iter_mut().zip(&mut moves) {
+            let waits = under && !in_class.groups.is_empty();
+            lacks |= waits && no_token;
+            let eligible = waits && !no_token;
+            if eligible != in_class.active {
+                in_class.active = eligible;
+                // Its turns count from its entry.
+                in_class.turns = 0;
+                *moved = Some(eligible);
+            }
+        }
+        for (rotation, moved) in self.rotation.iter_mut().zip(moves) {
+            match moved {
+                Some(true) => rotation.push_back(&mut self.tenants, t),
+                Some(false) => rotation.remove(&mut self.tenants, t),
+                None => {}
             }
         }
         if lacks {
@@ -54,7 +65,7 @@ where
     /// Returns one running count of tenant `t` and provider `p`. Releasing
     /// more than is running there is a caller bug: debug-asserted, counts
     /// saturate.
-    pub(super) fn release_at(&mut self, t: u32, p: u32) {
+    pub(super) fn release_at(&mut self, t: u32, p: u32, class: u32) {
         debug_assert!(
             self.tenants.get(t).is_some_and(|x| x.running > 0),
             "release of tenant {t} with nothing running"
@@ -64,6 +75,9 @@ where
             "release of provider {p} with nothing running"
         );
         self.count(Some(t), Some(p), Move::Release);
+        if let Some(running) = self.class_running.get_mut(class as usize) {
+            *running = running.saturating_sub(1);
+        }
         self.sync_tenant(t);
         self.unblock_provider(p);
         self.forget_if_idle(Some(t), Some(p));
@@ -77,7 +91,7 @@ where
             return;
         };
         group.blocked = blocked;
-        let (t, p) = (group.tenant, group.provider);
+        let (t, p, c) = (group.tenant, group.provider, group.class as usize);
         if blocked {
             if let Some(provider) = self.providers.get_mut(p) {
                 provider.blocked.push_back(&mut self.groups, g);
@@ -85,8 +99,9 @@ where
                     self.await_token(p);
                 }
             }
-        } else if let Some(tenant) = self.tenants.get_mut(t) {
-            tenant.groups.push_back(&mut self.groups, g);
+        } else if let Some(in_class) = (self.tenants.get_mut(t)).and_then(|x| x.classes.get_mut(c))
+        {
+            in_class.groups.push_back(&mut self.groups, g);
         }
         self.sync_tenant(t);
     }
@@ -97,13 +112,14 @@ where
             debug_assert!(false, "detaching a missing group {g}");
             return;
         };
-        let (t, p) = (group.tenant, group.provider);
+        let (t, p, c) = (group.tenant, group.provider, group.class as usize);
         if group.blocked {
             if let Some(provider) = self.providers.get_mut(p) {
                 provider.blocked.remove(&mut self.groups, g);
             }
-        } else if let Some(tenant) = self.tenants.get_mut(t) {
-            tenant.groups.remove(&mut self.groups, g);
+        } else if let Some(in_class) = (self.tenants.get_mut(t)).and_then(|x| x.classes.get_mut(c))
+        {
+            in_class.groups.remove(&mut self.groups, g);
         }
         self.sync_tenant(t);
     }
@@ -155,30 +171,29 @@ where
         }
     }
 
-    /// The rotation step of `next_grant`, once the total ceiling allows a
-    /// grant: blocks the chosen groups whose provider is full, serves the
-    /// first other one. The policy chooses: the front tenant and its front
-    /// group, or the least held of each.
-    pub(super) fn grant_in_turn(&mut self) -> Option<Grant<T>> {
+    /// The rotation step of `next_grant` in class `c` (by rank), once the
+    /// class is chosen: blocks the chosen groups whose provider is full,
+    /// serves the first other one; `None` once the class's rotation is
+    /// empty. The policy chooses: the front tenant and its front group, or
+    /// the least held of each.
+    pub(super) fn grant_in_turn(&mut self, c: usize) -> Option<Grant<T>> {
         loop {
             let (t, g) = match self.fairness {
                 Fairness::Rotation => {
-                    let t = self.rotation.front()?;
-                    (
-                        t,
-                        self.tenants.get(t).and_then(|tenant| tenant.groups.front()),
-                    )
+                    let t = self.rotation.get(c)?.front()?;
+                    let in_class = self.tenants.get(t).and_then(|x| x.classes.get(c));
+                    (t, in_class.and_then(|x| x.groups.front()))
                 }
                 Fairness::LeastHeld => {
-                    let t = self.least_held_tenant()?;
-                    (t, self.least_held_group(t))
+                    let t = self.least_held_tenant(c)?;
+                    (t, self.least_held_group(t, c))
                 }
             };
             let Some(g) = g else {
-                debug_assert!(false, "tenant {t} in rotation without groups");
-                self.rotation.remove(&mut self.tenants, t);
-                if let Some(tenant) = self.tenants.get_mut(t) {
-                    (tenant.active, tenant.turns) = (false, 0);
+                debug_assert!(false, "tenant {t} in rotation {c} without groups");
+                self.rotation[c].remove(&mut self.tenants, t);
+                if let Some(in_class) = self.tenants.get_mut(t).and_then(|x| x.classes.get_mut(c)) {
+                    (in_class.active, in_class.turns) = (false, 0);
                 }
                 continue;
             };
@@ -198,6 +213,8 @@ where
         // Every lookup first, so an impossible miss changes nothing.
         let group = self.groups.get(g)?;
         let (t, p, index) = (group.tenant, group.provider, group.waiters.front()?);
+        let class = group.class;
+        let c = class as usize;
         let generation = self.waiters.generation(index)?;
         let under = (self.providers.get(p)?.own_expiry)
             .filter(|expiry| !expiry.is_due())
@@ -210,6 +227,7 @@ where
             tenant_generation: self.tenants.generation(t)?,
             provider: p,
             provider_generation: self.providers.generation(p)?,
+            class,
             under,
         };
         if let Some(group) = self.groups.get_mut(g) {
@@ -224,13 +242,16 @@ where
             gcra.take(Instant::now());
         }
         self.count(Some(t), Some(p), Move::Grant);
+        if let Some(running) = self.class_running.get_mut(c) {
+            *running += 1;
+        }
         // The group goes to the back of its tenant's provider rotation,
         // with no eligibility check between, so the tenant keeps its place.
         let emptied = (self.groups.get(g)).is_none_or(|group| group.waiters.is_empty());
-        if let Some(tenant) = self.tenants.get_mut(t) {
-            tenant.groups.remove(&mut self.groups, g);
+        if let Some(in_class) = self.tenants.get_mut(t).and_then(|x| x.classes.get_mut(c)) {
+            in_class.groups.remove(&mut self.groups, g);
             if !emptied {
-                tenant.groups.push_back(&mut self.groups, g);
+                in_class.groups.push_back(&mut self.groups, g);
             }
         }
         if emptied {
@@ -240,11 +261,14 @@ where
         // turns are used; under the least-held policy, at once (its weight
         // weighs its slots instead).
         let least_held = self.fairness == Fairness::LeastHeld;
-        if let Some(tenant) = self.tenants.get_mut(t).filter(|tenant| tenant.active) {
-            tenant.turns += 1;
-            if tenant.turns >= tenant.weight || least_held {
-                (tenant.active, tenant.turns) = (false, 0);
-                self.rotation.remove(&mut self.tenants, t);
+        if let Some(tenant) = self.tenants.get_mut(t) {
+            let weight = tenant.weight;
+            if let Some(in_class) = tenant.classes.get_mut(c).filter(|x| x.active) {
+                in_class.turns += 1;
+                if in_class.turns >= weight || least_held {
+                    (in_class.active, in_class.turns) = (false, 0);
+                    self.rotation[c].remove(&mut self.tenants, t);
+                }
             }
         }
         self.sync_tenant(t);

@@ -68,6 +68,8 @@ pub(super) struct Group {
     pub(super) tenant: u32,
     /// Slot of the provider in the provider slab.
     pub(super) provider: u32,
+    /// Its priority class, by rank.
+    pub(super) class: u32,
     /// The waiters, oldest first.
     pub(super) waiters: List,
     /// In its provider's blocked FIFO (else in its tenant's provider rotation).
@@ -76,10 +78,11 @@ pub(super) struct Group {
 }
 
 impl Group {
-    pub(super) fn new(tenant: u32, provider: u32) -> Self {
+    pub(super) fn new(tenant: u32, provider: u32, class: u32) -> Self {
         Self {
             tenant,
             provider,
+            class,
             waiters: List::new(0),
             blocked: false,
             links: [Links::DETACHED],

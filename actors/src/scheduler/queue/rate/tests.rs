@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::super::properties::assert_invariants;
-use super::super::{Ceilings, FairQueue, Owner};
+use super::super::{Ceilings, FairQueue, Owner, DEFAULT_CLASS};
 use super::{Fallback, Rate, RateRefused};
 
 type Q = FairQueue<u32, &'static str, u32>;
@@ -225,18 +225,28 @@ async fn an_idle_spell_resets_nothing_that_was_granted() {
 async fn the_turn_counts_the_requests_of_the_same_line_ahead() {
     let mut q = limited(rate(10, 1_000, 1));
     let now = Instant::now();
-    assert_eq!(q.rate_turn(&"a", &P).map(|(_, at)| at), Some(now));
+    assert_eq!(
+        q.rate_turn(&"a", &P, DEFAULT_CLASS).map(|(_, at)| at),
+        Some(now)
+    );
     q.push("a", P, 1).expect("room");
     let _running = q.next_grant().expect("the token");
     for i in 2..5 {
         q.push("a", P, i).expect("room");
     }
     // Three of a's ahead, each a token 100 ms apart after the next at 100 ms.
-    let turn = |q: &Q, tenant| q.rate_turn(&tenant, &P).map(|(_, at)| at - now);
+    let turn = |q: &Q, tenant| {
+        q.rate_turn(&tenant, &P, DEFAULT_CLASS)
+            .map(|(_, at)| at - now)
+    };
     assert_eq!(turn(&q, "a"), Some(Duration::from_millis(400)));
     // b's line is empty: only the rate's next token is ahead of it.
     assert_eq!(turn(&q, "b"), Some(Duration::from_millis(100)));
-    assert_eq!(q.rate_turn(&"a", &8), None, "a provider without a rate");
+    assert_eq!(
+        q.rate_turn(&"a", &8, DEFAULT_CLASS),
+        None,
+        "a provider without a rate"
+    );
 }
 
 #[test]
@@ -316,7 +326,10 @@ async fn the_turn_is_the_later_of_the_providers_and_the_tenants() {
     let now = Instant::now();
     q.push("a", P, 1).expect("room");
     let running = q.next_grant().expect("both tokens ready");
-    let turn = |q: &Q, tenant| q.rate_turn(&tenant, &P).map(|(r, at)| (r, at - now));
+    let turn = |q: &Q, tenant| {
+        q.rate_turn(&tenant, &P, DEFAULT_CLASS)
+            .map(|(r, at)| (r, at - now))
+    };
     // a's own rate sets its turn; b only waits for the provider's.
     assert_eq!(
         turn(&q, "a"),
