@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use traffic::{rotate, start_origin, BoxError, Traffic};
 
 /// The metric families the final scrape must contain, with their types.
-const FAMILIES: [(&str, &str); 14] = [
+const FAMILIES: [(&str, &str); 16] = [
     ("provider_pools_running_requests", "gauge"),
     ("provider_pools_pending_requests", "gauge"),
     ("provider_pools_connections", "gauge"),
@@ -55,6 +55,8 @@ const FAMILIES: [(&str, &str); 14] = [
     ("provider_pools_tenant_pending_requests", "gauge"),
     ("provider_pools_provider_running_requests", "gauge"),
     ("provider_pools_provider_pending_requests", "gauge"),
+    ("provider_pools_class_running_requests", "gauge"),
+    ("provider_pools_class_pending_requests", "gauge"),
 ];
 
 const TENANTS: [(&str, usize); 8] = [

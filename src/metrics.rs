@@ -17,6 +17,7 @@
 //! | `provider_pools_tenant_served_share` | gauge (0..=1) | `tenant` |
 //! | `provider_pools_tenant_running_requests`, `_tenant_pending_requests` | gauge | `tenant` |
 //! | `provider_pools_provider_running_requests`, `_provider_pending_requests` | gauge | `provider` |
+//! | `provider_pools_class_running_requests`, `_class_pending_requests` | gauge | `class` = `system`, `interactive`, `batch` |
 //! | `provider_pools_provider_rate_per_second`, `_provider_rate_tokens` | gauge | `provider` (each provider with a rate) |
 //!
 //! Invariants:

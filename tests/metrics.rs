@@ -318,6 +318,22 @@ async fn who_holds_the_pool_now_is_exposed_per_tenant_and_per_provider() {
         e.value("provider_pools_provider_pending_requests{provider=\"web\"}"),
         1.0
     );
+    // Every class is labelled; these plans are all interactive.
+    let class = |family: &str, class: &str| e.value(&format!("{family}{{class=\"{class}\"}}"));
+    for (name, running, pending) in [
+        ("system", 0.0, 0.0),
+        ("interactive", 4.0, 1.0),
+        ("batch", 0.0, 0.0),
+    ] {
+        assert_eq!(
+            (
+                class("provider_pools_class_running_requests", name),
+                class("provider_pools_class_pending_requests", name)
+            ),
+            (running, pending),
+            "class {name}"
+        );
+    }
     // The snapshot stays aggregate and agrees.
     assert_eq!(e.value("provider_pools_running_requests"), 4.0);
     assert_eq!(e.value("provider_pools_pending_requests"), 1.0);

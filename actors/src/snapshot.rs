@@ -148,12 +148,15 @@ pub struct Held {
 
 /// Who holds the admission queue now (see
 /// [`ProviderPools::usage`](crate::ProviderPools::usage)): every tenant and
-/// every provider with queued or running requests, by key. Snapshots stay
-/// aggregate; this is the per-key view an operator's gauges read.
+/// every provider with queued or running requests, by key, and every
+/// priority class. Snapshots stay aggregate; this is the per-key view an
+/// operator's gauges read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Usage {
     /// Each tenant with requests.
     pub tenants: std::collections::BTreeMap<crate::identity::TenantId, Held>,
     /// Each provider with requests.
     pub providers: std::collections::BTreeMap<crate::identity::ProviderId, Held>,
+    /// Each priority class, whether it has requests or not.
+    pub classes: std::collections::BTreeMap<crate::priority::Priority, Held>,
 }

@@ -1,5 +1,6 @@
-//! The per-key gauges: each tenant's and each provider's running and
-//! queued requests now, from [`ProviderPools::usage`](crate::ProviderPools::usage).
+//! The per-key gauges: each tenant's, each provider's and each priority
+//! class's running and queued requests now, from
+//! [`ProviderPools::usage`](crate::ProviderPools::usage).
 //!
 //! Invariants:
 //! - At most `labels` tenants (and `labels` providers) get a label of
@@ -7,6 +8,7 @@
 //!   by id). The rest are summed under `_other`, which no id can spell.
 //! - A family's values sum to the snapshot's totals read in the same
 //!   scrape (up to requests that moved between the two reads).
+//! - Every class has its label, whether it holds requests or not.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,7 @@ use prometheus_client::metrics::MetricType;
 use super::OTHER_TENANTS;
 use crate::{Held, Usage};
 
-/// Encodes the four per-key families of `usage`.
+/// Encodes the six per-key families of `usage`.
 pub(super) fn encode(
     encoder: &mut DescriptorEncoder,
     usage: &Usage,
@@ -25,6 +27,9 @@ pub(super) fn encode(
 ) -> Result<(), std::fmt::Error> {
     let tenants = bounded(&usage.tenants, labels);
     let providers = bounded(&usage.providers, labels);
+    let classes: Vec<(String, Held)> = (usage.classes.iter())
+        .map(|(class, held)| (class.name().to_owned(), *held))
+        .collect();
     let families = [
         (
             "provider_pools_tenant_running_requests",
@@ -52,6 +57,20 @@ pub(super) fn encode(
             "Queued requests per provider (the most loaded providers, then _other).",
             "provider",
             &providers,
+            false,
+        ),
+        (
+            "provider_pools_class_running_requests",
+            "Running requests per priority class.",
+            "class",
+            &classes,
+            true,
+        ),
+        (
+            "provider_pools_class_pending_requests",
+            "Queued requests per priority class.",
+            "class",
+            &classes,
             false,
         ),
     ];

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::observe::AdmissionObserver;
+use crate::priority::Priority;
 use crate::provider_pools::ProviderPools;
 use crate::snapshot::{ControlState, Held, Snapshot, Usage};
 
@@ -38,22 +39,24 @@ impl ProviderPools {
         snapshot
     }
 
-    /// Every tenant's and every provider's queued and running requests
-    /// now: the per-key view behind per-tenant gauges. It reads the
-    /// admission queue under its lock in O(tenants + providers with live
-    /// work), so it suits a scrape, not every request. Keys with nothing
-    /// queued or running are absent.
+    /// Every tenant's, every provider's and every priority class's queued
+    /// and running requests now: the per-key view behind per-tenant
+    /// gauges. It reads the admission queue under its lock in O(tenants +
+    /// providers with live work), so it suits a scrape, not every request.
+    /// Tenants and providers with nothing queued or running are absent;
+    /// every class is present.
     pub fn usage(&self) -> Usage {
-        let (tenants, providers) = self.inner.queue.usage();
-        let held = |pending, running| Held { pending, running };
+        let usage = self.inner.queue.usage();
+        let held = |(pending, running)| Held { pending, running };
         Usage {
-            tenants: tenants
-                .into_iter()
-                .map(|(tenant, pending, running)| (tenant, held(pending, running)))
+            tenants: (usage.tenants.into_iter())
+                .map(|(tenant, pending, running)| (tenant, held((pending, running))))
                 .collect(),
-            providers: providers
-                .into_iter()
-                .map(|(provider, pending, running)| (provider, held(pending, running)))
+            providers: (usage.providers.into_iter())
+                .map(|(provider, pending, running)| (provider, held((pending, running))))
+                .collect(),
+            classes: (Priority::ALL.into_iter())
+                .zip(usage.classes.map(held))
                 .collect(),
         }
     }

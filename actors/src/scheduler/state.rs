@@ -18,8 +18,8 @@ use crate::priority::{MinShares, Priority};
 use crate::scheduler::cell::{Cell, QueueAnswer};
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{
-    Bound, Ceilings, Expiry, FairQueue, Fallback, Rate, RateReading, RateRefused, Refused,
-    RunningKey, TenantBacklog, Usage,
+    Bound, Ceilings, Expiry, FairQueue, Fallback, QueueUsage, Rate, RateReading, RateRefused,
+    Refused, RunningKey, TenantBacklog,
 };
 use crate::scheduler::{
     CeilingInUse, OwnCeiling, OwnCeilingRefused, RateBound, RateOwner, OWN_CEILINGS,
@@ -405,7 +405,7 @@ impl State {
     }
 
     /// Every tenant's and provider's queued and running requests.
-    pub(crate) fn usage(&self) -> Usage<TenantId, ProviderId> {
+    pub(crate) fn usage(&self) -> QueueUsage<TenantId, ProviderId> {
         self.queue.usage()
     }
 

@@ -8,7 +8,7 @@ use super::{Core, HANDED, PASSES, STOPPED};
 use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
 use crate::priority::MinShares;
-use crate::scheduler::queue::{Ceilings, Expiry, RunningKey, TenantBacklog, Usage};
+use crate::scheduler::queue::{Ceilings, Expiry, QueueUsage, RunningKey, TenantBacklog};
 use crate::scheduler::{CeilingInUse, OwnCeiling, OwnCeilingRefused};
 use crate::scheduler::{Fallback, Rate, RateOwner, RateReading, RateRefused};
 use crate::sync::Ordering;
@@ -167,7 +167,7 @@ impl Core {
     }
 
     /// Every tenant's and provider's queued and running requests.
-    pub(crate) fn usage(&self) -> Usage<TenantId, ProviderId> {
+    pub(crate) fn usage(&self) -> QueueUsage<TenantId, ProviderId> {
         self.lock().usage()
     }
 

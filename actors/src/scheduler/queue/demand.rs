@@ -1,6 +1,6 @@
 //! What each tenant asks of one provider (its queued and running
 //! requests there, read for a cluster's allocation), and every
-//! tenant's and provider's totals (read for per-tenant gauges).
+//! tenant's, provider's and priority class's totals (read for gauges).
 //!
 //! Invariants:
 //! - The answer lists exactly the tenants with something queued or
@@ -12,10 +12,19 @@
 use std::collections::HashMap;
 use std::hash::Hash;
 
-use super::FairQueue;
+use super::{FairQueue, CLASSES};
 
-/// Every tenant's and every provider's (key, pending, running).
-pub(crate) type Usage<K, P> = (Vec<(K, u32, u32)>, Vec<(P, u32, u32)>);
+/// Every tenant's and every provider's (key, pending, running), and each
+/// class's.
+#[derive(Debug)]
+pub(crate) struct QueueUsage<K, P> {
+    /// Each tenant with something queued or running.
+    pub(crate) tenants: Vec<(K, u32, u32)>,
+    /// Each provider with something queued or running.
+    pub(crate) providers: Vec<(P, u32, u32)>,
+    /// (pending, running) of each priority class, by rank.
+    pub(crate) classes: [(u32, u32); CLASSES],
+}
 
 /// One tenant's demand on one provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,9 +74,9 @@ where
     }
 
     /// Every tenant's and every provider's queued and running requests:
-    /// exactly those with some, in no particular order. O(tenants +
-    /// providers) with live work; changes nothing.
-    pub(crate) fn usage(&self) -> Usage<K, P> {
+    /// exactly those with some, in no particular order; and every class's.
+    /// O(tenants + providers) with live work; changes nothing.
+    pub(crate) fn usage(&self) -> QueueUsage<K, P> {
         let tenants = self
             .tenants
             .values()
@@ -78,6 +87,11 @@ where
             .values()
             .map(|p| (p.key.clone(), p.pending, p.running))
             .collect();
-        (tenants, providers)
+        let classes = std::array::from_fn(|c| (self.class_pending[c], self.class_running[c]));
+        QueueUsage {
+            tenants,
+            providers,
+            classes,
+        }
     }
 }

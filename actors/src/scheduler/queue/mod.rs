@@ -51,7 +51,7 @@ use crate::fairness::Fairness;
 mod bounds;
 pub(crate) use bounds::{Bound, Ceilings, InUse, Refused};
 mod demand;
-pub(crate) use demand::{TenantBacklog, Usage};
+pub(crate) use demand::{QueueUsage, TenantBacklog};
 mod classes;
 #[cfg(test)]
 pub(crate) use classes::DEFAULT_CLASS;
@@ -165,6 +165,8 @@ pub(crate) struct FairQueue<T, K, P> {
     pair_running: IndexMap<(u32, u32), u32>,
     /// Each class's eligible tenants, next turn first, by rank.
     rotation: [List; CLASSES],
+    /// Each class's queued waiters, by rank.
+    class_pending: [u32; CLASSES],
     /// Each class's running grants, by rank.
     class_running: [u32; CLASSES],
     /// Each class's minimum share of `running_total`, in percent, by rank.
@@ -199,6 +201,7 @@ where
             group_ix: IndexMap::default(),
             pair_running: IndexMap::default(),
             rotation: std::array::from_fn(List::new),
+            class_pending: [0; CLASSES],
             class_running: [0; CLASSES],
             min_shares: crate::priority::MinShares::DEFAULT.by_rank(),
             created_tenants: List::new(CREATED),
@@ -278,6 +281,7 @@ where
             None => false,
         };
         self.count(Some(t), Some(p), Move::Queue);
+        self.class_pending[class as usize] += 1;
         if fresh {
             let blocked = self.provider_full(p);
             self.place_group(g, blocked);
@@ -293,11 +297,14 @@ where
         }
         let g = self.waiters.get(key.index)?.group;
         let group = self.groups.get_mut(g)?;
-        let (t, p) = (group.tenant, group.provider);
+        let (t, p, c) = (group.tenant, group.provider, group.class as usize);
         group.waiters.remove(&mut self.waiters, key.index);
         let emptied = group.waiters.is_empty();
         let waiter = self.waiters.remove(key.index)?;
         self.count(Some(t), Some(p), Move::Unqueue);
+        if let Some(pending) = self.class_pending.get_mut(c) {
+            *pending = pending.saturating_sub(1);
+        }
         if emptied {
             self.detach_group(g);
             self.forget_group(g);

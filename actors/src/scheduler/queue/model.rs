@@ -116,6 +116,10 @@ impl Model {
         (pending as u32, running as u32)
     }
 
+    pub(super) fn class_pending(&self, c: u32) -> u32 {
+        self.waiting.iter().filter(|w| w.3 == c).count() as u32
+    }
+
     pub(super) fn class_running(&self, c: u32) -> u32 {
         self.running.iter().filter(|r| r.2 == c).count() as u32
     }

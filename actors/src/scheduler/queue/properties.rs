@@ -91,6 +91,7 @@ where
         assert!((g.class as usize) < CLASSES, "group of class {}", g.class);
     }
     assert_eq!(q.class_running.iter().sum::<u32>(), q.running);
+    assert_eq!(q.class_pending.iter().sum::<u32>(), q.pending);
     for p in q.providers.values() {
         let pairs: u32 = q
             .pair_running
@@ -296,8 +297,9 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
             prop_assert_eq!(queue.next_token(), model.next_token());
             let (t, p, c) = ((step % 6) as u8, (step % 4) as u8, (step % CLASSES) as u32);
             prop_assert_eq!(queue.rate_turn(&t, &p, c), model.rate_turn(t, p, c));
-            for c in 0..CLASSES as u32 {
-                prop_assert_eq!(queue.class_running(c), model.class_running(c));
+            let classes = queue.usage().classes;
+            for (c, counts) in (0..CLASSES as u32).zip(classes) {
+                prop_assert_eq!(counts, (model.class_pending(c), model.class_running(c)));
             }
             prop_assert_eq!(queue.pending(), model.pending());
             prop_assert_eq!(queue.running(), model.running());

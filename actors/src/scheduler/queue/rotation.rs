@@ -242,6 +242,9 @@ where
             gcra.take(Instant::now());
         }
         self.count(Some(t), Some(p), Move::Grant);
+        if let Some(pending) = self.class_pending.get_mut(c) {
+            *pending = pending.saturating_sub(1);
+        }
         if let Some(running) = self.class_running.get_mut(c) {
             *running += 1;
         }
