@@ -20,24 +20,13 @@
 use std::sync::PoisonError;
 use std::task::{Context, Poll, Waker};
 
-use crate::scheduler::queue::{Refused, RunningKey, WaiterKey};
-use crate::scheduler::RateBound;
+use crate::scheduler::queue::{RunningKey, WaiterKey};
+use crate::scheduler::Ended;
 use crate::sync::{Mutex, MutexGuard};
 
-/// What a queued waiter hears.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum QueueAnswer {
-    /// Capacity was granted; the running counts are named by the key.
-    Granted(RunningKey),
-    /// A pending bound refused the request.
-    Refused(Refused),
-    /// Its provider's or tenant's rate cannot grant it before its deadline.
-    RateLimited(RateBound),
-    /// Admission closed before the request was granted.
-    Closed,
-    /// The request's deadline passed while it waited.
-    TimedOut,
-}
+/// What a queued waiter hears: granted, the running counts named by the
+/// key; or how its admit ended without a grant.
+type Answer = Result<RunningKey, Ended>;
 
 /// Where a waiter stands.
 #[derive(Debug)]
@@ -45,7 +34,7 @@ enum Phase {
     /// In line (or on its way to the queue owner).
     Waiting,
     /// Answered; the waiter has not read it yet.
-    Answered(QueueAnswer),
+    Answered(Answer),
     /// The waiter read its answer, or left.
     Done,
 }
@@ -111,7 +100,7 @@ impl Cell {
     /// nothing, when the waiter left or was answered already: the caller
     /// keeps what `answer` carried.
     #[must_use = "a refused grant must go back to the queue"]
-    pub(crate) fn answer(&self, answer: QueueAnswer) -> bool {
+    pub(crate) fn answer(&self, answer: Answer) -> bool {
         let waker = {
             let mut inner = self.lock();
             if !matches!(inner.phase, Phase::Waiting) {
@@ -128,11 +117,11 @@ impl Cell {
 
     /// Waiter: the answer once written (read once), else registers `cx`'s
     /// waker. A waiter that left reads `Closed`.
-    pub(crate) fn poll_answer(&self, cx: &mut Context<'_>) -> Poll<QueueAnswer> {
+    pub(crate) fn poll_answer(&self, cx: &mut Context<'_>) -> Poll<Answer> {
         let mut inner = self.lock();
         match std::mem::replace(&mut inner.phase, Phase::Done) {
             Phase::Answered(answer) => Poll::Ready(answer),
-            Phase::Done => Poll::Ready(QueueAnswer::Closed),
+            Phase::Done => Poll::Ready(Err(Ended::Closed)),
             Phase::Waiting => {
                 inner.phase = Phase::Waiting;
                 match &mut inner.waker {
@@ -150,7 +139,7 @@ impl Cell {
         inner.waker = None;
         match std::mem::replace(&mut inner.phase, Phase::Done) {
             Phase::Waiting => Left::Queued,
-            Phase::Answered(QueueAnswer::Granted(running)) => Left::Holding(running),
+            Phase::Answered(Ok(running)) => Left::Holding(running),
             Phase::Answered(_) | Phase::Done => Left::Settled,
         }
     }

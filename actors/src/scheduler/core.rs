@@ -154,9 +154,7 @@ impl Core {
                     AdmitReply::Granted(RunningGrant::new(running, Arc::clone(self)))
                 }
                 Admitted::Queued(cell) => AdmitReply::Waiting(Waiting::new(cell, Arc::clone(self))),
-                Admitted::Refused(refused) => AdmitReply::Ended(Ended::Refused(refused)),
-                Admitted::RateLimited(late) => AdmitReply::Ended(Ended::RateLimited(late)),
-                Admitted::Closed => AdmitReply::Ended(Ended::Closed),
+                Admitted::Ended(ended) => AdmitReply::Ended(ended),
             };
         }
         if self.word.load(Ordering::Relaxed) / ONE >= self.bound {

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::scheduler::cell::{Cell, Left, QueueAnswer};
+use crate::scheduler::cell::{Cell, Left};
 use crate::scheduler::core::Core;
 use crate::scheduler::queue::RunningKey;
 use crate::scheduler::Ended;
@@ -43,17 +43,11 @@ impl Future for Waiting {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let answer = std::task::ready!(this.cell.poll_answer(cx));
-        Poll::Ready(match answer {
-            QueueAnswer::Granted(running) => match this.core.take() {
-                Some(core) => Ok(RunningGrant::new(running, core)),
-                // Polled again after its grant: the answer was read.
-                None => Err(Ended::Closed),
-            },
-            QueueAnswer::Refused(refused) => Err(Ended::Refused(refused)),
-            QueueAnswer::RateLimited(late) => Err(Ended::RateLimited(late)),
-            QueueAnswer::Closed => Err(Ended::Closed),
-            QueueAnswer::TimedOut => Err(Ended::TimedOut),
-        })
+        Poll::Ready(answer.and_then(|running| match this.core.take() {
+            Some(core) => Ok(RunningGrant::new(running, core)),
+            // Polled again after its grant: the answer was read.
+            None => Err(Ended::Closed),
+        }))
     }
 }
 

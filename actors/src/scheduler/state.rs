@@ -15,14 +15,14 @@ use crate::fairness::Fairness;
 use crate::identity::{ProviderId, TenantId};
 use crate::limits::LimitField;
 use crate::priority::{MinShares, Priority};
-use crate::scheduler::cell::{Cell, QueueAnswer};
+use crate::scheduler::cell::Cell;
 use crate::scheduler::deadlines::Deadlines;
 use crate::scheduler::queue::{
     Bound, Ceilings, Expiry, FairQueue, Fallback, QueueUsage, Rate, RateReading, RateRefused,
-    Refused, RunningKey, TenantBacklog,
+    RunningKey, TenantBacklog,
 };
 use crate::scheduler::{
-    CeilingInUse, OwnCeiling, OwnCeilingRefused, RateBound, RateOwner, OWN_CEILINGS,
+    CeilingInUse, Ended, OwnCeiling, OwnCeilingRefused, RateBound, RateOwner, OWN_CEILINGS,
 };
 
 /// An operation left for the queue owner by a caller that found the queue
@@ -50,12 +50,8 @@ pub(crate) enum Admitted {
     Granted(RunningKey),
     /// Queued; the answer comes through `cell`.
     Queued(Arc<Cell>),
-    /// A pending bound refused it.
-    Refused(Refused),
-    /// Its provider's or tenant's rate cannot grant it before its deadline.
-    RateLimited(RateBound),
-    /// Admission is closed.
-    Closed,
+    /// Refused at once, or admission is closed.
+    Ended(Ended),
 }
 
 /// The queue and its bookkeeping. A queue item is a waiter's entry, or
@@ -91,15 +87,15 @@ impl State {
         deadline: Instant,
     ) -> Admitted {
         if self.closed {
-            return Admitted::Closed;
+            return Admitted::Ended(Ended::Closed);
         }
         let class = class.rank() as u32;
         if let Some(late) = self.rate_late(tenant, &provider, class, deadline) {
-            return Admitted::RateLimited(late);
+            return Admitted::Ended(Ended::RateLimited(late));
         }
         let key = match self.queue.push_in(tenant.clone(), provider, class, None) {
             Ok(key) => key,
-            Err((refused, _)) => return Admitted::Refused(refused),
+            Err((refused, _)) => return Admitted::Ended(Ended::Refused(refused)),
         };
         if let Some(running) = self.grant_ready() {
             return Admitted::Granted(running);
@@ -143,12 +139,12 @@ impl State {
             return;
         }
         if self.closed {
-            let _ = cell.answer(QueueAnswer::Closed);
+            let _ = cell.answer(Err(Ended::Closed));
             return;
         }
         let class = class.rank() as u32;
         if let Some(late) = self.rate_late(&tenant, &provider, class, deadline) {
-            let _ = cell.answer(QueueAnswer::RateLimited(late));
+            let _ = cell.answer(Err(Ended::RateLimited(late)));
             return;
         }
         match (self.queue).push_in(tenant, provider, class, Some(Arc::clone(&cell))) {
@@ -157,7 +153,7 @@ impl State {
                 self.deadlines.push(cell, deadline, self.queue.pending());
             }
             Err((refused, _)) => {
-                let _ = cell.answer(QueueAnswer::Refused(refused));
+                let _ = cell.answer(Err(Ended::Refused(refused)));
             }
         }
     }
@@ -200,7 +196,7 @@ impl State {
             match grant.item {
                 None => own = Some(grant.running),
                 Some(cell) => {
-                    if !cell.answer(QueueAnswer::Granted(grant.running)) {
+                    if !cell.answer(Ok(grant.running)) {
                         // The waiter left between its deadline and its turn.
                         self.queue.release_running(grant.running);
                     }
@@ -221,7 +217,7 @@ impl State {
             debug_assert!(own.is_none(), "a caller's own admit left in the queue");
         }
         while let Some(cell) = self.deadlines.pop_due(now) {
-            if cell.answer(QueueAnswer::TimedOut) {
+            if cell.answer(Err(Ended::TimedOut)) {
                 self.cancel(&cell);
             }
         }
@@ -387,7 +383,7 @@ impl State {
         self.closed = true;
         let cells: Vec<_> = self.deadlines.drain().collect();
         for cell in cells {
-            if cell.answer(QueueAnswer::Closed) {
+            if cell.answer(Err(Ended::Closed)) {
                 self.cancel(&cell);
             }
         }
