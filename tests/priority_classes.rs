@@ -7,7 +7,9 @@ mod driver;
 mod support;
 
 use driver::{block, install_providers, Requests};
-use provider_pools::{BrokerGeneration, Limits, MinShares, PoolsConfig, Priority, ProviderPools};
+use provider_pools::{
+    AdmitError, BrokerGeneration, Limits, MinShares, PoolsConfig, Priority, ProviderPools,
+};
 use support::{eventually, plan};
 
 async fn start(limits: Limits, min_shares: MinShares) -> ProviderPools {
@@ -95,4 +97,42 @@ async fn a_lower_class_leaves_a_higher_class_its_minimum_free() {
     assert_eq!(pools.snapshot().pending_requests, 2, "batch still waits");
     drop(release);
     drop(running);
+}
+
+/// Interactive's minimum is one of two slots: a second batch request
+/// waits behind it, free as the slot is, and its deadline ends the wait
+/// as any deadline does, leaving nothing queued. Paused clock.
+#[tokio::test(start_paused = true)]
+async fn a_deadline_ends_a_wait_behind_a_higher_class_s_minimum() {
+    let limits = Limits {
+        running_requests: 2,
+        running_per_tenant: 2,
+        running_per_provider: 2,
+        ..Limits::DEFAULT
+    };
+    let shares = MinShares::new([0, 50, 0]).expect("valid shares");
+    let pools = start(limits, shares).await;
+    let receipts = install_providers(&pools, &["p".to_string()]).await;
+    let batch = |session| plan("batch", session).with_priority(Priority::Batch);
+    let _first = support::admitted(
+        &pools,
+        support::request(&pools, batch(1), &receipts[0], b"1"),
+    )
+    .await;
+
+    let started = tokio::time::Instant::now();
+    let until = started + std::time::Duration::from_secs(2);
+    let second = support::plan_until("batch", 2, until, until).with_priority(Priority::Batch);
+    let result = (pools)
+        .admit(support::request(&pools, second, &receipts[0], b"2"))
+        .await;
+    assert_eq!(result.err(), Some(AdmitError::Timeout));
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(2));
+    support::settled(&pools).await;
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.pending_requests, snapshot.running_requests),
+        (0, 1),
+        "the expired waiter is gone, the first still runs"
+    );
 }
