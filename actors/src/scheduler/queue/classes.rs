@@ -39,20 +39,14 @@ where
     /// Sets each class's minimum share; the next grant follows them.
     pub(crate) fn set_min_shares(&mut self, shares: MinShares) {
         self.min_shares = shares.by_rank();
-    }
-
-    /// Class `c`'s minimum: its share of `running_total`, rounded down.
-    fn minimum(&self, c: usize) -> u32 {
-        let share = u64::from(self.min_shares.get(c).copied().unwrap_or(0));
-        let slots = u64::from(self.ceilings.running_total) * share / 100;
-        u32::try_from(slots).unwrap_or(u32::MAX)
+        self.minimums = minimums(self.min_shares, self.ceilings.running_total);
     }
 
     /// The grant of `next_grant` once the total ceiling allows one: in the
     /// first class the module's order allows that has a grantable group.
     pub(super) fn grant_by_class(&mut self) -> Option<Grant<T>> {
         for c in 0..CLASSES {
-            if self.class_running[c] < self.minimum(c) && !self.rotation[c].is_empty() {
+            if self.class_running[c] < self.minimums[c] && !self.rotation[c].is_empty() {
                 if let Some(grant) = self.grant_in_turn(c) {
                     return Some(grant);
                 }
@@ -67,7 +61,7 @@ where
                     return Some(grant);
                 }
             }
-            let unused = self.minimum(c).saturating_sub(self.class_running[c]);
+            let unused = self.minimums[c].saturating_sub(self.class_running[c]);
             reserved = reserved.saturating_add(unused);
         }
         None
@@ -78,6 +72,15 @@ where
     pub(crate) fn class_running(&self, c: u32) -> u32 {
         self.class_running.get(c as usize).copied().unwrap_or(0)
     }
+}
+
+/// Each class's minimum in slots: its share (percent) of `running_total`,
+/// rounded down.
+pub(super) fn minimums(shares: [u8; CLASSES], running_total: u32) -> [u32; CLASSES] {
+    shares.map(|share| {
+        let slots = u64::from(running_total) * u64::from(share) / 100;
+        u32::try_from(slots).unwrap_or(u32::MAX)
+    })
 }
 
 #[cfg(test)]

@@ -171,6 +171,9 @@ pub(crate) struct FairQueue<T, K, P> {
     class_running: [u32; CLASSES],
     /// Each class's minimum share of `running_total`, in percent, by rank.
     min_shares: [u8; CLASSES],
+    /// Each class's minimum in slots (its share of `running_total`,
+    /// rounded down), by rank; kept in step with both.
+    minimums: [u32; CLASSES],
     created_tenants: List,
     created_providers: List,
     pending: u32,
@@ -204,6 +207,10 @@ where
             class_pending: [0; CLASSES],
             class_running: [0; CLASSES],
             min_shares: crate::priority::MinShares::DEFAULT.by_rank(),
+            minimums: classes::minimums(
+                crate::priority::MinShares::DEFAULT.by_rank(),
+                ceilings.running_total,
+            ),
             created_tenants: List::new(CREATED),
             created_providers: List::new(CREATED),
             pending: 0,
@@ -376,6 +383,7 @@ where
             }
         }
         self.ceilings = new;
+        self.minimums = classes::minimums(self.min_shares, new.running_total);
         self.rebuild();
         Ok(())
     }
