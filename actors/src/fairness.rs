@@ -2,7 +2,9 @@
 //! tenant is granted the next running slot, and which of its providers.
 //! Chosen once per registry ([`crate::PoolsConfig::fairness`]); every
 //! policy keeps the same ceilings, rates, deadlines and weights, and
-//! differs only in the order of grants among eligible tenants. See
+//! differs only in the order of grants among eligible tenants. It applies
+//! within a priority class, once the class of the next grant is chosen
+//! (see [`crate::Priority`]). See
 //! docs/decisions/0097-fairness-by-slots-held.md.
 
 /// Which eligible tenant (and which of its providers) is granted next.

@@ -1,8 +1,10 @@
 //! Admission: the fair queue of requests waiting for running capacity,
 //! and the pending and running counts per tenant and per logical provider.
 //!
-//! It decides who runs when — tenants in rotation, then providers within a
-//! tenant, FIFO within a group — under the pending bounds (checked when a
+//! It decides who runs when — the highest priority class first, each
+//! keeping its minimum share; within a class, tenants by the fairness
+//! policy, then providers within a tenant, FIFO within a group — under the
+//! pending bounds (checked when a
 //! request is queued: a full queue refuses at once) and the running ceilings
 //! (checked at every grant). See [`queue`] for the exact order and costs.
 //!
