@@ -42,6 +42,7 @@ pub mod offline;
 pub mod presence;
 pub mod retry;
 pub mod store;
+mod token;
 pub mod transport;
 
 pub use board::{Board, FencedRecord, Post, MAX_BOARD_VALUE_BYTES};
@@ -56,10 +57,11 @@ pub use lease::{
     LeaseState, SkewMargin, StaleToken,
 };
 pub use memory::MemoryClient;
-pub use name::{LeaseName, NodeId, ServiceName, TopicName, MAX_NAME_BYTES};
+pub use name::{LeaseName, NameError, NodeId, ServiceName, TopicName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
 pub use presence::{PresenceKey, Registration};
 pub use store::{StoreLimits, StoreStats};
+pub use token::TokenExhausted;
 pub use transport::{
     BearerHttpTransport, BearerToken, Endpoint, PooledHttpTransport, PooledTransportConfig,
     StdHttpTransport,

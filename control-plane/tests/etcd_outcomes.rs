@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use provider_pools_control_plane::client::acquire_guarded;
 use provider_pools_control_plane::etcd::{EtcdClient, EtcdConfig};
-use provider_pools_control_plane::lease::{acquire_guarded, SkewMargin};
+use provider_pools_control_plane::lease::SkewMargin;
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, ErrorCode, LeaseKey, LeaseName, LeaseRequest, NodeId,
     ServiceName,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use provider_pools_control_plane::lease::{acquire_guarded, renew_guarded};
+use provider_pools_control_plane::client::{acquire_guarded, renew_guarded};
 use provider_pools_control_plane::{
     BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencingGate, LeadershipGuard,
     LeaseGrant, LeaseKey, LeaseName, LeaseRequest, LeaseState, MemoryClient, NodeId, PresenceKey,

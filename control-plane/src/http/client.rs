@@ -9,7 +9,7 @@
 //!   the retry configuration; the other calls keep it.
 //! - Invalid input (a lease time to live out of range) is refused before
 //!   anything is queued.
-//! - Every lease grant is checked against its request ([`super::answers`]);
+//! - Every lease grant is checked against its request ([`crate::lease::answers`]);
 //!   a mismatch is [`ControlPlaneError::Protocol`], never a held lease.
 //! - A discovery answer naming another service or a node twice is
 //!   [`ControlPlaneError::Protocol`].
@@ -24,11 +24,11 @@ use tokio::time::Instant;
 
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::error::ControlPlaneError;
-use crate::http::answers::{Expected, LeaseAnswers};
 use crate::http::config::HttpClientConfig;
 use crate::http::exchange::{decode_json, Decode, Exchange};
 use crate::http::protocol::{Done, Instances, LeaseRead, Route};
 use crate::http::queue::{HttpWorker, RequestQueue};
+use crate::lease::answers::{Expected, LeaseAnswers};
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
 use crate::name::ServiceName;
 use crate::presence::{PresenceKey, Registration};

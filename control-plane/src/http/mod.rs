@@ -13,7 +13,6 @@
 //! - No task is spawned here: the caller spawns [`HttpWorker::run`] and the
 //!   server's future.
 
-pub(crate) mod answers;
 mod client;
 mod config;
 mod exchange;

@@ -123,7 +123,10 @@ impl Route {
             ["presence", "heartbeat"] if method == HttpMethod::Post => (Self::Heartbeat, None),
             ["presence", "deregister"] if method == HttpMethod::Post => (Self::Deregister, None),
             ["presence", service] => (
-                Self::Discover(ServiceName::new(*service).map_err(RouteError::Invalid)?),
+                Self::Discover(
+                    ServiceName::new(*service)
+                        .map_err(|error| RouteError::Invalid(error.into()))?,
+                ),
                 Some(HttpMethod::Get),
             ),
             ["leases", "acquire"] => (Self::Acquire, Some(HttpMethod::Post)),
@@ -131,13 +134,13 @@ impl Route {
             ["leases", "release"] => (Self::Release, Some(HttpMethod::Post)),
             ["leases", "global", name] => (
                 Self::ReadLease(LeaseKey::Global(
-                    LeaseName::new(*name).map_err(RouteError::Invalid)?,
+                    LeaseName::new(*name).map_err(|error| RouteError::Invalid(error.into()))?,
                 )),
                 Some(HttpMethod::Get),
             ),
             ["leases", "service", name] => (
                 Self::ReadLease(LeaseKey::Service(
-                    ServiceName::new(*name).map_err(RouteError::Invalid)?,
+                    ServiceName::new(*name).map_err(|error| RouteError::Invalid(error.into()))?,
                 )),
                 Some(HttpMethod::Get),
             ),

@@ -11,9 +11,10 @@ use tokio::time::Instant;
 
 use crate::client::ControlPlane;
 use crate::error::ControlPlaneError;
-use crate::http::answers::Expected;
-use crate::lease::guard::{LeadershipGuard, SkewMargin};
-use crate::lease::{FencingToken, LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
+use crate::lease::answers::Expected;
+use crate::lease::{
+    FencingToken, LeadershipGuard, LeaseGrant, LeaseKey, LeaseRequest, LeaseState, SkewMargin,
+};
 use crate::name::NodeId;
 
 /// What reading a lease back showed.
@@ -82,7 +83,7 @@ pub async fn acquire_guarded(
     let sent_at = Instant::now();
     match client.acquire(request.clone()).await {
         Ok(grant) => {
-            crate::http::answers::matches(&Expected::acquisition(&request), &grant)?;
+            crate::lease::answers::matches(&Expected::acquisition(&request), &grant)?;
             LeadershipGuard::new(grant, sent_at, skew)
         }
         Err(ControlPlaneError::OutcomeUnknown { .. }) => {

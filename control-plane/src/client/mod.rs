@@ -16,7 +16,14 @@
 //!   `LeaseLost`; a released or expired lease keeps its last token.
 //! - A lease mutation that may have applied without an answer returns
 //!   [`OutcomeUnknown`](ControlPlaneError::OutcomeUnknown); settle it with
-//!   [`read_lease`](ControlPlane::read_lease) (see [`crate::lease::settle`]).
+//!   [`read_lease`](ControlPlane::read_lease) (see [`settle`]).
+//!
+//! Built on the trait: [`settle`] reads a lease back, and
+//! [`acquire_guarded`] and [`renew_guarded`] wrap a grant in a
+//! [`LeadershipGuard`](crate::LeadershipGuard), settling an unknown outcome
+//! by reading back, never by replaying.
+
+mod settle;
 
 use std::fmt;
 use std::sync::Arc;
@@ -27,6 +34,7 @@ use crate::name::ServiceName;
 use crate::presence::{PresenceKey, Registration};
 
 pub use crate::future::BoxFuture;
+pub use settle::{acquire_guarded, renew_guarded, settle, Settled};
 
 /// The result of a control-plane call.
 pub type CallResult<T> = Result<T, ControlPlaneError>;
@@ -99,7 +107,7 @@ pub trait ControlPlane: Send + Sync + fmt::Debug {
     /// Dropping the future before the backend started the call means it
     /// never runs. Once started, a dropped acquire may have granted the
     /// lease: settle it with [`read_lease`](ControlPlane::read_lease) (see
-    /// [`crate::lease::settle`]); an unsettled grant expires after its time
+    /// [`settle`]); an unsettled grant expires after its time
     /// to live.
     ///
     /// # Errors
