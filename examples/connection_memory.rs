@@ -36,7 +36,7 @@ use provider_pools::{
     PoolsConfig, ProviderConfig, ProviderId, ProviderPools, RunningRequest, ServiceName, SessionId,
     TenantId,
 };
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call_streaming, BodyLimits, HttpDialer, HttpRequest, RequestTarget, ResponseStream,
 };
 use provider_pools_test_peers::{Nginx, NginxPeer};

@@ -39,7 +39,7 @@ use provider_pools::{
     ServiceName,
 };
 use provider_pools_adapters::blob::BlobLimits;
-use provider_pools_adapters::http::{ApprovedOrigin, BodyLimits, HttpDialer, RequestTarget};
+use provider_pools_adapters::http_origin::{ApprovedOrigin, BodyLimits, HttpDialer, RequestTarget};
 use provider_pools_control_plane::coordinator::CoordinatorConfig;
 use provider_pools_control_plane::file::FileOptions;
 use provider_pools_control_plane::heartbeat::HeartbeatPolicy;

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialError, DialErrorKind, Limits};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, HttpDialer, HttpError, Sent, HTTP2_SETTING, MAX_HEAD_SETTING,
 };
 use support::origin::Origin;

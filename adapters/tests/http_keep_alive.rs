@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools_actors::{Limits, ProviderPools};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, HttpDialer, HttpError, HttpRequest, Sent, IDLE_TIMEOUT_SETTING,
     MAX_AGE_SETTING, MAX_REQUESTS_SETTING,
 };
@@ -480,7 +480,7 @@ async fn close_of_a_reused_connection(idle_timeout: &str, left: Duration) -> (Du
     tokio::time::sleep(Duration::from_millis(50)).await;
     let deadline = Instant::now() + left;
     let request = support::running_until(&pools, &receipt, "t", 2, deadline).await;
-    let stream = provider_pools_adapters::http::call_streaming(
+    let stream = provider_pools_adapters::http_origin::call_streaming(
         &pools,
         &request,
         &dialer,

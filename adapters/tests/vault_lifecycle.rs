@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use provider_pools_actors::{ConnectionCounts, Limits, ProviderPools};
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use support::relay::Relay;
 use support::sockets;

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use hyper::body::{Body, Bytes, Frame};
 use hyper_util::rt::TokioIo;
-use provider_pools_adapters::http::{call_streaming, BodyLimits, HttpDialer, HttpRequest};
+use provider_pools_adapters::http_origin::{call_streaming, BodyLimits, HttpDialer, HttpRequest};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Notify};
 
@@ -120,7 +120,7 @@ impl Origin {
 fn get(path: &str) -> HttpRequest {
     HttpRequest {
         method: hyper::Method::GET,
-        target: provider_pools_adapters::http::RequestTarget::parse(path).expect("target"),
+        target: provider_pools_adapters::http_origin::RequestTarget::parse(path).expect("target"),
         headers: hyper::HeaderMap::new(),
         body: Bytes::new(),
         replayable: false,

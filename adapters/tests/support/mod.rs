@@ -270,10 +270,10 @@ pub(crate) fn deadline() -> tokio::time::Instant {
 
 /// A GET of the origin-form `path`, with no headers and no body.
 #[cfg(feature = "http")]
-pub(crate) fn get(path: &str) -> provider_pools_adapters::http::HttpRequest {
-    provider_pools_adapters::http::HttpRequest {
+pub(crate) fn get(path: &str) -> provider_pools_adapters::http_origin::HttpRequest {
+    provider_pools_adapters::http_origin::HttpRequest {
         method: http::Method::GET,
-        target: provider_pools_adapters::http::RequestTarget::parse(path)
+        target: provider_pools_adapters::http_origin::RequestTarget::parse(path)
             .expect("origin-form target"),
         headers: http::HeaderMap::new(),
         body: Bytes::new(),

@@ -1,6 +1,6 @@
 //! [`HttpDialer`] and [`HttpConnection`]: one HTTP/1.1 connection over
 //! tokio TCP, or TLS over it for `https`, with its own driver (HTTP/2
-//! connections: [`crate::http::http2`]).
+//! connections: [`crate::http_origin::http2`]).
 //!
 //! Invariants:
 //! - The driver is started before the TCP connect starts, on no worker
@@ -41,10 +41,10 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 
 use crate::dialer_core::DialerCore;
-use crate::http::connect::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
-use crate::http::http2::H2Dialer;
-use crate::http::lifetime::{Counted, Lifetime, ReadCount};
-use crate::http::tls;
+use crate::http_origin::connect::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
+use crate::http_origin::http2::H2Dialer;
+use crate::http_origin::lifetime::{Counted, Lifetime, ReadCount};
+use crate::http_origin::tls;
 
 type Driver = http1::Connection<TokioIo<Box<dyn Stream>>, Full<Bytes>>;
 
@@ -167,7 +167,7 @@ impl HttpConnection {
             expiry,
             watch,
             life: Lifetime::new(
-                crate::http::settings::ConnectionSettings::DEFAULT,
+                crate::http_origin::settings::ConnectionSettings::DEFAULT,
                 ReadCount::default(),
             ),
             _driver: driver,

@@ -81,8 +81,8 @@ use http::header::{CONNECTION, HOST, TE, TRANSFER_ENCODING, UPGRADE};
 use http::HeaderName;
 use provider_pools_actors::RunningRequest;
 
-use crate::http::error::HttpError;
-use crate::http::origin::{ApprovedOrigin, OriginError};
+use crate::http_origin::error::HttpError;
+use crate::http_origin::origin::{ApprovedOrigin, OriginError};
 
 /// The provider setting that turns HTTP/2 on: `on` or `off` (the default).
 pub const HTTP2_SETTING: &str = "http2";

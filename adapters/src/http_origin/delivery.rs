@@ -34,7 +34,7 @@
 //!   passed failed because of it (the driver closes a connection in use at
 //!   its request's deadline): [`Undeliverable::Expired`], a timeout.
 //! - Generic over the dialer only so that tests can hold a connection's
-//!   driver; every adapter passes the one [`HttpDialer`](crate::http::HttpDialer).
+//!   driver; every adapter passes the one [`HttpDialer`](crate::http_origin::HttpDialer).
 
 use std::task::Poll;
 use std::time::Duration;
@@ -50,8 +50,8 @@ use provider_pools_actors::{
 
 use tokio::time::Instant;
 
-use crate::http::dialer::HttpConnection;
-use crate::http::error::{HttpError, Progress, Sent};
+use crate::http_origin::dialer::HttpConnection;
+use crate::http_origin::error::{HttpError, Progress, Sent};
 
 /// A built request as hyper sends it.
 pub(crate) type Built = http::Request<Full<Bytes>>;

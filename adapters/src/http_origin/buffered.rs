@@ -17,10 +17,10 @@ use http_body_util::BodyExt;
 use hyper::body::Body;
 use provider_pools_actors::{HeldMetadata, ProviderPools, RunningRequest, StagedOutput};
 
-use crate::http::dialer::HttpDialer;
-use crate::http::error::Progress;
-use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, ResponseBody};
+use crate::http_origin::dialer::HttpDialer;
+use crate::http_origin::error::Progress;
+use crate::http_origin::error::{HttpError, Sent};
+use crate::http_origin::exchange::{self, BodyLimits, HttpRequest, Opened, ResponseBody};
 
 /// A complete response whose body is charged to the pools' metadata and
 /// keeps the request's running capacity until dropped.

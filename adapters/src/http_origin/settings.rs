@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use crate::http::error::HttpError;
+use crate::http_origin::error::HttpError;
 
 /// The provider setting bounding a response head, in bytes: the HTTP/1.1
 /// status line and headers, and the HTTP/2 header list (RFC 9113's

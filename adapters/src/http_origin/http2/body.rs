@@ -11,7 +11,7 @@ use h2::RecvStream;
 use http_body::{Body, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-use crate::http::error::ProtocolError;
+use crate::http_origin::error::ProtocolError;
 
 /// One response's body on a stream of a shared connection.
 #[derive(Debug)]

@@ -24,7 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
-use crate::http::delivery::park_if_reusable;
+use crate::http_origin::delivery::park_if_reusable;
 use held::GatedDialer;
 use origin::{Close, Origin};
 

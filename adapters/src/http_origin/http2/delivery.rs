@@ -1,5 +1,5 @@
 //! Delivering one built request on a stream of its tenant's HTTP/2
-//! connections: the HTTP/2 counterpart of [`crate::http::delivery`].
+//! connections: the HTTP/2 counterpart of [`crate::http_origin::delivery`].
 //!
 //! A request goes to another connection only when the first cannot have
 //! processed it: no stream was opened for it (the connection had seen
@@ -17,10 +17,10 @@ use bytes::Bytes;
 use provider_pools_actors::{PooledStream, ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
-use crate::http::error::Progress;
-use crate::http::error::{HttpError, Sent};
-use crate::http::http2::{H2Body, H2Connection, H2Dialer};
-use crate::http::settings::ConnectionSettings;
+use crate::http_origin::error::Progress;
+use crate::http_origin::error::{HttpError, Sent};
+use crate::http_origin::http2::{H2Body, H2Connection, H2Dialer};
+use crate::http_origin::settings::ConnectionSettings;
 
 /// A request on a stream whose response head arrived.
 pub(crate) struct Delivered {

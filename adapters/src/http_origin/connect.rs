@@ -16,9 +16,9 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 
 use crate::dialer_core::unusable_target;
-use crate::http::origin::ApprovedOrigin;
-use crate::http::settings::ConnectionSettings;
-use crate::http::tls;
+use crate::http_origin::origin::ApprovedOrigin;
+use crate::http_origin::settings::ConnectionSettings;
+use crate::http_origin::tls;
 
 /// A connection's byte stream: plain TCP or TLS over TCP.
 pub(crate) trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}

@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
-use crate::http::origin::ApprovedOrigin;
+use crate::http_origin::origin::ApprovedOrigin;
 use crate::tls_roots;
 
 pub use crate::tls_roots::CA_FILE_SETTING;

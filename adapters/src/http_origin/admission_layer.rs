@@ -14,7 +14,7 @@
 //! - It does **not** own the inner service's connections, sockets, TLS,
 //!   retries or body sizes: those stay the inner client's, unbounded by
 //!   the pools' connection limits and uncounted in their snapshots. For
-//!   owned, bounded connections use [`HttpService`](crate::http::HttpService).
+//!   owned, bounded connections use [`HttpService`](crate::http_origin::HttpService).
 //!
 //! Invariants:
 //! - A request without a plan is refused before anything is charged.
@@ -36,7 +36,7 @@ use provider_pools_actors::{
     DispatchAuthority, OriginKind, ProviderId, ProviderPools, RunningRequest, TypedSlot,
 };
 
-use crate::http::admitted::{plan_of, Binding, ServiceError};
+use crate::http_origin::admitted::{plan_of, Binding, ServiceError};
 
 /// Admits every call of the services it wraps.
 ///
@@ -66,7 +66,7 @@ use crate::http::admitted::{plan_of, Binding, ServiceError};
 /// use std::convert::Infallible;
 /// use std::sync::Arc;
 /// use provider_pools_actors::{OriginKind, PolicyTable};
-/// use provider_pools_adapters::http::AdmissionLayer;
+/// use provider_pools_adapters::http_origin::AdmissionLayer;
 /// use tower::{service_fn, ServiceExt};
 /// use tower_layer::Layer;
 ///

@@ -14,7 +14,7 @@ use provider_pools_actors::{
 };
 use tokio::net::TcpStream;
 
-use crate::http::dialer::HttpConnection;
+use crate::http_origin::dialer::HttpConnection;
 
 /// Holds a connection's driver while closed: it is not polled (and so
 /// reads nothing) until opened. The driver is polled under the lock, so
@@ -64,7 +64,7 @@ impl<F: Future> Future for Held<F> {
     }
 }
 
-/// Dials plain TCP like [`crate::http::HttpDialer`], with each
+/// Dials plain TCP like [`crate::http_origin::HttpDialer`], with each
 /// connection's driver behind its own [`Gate`].
 #[derive(Clone)]
 pub(super) struct GatedDialer {

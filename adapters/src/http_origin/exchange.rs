@@ -34,12 +34,12 @@ use provider_pools_actors::{
 };
 use tokio::time::Instant;
 
-use crate::http::delivery::{self, asks_close, park_if_reusable, Delivered};
-use crate::http::dialer::{HttpConnection, HttpDialer};
-use crate::http::error::{HttpError, Progress, ProtocolError};
-use crate::http::http2::{self, H2Body, H2Connection};
-use crate::http::origin::{ApprovedOrigin, OriginError, RequestTarget};
-use crate::http::settings::ConnectionSettings;
+use crate::http_origin::delivery::{self, asks_close, park_if_reusable, Delivered};
+use crate::http_origin::dialer::{HttpConnection, HttpDialer};
+use crate::http_origin::error::{HttpError, Progress, ProtocolError};
+use crate::http_origin::http2::{self, H2Body, H2Connection};
+use crate::http_origin::origin::{ApprovedOrigin, OriginError, RequestTarget};
+use crate::http_origin::settings::ConnectionSettings;
 use crate::limits::{at_most, LimitError};
 
 /// The provider setting naming the header that carries the credential.
@@ -61,7 +61,7 @@ pub struct HttpRequest {
     /// that a reused connection lost before any byte of a response (the
     /// origin closed the idle connection as the request reached it) is
     /// delivered again, once, on a dialed connection; an unmarked one
-    /// fails as [`Sent::Maybe`](crate::http::Sent::Maybe). HTTP/1.1 only: HTTP/2 already moves a
+    /// fails as [`Sent::Maybe`](crate::http_origin::Sent::Maybe). HTTP/1.1 only: HTTP/2 already moves a
     /// request the peer did not process.
     pub replayable: bool,
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use provider_pools_actors::{AdmitError, ConnectError};
 
-use crate::http::origin::{OriginError, TargetError};
+use crate::http_origin::origin::{OriginError, TargetError};
 use crate::limits::LimitError;
 
 /// Whether a failed request may have reached the origin: what a caller

@@ -5,7 +5,7 @@
 //! Each call takes the tenant and the deadline from the request's
 //! [`ExecutionPlan`] extension, is admitted fairly per tenant, runs one
 //! buffered exchange on a connection the pools own
-//! ([`call`](crate::http::call)), and answers a response whose body
+//! ([`call`](crate::http_origin::call)), and answers a response whose body
 //! ([`StagedBody`]) holds the charged bytes and the running request until
 //! it is dropped.
 //!
@@ -35,10 +35,10 @@ use provider_pools_actors::{
     DispatchAuthority, OriginKind, ProviderId, ProviderPools, StagedOutput, TypedSlot,
 };
 
-use crate::http::admitted::{plan_of, Binding, ServiceError};
-use crate::http::dialer::HttpDialer;
-use crate::http::exchange::{BodyLimits, HttpRequest};
-use crate::http::origin::RequestTarget;
+use crate::http_origin::admitted::{plan_of, Binding, ServiceError};
+use crate::http_origin::dialer::HttpDialer;
+use crate::http_origin::exchange::{BodyLimits, HttpRequest};
+use crate::http_origin::origin::RequestTarget;
 
 /// The buffered HTTP adapter of one provider's origin slot, as a tower
 /// service. Cheap to clone.
@@ -82,7 +82,7 @@ use crate::http::origin::RequestTarget;
 /// # let plan = ExecutionPlan::seal(tenant.clone(), SessionId::new(1), LedgerId::new(1), deadline, deadline);
 /// use std::sync::Arc;
 /// use provider_pools_actors::PolicyTable;
-/// use provider_pools_adapters::http::{BodyLimits, HttpService};
+/// use provider_pools_adapters::http_origin::{BodyLimits, HttpService};
 /// use tower_service::Service;
 ///
 /// // The host's policy, given once: `tenant` may call this provider.
@@ -175,7 +175,7 @@ where
                 headers: parts.headers,
                 body,
             };
-            let response = crate::http::call(
+            let response = crate::http_origin::call(
                 &service.binding.pools,
                 &running,
                 &service.dialer,

@@ -16,10 +16,10 @@ use provider_pools_actors::{
     ProviderPools, RunningRequest, TypedSlot,
 };
 
-use crate::http::error::HttpError;
+use crate::http_origin::error::HttpError;
 
-/// A call through [`HttpService`](crate::http::HttpService) or
-/// [`AdmissionLayer`](crate::http::AdmissionLayer) that failed.
+/// A call through [`HttpService`](crate::http_origin::HttpService) or
+/// [`AdmissionLayer`](crate::http_origin::AdmissionLayer) that failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServiceError<E = std::convert::Infallible> {

@@ -11,7 +11,7 @@
 //! With the provider setting `http2 = "on"` ([`HTTP2_SETTING`]) a client
 //! speaks HTTP/2 (ALPN `h2` for `https`, prior knowledge for `http`), one
 //! connection carrying several requests of one tenant (see
-//! `http/http2/mod.rs`).
+//! `http_origin/http2/mod.rs`).
 //!
 //! Invariants:
 //! - No request creates a pool, a client or an origin: the slot's approved

@@ -24,7 +24,7 @@ use http::HeaderMap;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
-use crate::http::settings::ConnectionSettings;
+use crate::http_origin::settings::ConnectionSettings;
 
 /// How much earlier than an origin's `Keep-Alive: timeout=N` a parked
 /// connection retires: the origin's timer starts when it sent the last

@@ -25,9 +25,11 @@ use provider_pools_actors::{HeldMetadata, StagedOutput};
 use provider_pools_actors::{ProviderPools, RunningRequest};
 use tokio::time::Instant;
 
-use crate::http::dialer::HttpDialer;
-use crate::http::error::{HttpError, Sent};
-use crate::http::exchange::{self, BodyLimits, HttpRequest, Opened, ResponseBody, ResponseCarrier};
+use crate::http_origin::dialer::HttpDialer;
+use crate::http_origin::error::{HttpError, Sent};
+use crate::http_origin::exchange::{
+    self, BodyLimits, HttpRequest, Opened, ResponseBody, ResponseCarrier,
+};
 
 /// A response whose body is read chunk by chunk.
 ///
@@ -70,7 +72,7 @@ impl std::fmt::Debug for ResponseStream {
 ///
 /// # Errors
 ///
-/// As [`crate::http::call`], except that body errors come from
+/// As [`crate::http_origin::call`], except that body errors come from
 /// [`ResponseStream::next_chunk`].
 pub async fn call_streaming(
     pools: &ProviderPools,

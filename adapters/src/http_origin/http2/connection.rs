@@ -17,9 +17,9 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::dialer_core::DialerCore;
-use crate::http::connect::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
-use crate::http::http2::{max_streams, HTTP2_MAX_STREAMS_SETTING};
-use crate::http::tls;
+use crate::http_origin::connect::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
+use crate::http_origin::http2::{max_streams, HTTP2_MAX_STREAMS_SETTING};
+use crate::http_origin::tls;
 
 type Driver = h2::client::Connection<Box<dyn Stream>, Bytes>;
 
