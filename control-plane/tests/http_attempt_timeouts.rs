@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools_control_plane::client::BoxFuture;
-use provider_pools_control_plane::http::HttpClientConfig;
 use provider_pools_control_plane::transport::{
     BearerHttpTransport, BearerToken, HttpControlPlaneRequest, HttpResponse, HttpTransport,
     PooledHttpTransport, PooledTransportConfig, StdHttpTransport, TransportError,
 };
+use provider_pools_control_plane::v1::HttpClientConfig;
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, LeaseKey, LeaseName, LeaseRequest, NodeId, Registration,
     ServiceName,

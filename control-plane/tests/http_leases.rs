@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools_control_plane::client::acquire_guarded;
-use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::transport::TransportError;
+use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, FencingToken, LeaseGrant, LeaseKey, LeaseName, LeaseRequest,
     MemoryClient, NodeId, SkewMargin,

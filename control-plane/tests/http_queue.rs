@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
 
-use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
+use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::{ControlPlane, ControlPlaneError, ServiceName};
 use support::scripted::{config, Reply, ScriptedTransport, NONE_FOUND};
 use tokio::sync::Notify;

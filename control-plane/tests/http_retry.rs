@@ -8,8 +8,8 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::transport::TransportError;
+use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, NodeId, PresenceKey, Registration, ServiceName,
 };

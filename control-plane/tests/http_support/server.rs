@@ -6,11 +6,11 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use provider_pools_control_plane::http::{ReferenceServer, ServerConfig};
 use provider_pools_control_plane::transport::{
     HttpControlPlaneRequest, HttpResponse, HttpTransport, SharedHttpControlPlaneRequest,
     TransportError,
 };
+use provider_pools_control_plane::v1::{ReferenceServer, ServerConfig};
 use provider_pools_control_plane::{
     BoxFuture, CallResult, ControlPlane, LeaseGrant, LeaseKey, LeaseRequest, LeaseState,
     PresenceKey, Registration, ServiceName,

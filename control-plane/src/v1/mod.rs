@@ -1,5 +1,5 @@
-//! The HTTP profile: [`HttpControlPlaneClient`] speaking the V1 JSON
-//! [`protocol`] through a bounded request queue and one [`HttpWorker`],
+//! V1, the control plane's JSON protocol over HTTP:
+//! [`HttpControlPlaneClient`] speaking the V1 [`protocol`] through a bounded request queue and one [`HttpWorker`],
 //! and (feature `server`) the `ReferenceServer` speaking V1 over any
 //! [`ControlPlane`](crate::ControlPlane).
 //!

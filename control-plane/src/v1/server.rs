@@ -40,7 +40,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::client::{BoxFuture, ControlPlane};
-use crate::http::protocol::MAX_REQUEST_BODY_BYTES;
+use crate::v1::protocol::MAX_REQUEST_BODY_BYTES;
 
 /// The ceiling of [`ServerConfig::max_body_bytes`]: 16 MiB.
 pub const MAX_SERVER_BODY_BYTES: usize = 16 * 1024 * 1024;

@@ -24,10 +24,6 @@ use tokio::time::Instant;
 
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::error::ControlPlaneError;
-use crate::http::config::HttpClientConfig;
-use crate::http::exchange::{decode_json, Decode, Exchange};
-use crate::http::protocol::{Done, Instances, LeaseRead, Route};
-use crate::http::queue::{HttpWorker, RequestQueue};
 use crate::lease::answers::{Expected, LeaseAnswers};
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
 use crate::name::ServiceName;
@@ -35,12 +31,16 @@ use crate::presence::{PresenceKey, Registration};
 use crate::retry::{RetryCycle, RetryPolicy};
 use crate::transport::Endpoint;
 use crate::transport::{HttpTransport, SharedHttpControlPlaneRequest};
+use crate::v1::config::HttpClientConfig;
+use crate::v1::exchange::{decode_json, Decode, Exchange};
+use crate::v1::protocol::{Done, Instances, LeaseRead, Route};
+use crate::v1::queue::{HttpWorker, RequestQueue};
 
 /// A control-plane client speaking V1 JSON over an [`HttpTransport`].
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
+/// use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
 /// # fn transport() -> Arc<dyn provider_pools_control_plane::transport::HttpTransport> { todo!() }
 ///
 /// # async fn example() -> Result<(), provider_pools_control_plane::ControlPlaneError> {

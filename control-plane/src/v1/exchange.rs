@@ -21,11 +21,11 @@ use tokio::time::Instant;
 
 use crate::client::CallResult;
 use crate::error::ControlPlaneError;
-use crate::http::protocol::ErrorEnvelope;
 use crate::retry::{Failure, RetryCycle, Step};
 use crate::transport::{
     HttpResponse, HttpTransport, SharedHttpControlPlaneRequest, TransportError,
 };
+use crate::v1::protocol::ErrorEnvelope;
 
 /// Turns a success body into the call's answer.
 pub(crate) type Decode<T> = fn(&[u8]) -> CallResult<T>;

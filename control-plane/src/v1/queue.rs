@@ -34,8 +34,8 @@ use tokio::sync::mpsc;
 
 use crate::client::{BoxFuture, CallResult};
 use crate::error::ControlPlaneError;
-use crate::http::exchange::{Decode, Exchange};
 use crate::transport::HttpTransport;
+use crate::v1::exchange::{Decode, Exchange};
 
 /// Where one call's answer lands.
 struct Slot<T> {

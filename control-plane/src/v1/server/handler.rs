@@ -13,14 +13,14 @@ use serde::Serialize;
 
 use crate::client::{CallResult, ControlPlane};
 use crate::error::ControlPlaneError;
-use crate::http::protocol::{
-    status_of, Done, ErrorEnvelope, Instances, LeaseRead, Route, RouteError, WireError,
-    CONTENT_TYPE as JSON,
-};
-use crate::http::server::ServerConfig;
 use crate::lease::{LeaseGrant, LeaseRequest};
 use crate::presence::{PresenceKey, Registration};
 use crate::transport::HttpMethod;
+use crate::v1::protocol::{
+    status_of, Done, ErrorEnvelope, Instances, LeaseRead, Route, RouteError, WireError,
+    CONTENT_TYPE as JSON,
+};
+use crate::v1::server::ServerConfig;
 
 /// Answers one request; never fails (every failure is a V1 error body).
 pub(super) async fn handle(
