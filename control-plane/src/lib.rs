@@ -56,7 +56,7 @@ pub use lease::{
     LeaseState, SkewMargin, StaleToken,
 };
 pub use memory::MemoryClient;
-pub use name::{LeaseName, NameError, NodeId, ServiceName, TopicName, MAX_NAME_BYTES};
+pub use name::{LeaseName, NameError, NodeId, ServiceGroup, TopicName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
 pub use presence::{PresenceKey, Registration};
 pub use store::{StoreLimits, StoreStats};

@@ -1,4 +1,4 @@
-//! The names the control plane keys on: [`NodeId`], [`ServiceName`],
+//! The names the control plane keys on: [`NodeId`], [`ServiceGroup`],
 //! [`LeaseName`] and [`TopicName`], and [`NameError`], what was wrong with
 //! a refused one.
 //!
@@ -115,8 +115,11 @@ name_type!(
     "node"
 );
 name_type!(
-    /// A service nodes register under and are discovered by.
-    ServiceName,
+    /// A service group: the name nodes register under, are discovered by
+    /// and hold a service's leadership under. Not the engine's
+    /// `ServiceName`, the public name of a provider's service, whose
+    /// syntax differs.
+    ServiceGroup,
     "service"
 );
 name_type!(
@@ -150,8 +153,8 @@ mod tests {
             );
         }
         let long = "a".repeat(MAX_NAME_BYTES + 1);
-        assert!(ServiceName::new(&long[..MAX_NAME_BYTES]).is_ok());
-        let error = ServiceName::new(long).expect_err("too long");
+        assert!(ServiceGroup::new(&long[..MAX_NAME_BYTES]).is_ok());
+        let error = ServiceGroup::new(long).expect_err("too long");
         assert_eq!(error.to_string(), "invalid service: 254 bytes, at most 253");
     }
 
@@ -159,7 +162,7 @@ mod tests {
     fn dot_segments_are_refused_in_every_name_type() {
         for bad in [".", ".."] {
             assert!(NodeId::new(bad).is_err(), "node {bad:?}");
-            assert!(ServiceName::new(bad).is_err(), "service {bad:?}");
+            assert!(ServiceGroup::new(bad).is_err(), "service {bad:?}");
             let error = LeaseName::new(bad).expect_err(bad);
             assert!(
                 error.to_string().contains("relative path segment"),

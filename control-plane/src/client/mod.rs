@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use crate::error::ControlPlaneError;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::ServiceName;
+use crate::name::ServiceGroup;
 use crate::presence::{PresenceKey, Registration};
 
 pub use crate::future::BoxFuture;
@@ -98,7 +98,7 @@ pub trait ControlPlane: Send + Sync + fmt::Debug {
     /// # Errors
     ///
     /// Transport and backend errors.
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>>;
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>>;
 
     /// Acquires a lease, or re-grants it to its live holder.
     ///
@@ -170,7 +170,7 @@ impl<T: ControlPlane + ?Sized> ControlPlane for Arc<T> {
         (**self).deregister(key)
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         (**self).discover(service)
     }
 

@@ -31,7 +31,7 @@ pub use fence::{FencingGate, StaleToken};
 pub use guard::{LeadershipGuard, LeadershipLost, SkewMargin, DEFAULT_SKEW_MARGIN};
 
 use crate::error::ControlPlaneError;
-use crate::name::{LeaseName, NodeId, ServiceName};
+use crate::name::{LeaseName, NodeId, ServiceGroup};
 use crate::presence::check_ttl;
 
 /// Which lease: the leadership of one service, or a named global lease.
@@ -46,7 +46,7 @@ pub enum LeaseKey {
     /// A lease shared by the whole control plane.
     Global(LeaseName),
     /// The leadership of one service.
-    Service(ServiceName),
+    Service(ServiceGroup),
 }
 
 impl LeaseKey {

@@ -26,7 +26,7 @@ use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::error::ControlPlaneError;
 use crate::lease::answers::{Expected, LeaseAnswers};
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::ServiceName;
+use crate::name::ServiceGroup;
 use crate::presence::{PresenceKey, Registration};
 use crate::retry::{RetryCycle, RetryPolicy};
 use crate::transport::Endpoint;
@@ -181,7 +181,7 @@ impl ControlPlane for HttpControlPlaneClient {
         self.call(Route::Deregister, Some(&key), done)
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         let answer = self.call(Route::Discover(service.clone()), None, instances);
         Box::pin(async move {
             let found = answer.await?;

@@ -35,7 +35,7 @@ pub use errors::{status_of, ErrorEnvelope, WireError};
 
 use crate::error::ControlPlaneError;
 use crate::lease::{LeaseKey, LeaseState};
-use crate::name::{LeaseName, ServiceName};
+use crate::name::{LeaseName, ServiceGroup};
 use crate::presence::Registration;
 use crate::transport::HttpMethod;
 
@@ -55,7 +55,7 @@ pub enum Route {
     /// `POST /v1/presence/deregister`
     Deregister,
     /// `GET /v1/presence/{service}`
-    Discover(ServiceName),
+    Discover(ServiceGroup),
     /// `POST /v1/leases/acquire`
     Acquire,
     /// `POST /v1/leases/renew`
@@ -124,7 +124,7 @@ impl Route {
             ["presence", "deregister"] if method == HttpMethod::Post => (Self::Deregister, None),
             ["presence", service] => (
                 Self::Discover(
-                    ServiceName::new(*service)
+                    ServiceGroup::new(*service)
                         .map_err(|error| RouteError::Invalid(error.into()))?,
                 ),
                 Some(HttpMethod::Get),
@@ -140,7 +140,7 @@ impl Route {
             ),
             ["leases", "service", name] => (
                 Self::ReadLease(LeaseKey::Service(
-                    ServiceName::new(*name).map_err(|error| RouteError::Invalid(error.into()))?,
+                    ServiceGroup::new(*name).map_err(|error| RouteError::Invalid(error.into()))?,
                 )),
                 Some(HttpMethod::Get),
             ),
@@ -192,13 +192,13 @@ mod tests {
             Route::Register,
             Route::Heartbeat,
             Route::Deregister,
-            Route::Discover(ServiceName::new("register").expect("name")),
+            Route::Discover(ServiceGroup::new("register").expect("name")),
             Route::Acquire,
             Route::Renew,
             Route::Release,
             Route::ReadLease(LeaseKey::Global(LeaseName::new("a:b").expect("name"))),
             Route::ReadLease(LeaseKey::Service(
-                ServiceName::new("billing").expect("name"),
+                ServiceGroup::new("billing").expect("name"),
             )),
         ];
         for route in routes {
