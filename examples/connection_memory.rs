@@ -65,7 +65,7 @@ struct Sample {
 }
 
 async fn sample() -> Sample {
-    // Let freshly spawned tasks and actors settle before reading.
+    // Let freshly spawned tasks and actors run before reading.
     tokio::time::sleep(Duration::from_millis(200)).await;
     Sample {
         rss: rss::rss(),

@@ -470,7 +470,7 @@ async fn two_rate_nodes(z_weight: u32) -> Vec<RateNode> {
 
 /// Advances the paused clock a period at a time, at most 20, until the
 /// nodes' rate shares above their floors are `expected`, and checks that
-/// they stay so for 6 more periods (the division settled there, not on
+/// they stay so for 6 more periods (the division converged there, not on
 /// its way elsewhere) while requests still wait on both nodes.
 async fn rate_shares_become(nodes: &[RateNode], expected: [u32; 2]) {
     let mem = ProviderId::new("mem").expect("valid");

@@ -23,7 +23,7 @@ use provider_pools_adapters::http_origin::{
 };
 use provider_pools_test_peers::Lighttpd;
 use support::origin::Origin;
-use support::{bounded, get, install, running, settled, start, task};
+use support::{bounded, get, install, quiescent, running, start, task};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -429,7 +429,7 @@ async fn connections_retiring_before_lighttpds_keep_alive_idle_fail_no_unmarked_
         "no connection was reused past its idle timeout: {log:?}"
     );
     assert_eq!(dialer.dials(), tasks * calls);
-    settled(&pools).await;
+    quiescent(&pools).await;
 }
 
 #[tokio::test]

@@ -193,10 +193,10 @@ pub(crate) async fn streaming(behaviour: Behaviour) -> Outcome {
         }
         _ => {}
     }
-    let settled = tokio::time::timeout(crate::support::WAIT, async {
+    let returned = tokio::time::timeout(crate::support::WAIT, async {
         loop {
             let now = pools.snapshot();
-            within_limits(&now, "while settling")?;
+            within_limits(&now, "while returning")?;
             if now == baseline && origin.ended.load(Ordering::SeqCst) {
                 return Ok::<_, String>(());
             }
@@ -204,11 +204,11 @@ pub(crate) async fn streaming(behaviour: Behaviour) -> Outcome {
         }
     })
     .await;
-    match settled {
+    match returned {
         Ok(result) => result?,
         Err(_) => {
             return Err(format!(
-                "not settled within {:?} (origin connection ended: {}):\n expected {baseline:?}\n      got {:?}",
+                "not returned within {:?} (origin connection ended: {}):\n expected {baseline:?}\n      got {:?}",
                 crate::support::WAIT,
                 origin.ended.load(Ordering::SeqCst),
                 pools.snapshot()

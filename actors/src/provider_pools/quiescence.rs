@@ -1,4 +1,4 @@
-//! [`ProviderPools::settled`] (feature `testing`): wait until the engine's
+//! [`ProviderPools::wait_quiescent`] (feature `testing`): wait until the engine's
 //! actors are idle, so that a test awaits quiescence instead of polling (as
 //! quickwit's `process_pending_and_observe` does).
 //!
@@ -43,7 +43,7 @@ use crate::snapshot::ControlState;
 /// `testing`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the engine's actors were not idle by the deadline ({rounds} rounds checked)")]
-pub struct NotSettled {
+pub struct NotQuiescent {
     /// The rounds begun before the deadline.
     pub rounds: u32,
 }
@@ -96,7 +96,7 @@ impl ProviderPools {
     /// cleanup, each running epoch actor — has handled every message sent
     /// to it before the call and everything those sent in turn: rounds of
     /// probes repeat until one finds no actor busy (see the module
-    /// `settled.rs`). Tasks the actors spawned (dials, jobs, closes) are not
+    /// `quiescence.rs`). Tasks the actors spawned (dials, jobs, closes) are not
     /// waited for. Answers how many rounds it took: 1 when the actors were
     /// idle already. Feature `testing`.
     ///
@@ -107,21 +107,21 @@ impl ProviderPools {
     ///
     /// # Errors
     ///
-    /// [`NotSettled`] when no round was clean by `deadline`.
-    pub async fn settled(&self, deadline: Instant) -> Result<u32, NotSettled> {
+    /// [`NotQuiescent`] when no round was clean by `deadline`.
+    pub async fn wait_quiescent(&self, deadline: Instant) -> Result<u32, NotQuiescent> {
         let mut rounds = 0;
         loop {
             rounds += 1;
-            match self.settle_round(deadline).await {
+            match self.quiescence_round(deadline).await {
                 Ok(true) => return Ok(rounds),
                 Ok(false) if Instant::now() < deadline => {}
-                Ok(false) | Err(Late) => return Err(NotSettled { rounds }),
+                Ok(false) | Err(Late) => return Err(NotQuiescent { rounds }),
             }
         }
     }
 
     /// One round: `Ok(true)` when no actor was busy.
-    async fn settle_round(&self, deadline: Instant) -> Result<bool, Late> {
+    async fn quiescence_round(&self, deadline: Instant) -> Result<bool, Late> {
         let inner = &self.inner;
         let mut registry = Watched::new(inner.registry.opened());
         let mut controls = [

@@ -1,12 +1,12 @@
-//! `ProviderPools::settled`: the quiescence check the tests await instead
+//! `ProviderPools::wait_quiescent`: the quiescence check the tests await instead
 //! of polling. It waits for a real cascade through two actors and a
 //! supervision event, and the cascade has not happened before it.
 
 mod support;
 
-use provider_pools::testing::NotSettled;
+use provider_pools::testing::NotQuiescent;
 use provider_pools::{Limits, OriginKind};
-use support::{http_config, installation, provider, settled, start};
+use support::{http_config, installation, provider, quiescent, start};
 
 /// The registry's children that are epoch actors.
 fn epoch_actors(pools: &provider_pools::ProviderPools) -> usize {
@@ -20,7 +20,7 @@ fn epoch_actors(pools: &provider_pools::ProviderPools) -> usize {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_dropped_lease_of_a_retired_epoch_is_released_once_settled() {
+async fn a_dropped_lease_of_a_retired_epoch_is_released_once_quiescent() {
     let pools = start(Limits::DEFAULT).await;
     let p = provider("alpha");
     let first = pools
@@ -34,9 +34,9 @@ async fn a_dropped_lease_of_a_retired_epoch_is_released_once_settled() {
         .install(installation(&p, 1, b"k2", http_config("alpha", 1)))
         .await
         .expect("rotate");
-    settled(&pools).await;
+    quiescent(&pools).await;
     assert_eq!(pools.snapshot().retained_epochs, 2, "epoch 1 is leased");
-    assert_eq!(settled(&pools).await, 1, "idle: one clean round");
+    assert_eq!(quiescent(&pools).await, 1, "idle: one clean round");
     assert_eq!(epoch_actors(&pools), 2);
 
     // The drop sends the registry the epoch's drain notice; the registry
@@ -50,7 +50,7 @@ async fn a_dropped_lease_of_a_retired_epoch_is_released_once_settled() {
         "the cascade goes through the actors, not the drop"
     );
 
-    let rounds = settled(&pools).await;
+    let rounds = quiescent(&pools).await;
     assert!(
         rounds >= 2,
         "the first round saw the registry busy ({rounds})"
@@ -68,21 +68,21 @@ async fn a_dropped_lease_of_a_retired_epoch_is_released_once_settled() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_engine_that_cannot_answer_by_the_deadline_is_not_settled() {
+async fn an_engine_that_cannot_answer_by_the_deadline_is_not_quiescent() {
     let pools = start(Limits::DEFAULT).await;
     let now = tokio::time::Instant::now();
     assert_eq!(
-        pools.settled(now).await,
-        Err(NotSettled { rounds: 1 }),
+        pools.wait_quiescent(now).await,
+        Err(NotQuiescent { rounds: 1 }),
         "no probe is answered by a deadline already due"
     );
-    settled(&pools).await;
+    quiescent(&pools).await;
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_shut_down_engine_is_settled() {
+async fn a_shut_down_engine_is_quiescent() {
     let pools = start(Limits::DEFAULT).await;
     let report = pools.shutdown(support::deadline()).await;
     assert!(report.is_clean(), "{report:?}");
-    settled(&pools).await;
+    quiescent(&pools).await;
 }
