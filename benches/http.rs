@@ -51,7 +51,7 @@ use hyper::{HeaderMap, Method, Request, Response};
 use hyper_util::client::legacy::{self, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use provider_pools::{Bytes, Limits, RunningRequest};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, HttpDialer, HttpRequest, RequestTarget, HTTP2_SETTING,
 };
 use support::{run_tasks, share, Engine};

@@ -36,7 +36,7 @@ use provider_pools::{
     PoolsConfig, ProviderConfig, ProviderId, ProviderPools, RunningRequest, ServiceName, SessionId,
     TenantId,
 };
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call_streaming, BodyLimits, HttpDialer, HttpRequest, RequestTarget, ResponseStream,
 };
 use provider_pools_test_peers::{Nginx, NginxPeer};
@@ -65,7 +65,7 @@ struct Sample {
 }
 
 async fn sample() -> Sample {
-    // Let freshly spawned tasks and actors settle before reading.
+    // Let freshly spawned tasks and actors run before reading.
     tokio::time::sleep(Duration::from_millis(200)).await;
     Sample {
         rss: rss::rss(),

@@ -2,7 +2,7 @@
 //! with one origin and a secret, called for tenants (feature `http`).
 //!
 //! [`HttpProvider::install`] installs the provider's first epoch and binds
-//! the buffered HTTP adapter ([`adapters::http::HttpService`]) to its
+//! the buffered HTTP adapter ([`adapters::http_origin::HttpService`]) to its
 //! origin with the host's dispatch policy, given once;
 //! [`HttpProvider::get`] and [`HttpProvider::send`] seal the tenant's plan
 //! and go through fair admission, the policy, a pooled connection and a
@@ -19,14 +19,14 @@
 //!   epoch finishes on it, calls that start after a rotation use the new
 //!   one.
 //!
-//! [`adapters::http::HttpService`]: crate::adapters::http::HttpService
+//! [`adapters::http_origin::HttpService`]: crate::adapters::http_origin::HttpService
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use http_body::Body;
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     BodyLimits, HttpService, ServiceError, StagedBody, AUTH_HEADER_SETTING,
 };
 use tokio::time::Instant;

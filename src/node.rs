@@ -49,7 +49,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
-use provider_pools_adapters::http::{ApprovedOrigin, ConnectionSettings};
+use provider_pools_adapters::http_origin::{ApprovedOrigin, ConnectionSettings};
 use provider_pools_cluster::ClusterSection;
 mod cluster;
 mod redacted;

@@ -14,7 +14,7 @@ use provider_pools::{
     OriginSlot, ProviderConfig, ProviderId, ServiceName, TenantId,
 };
 use provider_pools_adapters::blob::BlobKey;
-use provider_pools_adapters::http::{RequestTarget, TargetError};
+use provider_pools_adapters::http_origin::{RequestTarget, TargetError};
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, Endpoint, FileClient, LeaseKey, LeaseName, LeaseRequest,
     NodeId,

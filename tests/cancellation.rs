@@ -40,9 +40,9 @@ async fn dropping_a_queued_admit_refunds_its_slot_but_not_held_input() {
 
     waiter.abort();
     // The abort drops the admit future when the task next runs: awaited
-    // here, then the refunds the engine makes are settled.
+    // here, then the refunds the engine makes are done.
     assert!(waiter.await.expect_err("aborted").is_cancelled());
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().pending_requests,
         0,
@@ -62,7 +62,7 @@ async fn dropping_a_queued_admit_refunds_its_slot_but_not_held_input() {
 async fn cancellation_with_retained_input_and_result_bytes() {
     let (pools, receipt, held) = saturated().await;
     drop(held);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(pools.snapshot().running_requests, 0, "free");
     let baseline = pools.snapshot().metadata_bytes;
 
@@ -86,7 +86,7 @@ async fn cancellation_with_retained_input_and_result_bytes() {
     assert_eq!(output.bytes().len(), 10_000);
 
     drop(output);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().running_requests,
         0,
@@ -112,7 +112,7 @@ async fn a_grant_to_a_waiter_that_left_is_returned() {
     drop(held);
     waiter.abort();
     let _ = waiter.await;
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     let s = pools.snapshot();
     assert!(
         s.pending_requests == 0 && s.running_requests == 0,

@@ -4,7 +4,7 @@
 //!
 //! - at the drop instant every count is within the limits and the phase's
 //!   own holding is visible (a queued waiter, a grant, a dial, …);
-//! - after settling (a paused clock advanced; bounded waits for the
+//! - once quiet (a paused clock advanced; bounded waits for the
 //!   streaming phase's real sockets) the snapshot equals the one taken
 //!   before the call began — everything returned, nothing released twice —
 //!   except what the pools still owe to work that outlives the caller (a
@@ -158,7 +158,7 @@ impl Wait {
 
 /// Lets every other task run without moving the paused clock; `call` is
 /// not polled.
-async fn settle() {
+async fn let_tasks_run() {
     for _ in 0..128 {
         tokio::task::yield_now().await;
     }
@@ -216,11 +216,11 @@ fn within_limits(s: &Snapshot, when: &str) -> Outcome {
     Ok(())
 }
 
-/// The snapshot equals `expected`, checked after each of a few settling
+/// The snapshot equals `expected`, checked after each of a few
 /// rounds on the paused clock (limits held at every round).
-async fn settles_to(pools: &ProviderPools, expected: &Snapshot, when: &str) -> Outcome {
+async fn returns_to(pools: &ProviderPools, expected: &Snapshot, when: &str) -> Outcome {
     for _ in 0..50 {
-        settle().await;
+        let_tasks_run().await;
         let now = pools.snapshot();
         within_limits(&now, when)?;
         if now == *expected {

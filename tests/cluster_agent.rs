@@ -23,8 +23,8 @@ use provider_pools::{
 };
 use provider_pools_control_plane::{
     Board, BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencedRecord, LeaseGrant,
-    LeaseKey, LeaseRequest, LeaseState, MemoryClient, Post, PresenceKey, Registration, ServiceName,
-    TopicName,
+    LeaseKey, LeaseRequest, LeaseState, MemoryClient, Post, PresenceKey, Registration,
+    ServiceGroup, TopicName,
 };
 use support::{bounded, plan, request, running, with_mem};
 
@@ -60,7 +60,7 @@ impl ControlPlane for Cuttable {
     fn deregister(&self, key: PresenceKey) -> BoxFuture<'_, CallResult<()>> {
         self.gate(self.inner.deregister(key))
     }
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         self.gate(self.inner.discover(service))
     }
     fn acquire(&self, request: LeaseRequest) -> BoxFuture<'_, CallResult<LeaseGrant>> {
@@ -88,7 +88,7 @@ impl Board for Cuttable {
     }
     fn read_posts(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
         topic: TopicName,
     ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
         self.gate(self.inner.read_posts(service, topic))
@@ -199,7 +199,7 @@ async fn a_node_that_loses_the_control_plane_falls_to_its_floor_before_its_regis
     tokio::time::sleep_until(until).await;
     let live = board
         .inner
-        .discover(ServiceName::new("provider-pools").expect("valid"))
+        .discover(ServiceGroup::new("provider-pools").expect("valid"))
         .await
         .expect("the store answers");
     assert_eq!(live.len(), 1, "a's registration outlives its share");
@@ -249,7 +249,7 @@ async fn a_members_unreadable_report_stalls_no_one_else() {
     let (_pools, _receipt, board, agent) = started().await;
     // Member b registers and posts something that is not a report.
     let b = Registration::new(
-        ServiceName::new("provider-pools").expect("valid"),
+        ServiceGroup::new("provider-pools").expect("valid"),
         provider_pools_control_plane::NodeId::new("b").expect("valid"),
         "b",
         Duration::from_secs(30),
@@ -470,7 +470,7 @@ async fn two_rate_nodes(z_weight: u32) -> Vec<RateNode> {
 
 /// Advances the paused clock a period at a time, at most 20, until the
 /// nodes' rate shares above their floors are `expected`, and checks that
-/// they stay so for 6 more periods (the division settled there, not on
+/// they stay so for 6 more periods (the division converged there, not on
 /// its way elsewhere) while requests still wait on both nodes.
 async fn rate_shares_become(nodes: &[RateNode], expected: [u32; 2]) {
     let mem = ProviderId::new("mem").expect("valid");

@@ -99,7 +99,7 @@ fn the_cluster_never_grants_above_its_rate_and_a_burst_per_node_through_a_stop_a
             Running::start_with("b", &MEMBERS, &etcd, &origin, &["y"], WORKERS, &settings()).await;
         let nodes = [&*a.node, &*b.node];
         // Three tenants waiting, one per node: 15 each of the pool.
-        let settled = within(4 * LEASE, "the rate divides in three", || {
+        let divided = within(4 * LEASE, "the rate divides in three", || {
             nodes.iter().try_for_each(|n| rate_share(n, 15..=15))
         })
         .await;
@@ -144,7 +144,7 @@ fn the_cluster_never_grants_above_its_rate_and_a_burst_per_node_through_a_stop_a
         let most = most_in_window(&arrivals, Duration::from_millis(RATE.period_ms));
         let run = started.elapsed();
         println!(
-            "rate divided in {settled:?}; c's share moved {moved:?} after SIGSTOP, back \
+            "rate divided in {divided:?}; c's share moved {moved:?} after SIGSTOP, back \
              {back:?} after SIGCONT; {} arrivals over {run:?}; most in one period: {most} \
              (bound {BOUND})",
             arrivals.len()

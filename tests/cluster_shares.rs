@@ -125,7 +125,7 @@ fn killing_the_etcd_leader_mid_run_changes_nothing_in_the_safety_check() {
         let b = Running::start("b", &MEMBERS, &etcd, &origin, &["y", "w"], WORKERS).await;
         let c = Running::start("c", &MEMBERS, &etcd, &origin, &["z"], WORKERS).await;
         let nodes = [&*a.node, &*b.node, &*c.node];
-        let settled = || {
+        let divided = || {
             let total: u32 = cluster_support::in_force(&nodes).values().sum();
             if total == GLOBAL {
                 Ok(())
@@ -133,7 +133,7 @@ fn killing_the_etcd_leader_mid_run_changes_nothing_in_the_safety_check() {
                 Err(format!("{:?}", cluster_support::in_force(&nodes)))
             }
         };
-        within(2 * LEASE, "the ceiling is divided", settled).await;
+        within(2 * LEASE, "the ceiling is divided", divided).await;
         let leader = etcd.wait_for_leader(Duration::from_secs(10));
         etcd.kill(leader);
         // Run on through the election and two lease periods, watching how
@@ -149,7 +149,7 @@ fn killing_the_etcd_leader_mid_run_changes_nothing_in_the_safety_check() {
                 short += step.elapsed();
             }
         }
-        let recovered = within(2 * LEASE, "the ceiling is divided again", settled).await;
+        let recovered = within(2 * LEASE, "the ceiling is divided again", divided).await;
         println!(
             "etcd member {leader} killed: shares in force fell to {lowest}/{GLOBAL}, \
              {short:?} below it in two leases; whole {recovered:?} after"

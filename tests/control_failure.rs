@@ -42,7 +42,7 @@ async fn a_killed_scheduler_closes_admission_and_fails_the_report() {
     bounded("scheduler stops", scheduler.wait(None))
         .await
         .expect("wait for the killed scheduler");
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().control,
         ControlState::Failed,
@@ -74,7 +74,7 @@ async fn a_killed_worker_pool_or_cleanup_actor_fails_the_report() {
         bounded("control actor stops", control.wait(None))
             .await
             .expect("wait for the killed actor");
-        support::settled(&pools).await;
+        support::quiescent(&pools).await;
         assert_eq!(
             pools.snapshot().control,
             ControlState::Failed,

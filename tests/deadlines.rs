@@ -36,7 +36,7 @@ async fn the_queue_age_bounds_the_wait() {
         Duration::from_secs(5),
         "the default queue age"
     );
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().pending_requests,
         0,

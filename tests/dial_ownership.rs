@@ -35,7 +35,7 @@ impl Dialer for Gated {
 }
 
 /// Lets every actor and task process what is queued (paused clock).
-async fn settle() {
+async fn let_tasks_run() {
     for _ in 0..200 {
         tokio::task::yield_now().await;
     }
@@ -58,12 +58,12 @@ async fn a_guest_dropping_its_call_mid_dial_backs_nothing_off() {
     .await;
     assert!(dropped.is_err(), "the dial is still in flight");
     drop(a);
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections.connecting, 1, "still dialing");
 
     // The dial completes on its own, into the client's idle stash.
     dialer.gate.add_permits(1);
-    settle().await;
+    let_tasks_run().await;
     let counts = pools.snapshot().connections;
     assert_eq!((counts.idle, counts.connecting, counts.active), (1, 0, 0));
 
@@ -78,7 +78,7 @@ async fn a_guest_dropping_its_call_mid_dial_backs_nothing_off() {
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 1, "one dial in all");
     drop(conn);
     drop(b);
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections, Default::default());
 }
 
@@ -104,7 +104,7 @@ async fn a_dial_whose_task_ends_without_an_outcome_backs_the_client_off_as_cance
     let a = running(&pools, &receipt, "tenant-a", 1).await;
     let first = pools.reserve_connection(&a, &Panicking).await;
     assert_eq!(first.map(|_| ()).map_err(|e| e.code()), Err("closed"));
-    settle().await;
+    let_tasks_run().await;
 
     let b = running(&pools, &receipt, "tenant-b", 2).await;
     match pools.reserve_connection(&b, &Panicking).await {
@@ -115,6 +115,6 @@ async fn a_dial_whose_task_ends_without_an_outcome_backs_the_client_off_as_cance
         ),
     }
     drop((a, b));
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections, Default::default());
 }

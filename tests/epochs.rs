@@ -226,7 +226,7 @@ async fn a_retired_epoch_stays_retained_until_its_last_lease_is_gone() {
     assert_eq!(epoch_actors(&pools), 2, "one epoch actor per epoch");
 
     drop(old_lease);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().retained_epochs,
         1,
@@ -373,7 +373,7 @@ async fn concurrent_lookups_never_go_back_an_epoch() {
         pools.describe(&p).map(|d| d.epoch),
         Some(Epoch::new(ROTATIONS + 1))
     );
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().retained_epochs,
         1,
@@ -449,7 +449,7 @@ async fn adapter_state_is_built_per_epoch_from_its_credential_and_dropped_with_i
 
     drop(old);
     drop(old_lease);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert!(
         old_dropped.load(std::sync::atomic::Ordering::SeqCst),
         "the drained epoch drops its adapter state"

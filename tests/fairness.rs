@@ -258,7 +258,7 @@ async fn running_ceilings_per_tenant_and_per_provider_hold() {
         }
     }
     eventually(
-        "the ceilings settle: 3 on shared + 2 on other running",
+        "the ceilings hold: 3 on shared + 2 on other running",
         || {
             let s = pools.snapshot();
             s.running_requests == 5 && s.pending_requests == 5

@@ -93,7 +93,7 @@ async fn a_grant_sent_to_a_waiter_that_leaves_unread_returns_its_running_capacit
 async fn a_waiter_cancelled_as_its_release_arrives_loses_no_running_capacity() {
     let (pools, receipt, first, waiting) = one_running_one_queued().await;
     // a's release and b's cancellation reach the scheduler in one batch;
-    // whichever way the scheduler settles them (b dropped from the queue,
+    // whichever way the scheduler answers them (b dropped from the queue,
     // or a grant into b's closed channel returned), the capacity stays free
     // for the next request.
     drop(first);

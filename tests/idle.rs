@@ -62,7 +62,7 @@ impl Dialer for MemDialer {
 }
 
 /// Lets every actor process what is queued (paused clock, one thread).
-async fn settle() {
+async fn let_tasks_run() {
     for _ in 0..200 {
         tokio::task::yield_now().await;
     }
@@ -86,10 +86,10 @@ async fn a_connection_is_destroyed_before_its_charge_is_released() {
         .await
         .expect("dial");
     conn.park();
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections.idle, 1);
     tokio::time::advance(Duration::from_secs(31)).await;
-    settle().await;
+    let_tasks_run().await;
 
     let log = dialer.log.lock().expect("log").clone();
     assert_eq!(
@@ -111,7 +111,7 @@ async fn a_parked_connection_is_destroyed_as_soon_as_its_close_notice_fires() {
         .await
         .expect("dial")
         .park_watched(&watch);
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections.idle, 1);
 
     // The socket's owner saw the peer close: destroyed in this call, not at
@@ -142,7 +142,7 @@ async fn an_expired_idle_connection_is_never_reused() {
         .await
         .expect("dial")
         .park();
-    settle().await;
+    let_tasks_run().await;
     tokio::time::advance(Duration::from_secs(9)).await;
     let second = running(&pools, &receipt, "t", 2).await;
     let conn = pools
@@ -151,7 +151,7 @@ async fn an_expired_idle_connection_is_never_reused() {
         .expect("reuse");
     assert!(conn.is_reused(), "9 s old: still fresh");
     conn.park();
-    settle().await;
+    let_tasks_run().await;
     tokio::time::advance(Duration::from_secs(10)).await;
     let third = running(&pools, &receipt, "t", 3).await;
     let conn = pools
@@ -210,16 +210,16 @@ async fn a_thousand_expired_connections_are_reclaimed_in_bounded_scans() {
     for conn in conns {
         conn.park();
     }
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections.idle, CONNECTIONS as u32);
 
     tokio::time::advance(Duration::from_secs(30)).await;
-    settle().await;
+    let_tasks_run().await;
     let mut idle = pools.snapshot().connections.idle;
     let mut scans = 0;
     while idle > 0 {
         tokio::time::advance(Duration::from_secs(1)).await;
-        settle().await;
+        let_tasks_run().await;
         let now = pools.snapshot().connections.idle;
         assert!(
             idle - now <= SCAN_BOUND,
@@ -271,7 +271,7 @@ async fn a_connection_parked_while_a_caller_waits_on_a_dial_goes_to_that_caller(
             let conn = pools.reserve_connection(&request, dialer.as_ref()).await;
             conn.map(|conn| (*conn.get(), conn.is_reused()))
         }));
-        settle().await;
+        let_tasks_run().await;
     }
     assert_eq!(dialer.dials.load(Ordering::SeqCst), 2, "one dial in flight");
 

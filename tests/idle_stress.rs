@@ -40,9 +40,9 @@ const SLOTS: usize = 2;
 const TASKS: usize = 16;
 const TENANTS: usize = 4;
 const ITERATIONS: usize = 150;
-/// How long quiescence may take to settle (mailbox hops, EOFs reaching the
+/// How long quiescence may take (mailbox hops, EOFs reaching the
 /// listener); generous for an instrumented (ThreadSanitizer) build.
-const SETTLE: Duration = Duration::from_secs(30);
+const QUIESCENCE_WITHIN: Duration = Duration::from_secs(30);
 
 /// What the tasks did, summed over a run.
 #[derive(Debug, Default)]
@@ -166,15 +166,15 @@ fn current_epoch(pools: &ProviderPools, name: &ProviderId) -> Epoch {
     pools.describe(name).expect("installed").epoch
 }
 
-/// Polls `check` until it passes, failing after [`SETTLE`] with its last
+/// Polls `check` until it passes, failing after [`QUIESCENCE_WITHIN`] with its last
 /// complaint.
-async fn settle(what: &str, mut check: impl FnMut() -> Result<(), String>) {
-    let deadline = tokio::time::Instant::now() + SETTLE;
+async fn until(what: &str, mut check: impl FnMut() -> Result<(), String>) {
+    let deadline = tokio::time::Instant::now() + QUIESCENCE_WITHIN;
     loop {
         match check() {
             Ok(()) => return,
             Err(why) if tokio::time::Instant::now() >= deadline => {
-                panic!("{what}: not reached within {SETTLE:?}: {why}")
+                panic!("{what}: not reached within {QUIESCENCE_WITHIN:?}: {why}")
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(5)).await,
         }
@@ -274,7 +274,7 @@ async fn idle_sockets_match_the_snapshot_at_quiescence_while_epochs_rotate() {
             })
             .collect();
         for (task, handle) in tasks.into_iter().enumerate() {
-            let joined = tokio::time::timeout(SETTLE * 4, handle).await;
+            let joined = tokio::time::timeout(QUIESCENCE_WITHIN * 4, handle).await;
             joined
                 .unwrap_or_else(|_| panic!("round {round}: task {task} did not finish"))
                 .unwrap_or_else(|err| panic!("round {round}: task {task}: {err}"));
@@ -282,11 +282,11 @@ async fn idle_sockets_match_the_snapshot_at_quiescence_while_epochs_rotate() {
         stop.store(true, SeqCst);
         rotating.await.expect("rotator");
 
-        settle(&format!("round {round}: quiescence"), || {
+        until(&format!("round {round}: quiescence"), || {
             quiet(&fx.pools.snapshot())
         })
         .await;
-        settle(
+        until(
             &format!("round {round}: sockets against the snapshot"),
             || sockets_match(&fx, &sockets),
         )
@@ -300,11 +300,11 @@ async fn idle_sockets_match_the_snapshot_at_quiescence_while_epochs_rotate() {
     );
     let report = fx
         .pools
-        .shutdown(tokio::time::Instant::now() + SETTLE)
+        .shutdown(tokio::time::Instant::now() + QUIESCENCE_WITHIN)
         .await;
     assert!(report.is_clean(), "shutdown is clean: {report:?}");
     assert!(report.owns_nothing(), "all zero: {report:?}");
-    settle("every socket closed after shutdown", || {
+    until("every socket closed after shutdown", || {
         let s = lock(&sockets);
         if s.open == 0 && s.accepted == fx.dialer.dialed.load(SeqCst) {
             Ok(())

@@ -43,7 +43,7 @@ async fn an_inbound_event_holds_running_capacity_and_its_payload_until_dropped()
     );
 
     drop(inbound);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().running_requests,
         0,
@@ -130,7 +130,7 @@ async fn a_refused_event_holds_nothing() {
 
     drop(first);
     drop(second.await.expect("task").expect("runs next"));
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().running_requests,
         0,
@@ -149,7 +149,7 @@ async fn a_denied_event_holds_nothing() {
         matches!(denied, Err(AdmitError::Revoked(_))),
         "got {denied:?}"
     );
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().running_requests,
         0,

@@ -222,7 +222,7 @@ async fn lower_limits_refuses_below_actual_use() {
         })
     );
     drop(running);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(pools.snapshot().retained_epochs, 1, "the old epoch drains");
     pools
         .lower_limits(retained_below)

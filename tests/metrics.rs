@@ -111,7 +111,7 @@ async fn a_known_workload_is_exposed_exactly() {
     let waiting = support::request(&pools, support::plan("globex", 11), &receipt, b"");
     let refused = bounded("admission", pools.admit(waiting)).await.err();
     assert_eq!(refused.map(|e| e.code()), Some("timeout"));
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().pending_requests,
         0,
@@ -340,7 +340,7 @@ async fn who_holds_the_pool_now_is_exposed_per_tenant_and_per_provider() {
 
     drop(waiting);
     drop(held);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert!(
         pools.snapshot().running_requests == 0 && pools.snapshot().pending_requests == 0,
         "every request released"

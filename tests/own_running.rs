@@ -229,10 +229,10 @@ async fn provider_demand_lists_each_tenants_queued_and_running_requests_there() 
     let other = ProviderId::new("not-installed").expect("a valid id");
     assert!(pools.provider_demand(&other).is_empty());
     drop((a1, a2, a3, b1));
-    let settled = pools.provider_demand(&provider);
+    let left = pools.provider_demand(&provider);
     assert!(
-        settled.is_empty(),
-        "nothing left after every release: {settled:?}"
+        left.is_empty(),
+        "nothing left after every release: {left:?}"
     );
 }
 

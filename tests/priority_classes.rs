@@ -128,7 +128,7 @@ async fn a_deadline_ends_a_wait_behind_a_higher_class_s_minimum() {
         .await;
     assert_eq!(result.err(), Some(AdmitError::Timeout));
     assert_eq!(started.elapsed(), std::time::Duration::from_secs(2));
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     let snapshot = pools.snapshot();
     assert_eq!(
         (snapshot.pending_requests, snapshot.running_requests),

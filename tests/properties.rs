@@ -192,7 +192,7 @@ impl World {
     }
 }
 
-async fn settle() {
+async fn let_tasks_run() {
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
@@ -323,7 +323,7 @@ async fn apply(pools: &ProviderPools, world: &mut World, op: Op) {
         }
         Op::Retire => pools.retire().await,
     }
-    settle().await;
+    let_tasks_run().await;
     // Collect admissions that finished, tagging each grant with its owner.
     let mut still_waiting = Vec::new();
     for waiter in world.waiting.drain(..) {

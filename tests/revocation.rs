@@ -61,7 +61,7 @@ async fn queued_revocation_refuses_the_start_and_returns_the_capacity() {
         "got {refused:?}"
     );
     drop(ready);
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(pools.snapshot().running_requests, 0, "the capacity returns");
 }
 
@@ -125,7 +125,7 @@ async fn a_request_queued_across_a_rotation_is_granted_on_the_current_epoch() {
         .start(call)
         .expect("the call matches the re-leased grant");
     assert_eq!(running.client().epoch(), Epoch::new(2));
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().retained_epochs,
         1,
@@ -190,7 +190,7 @@ async fn a_call_must_match_session_ledger_and_freshness() {
         let call = pools.dispatch(&policy, &other, &p).expect("allowed");
         assert_eq!(ready.start(call).err(), Some(AdmitError::Mismatch { what }));
     }
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().running_requests,
         0,

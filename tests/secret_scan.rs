@@ -39,16 +39,16 @@ use provider_pools::{
     ServiceName,
 };
 use provider_pools_adapters::blob::BlobLimits;
-use provider_pools_adapters::http::{ApprovedOrigin, BodyLimits, HttpDialer, RequestTarget};
+use provider_pools_adapters::http_origin::{ApprovedOrigin, BodyLimits, HttpDialer, RequestTarget};
 use provider_pools_control_plane::coordinator::CoordinatorConfig;
 use provider_pools_control_plane::file::FileOptions;
 use provider_pools_control_plane::heartbeat::HeartbeatPolicy;
-use provider_pools_control_plane::http::HttpClientConfig;
 use provider_pools_control_plane::retry::{RetryConfig, RetryPolicy};
 use provider_pools_control_plane::transport::{
     BearerHttpTransport, BearerToken, Endpoint, PooledHttpTransport, PooledTransportConfig,
     StdHttpTransport,
 };
+use provider_pools_control_plane::v1::HttpClientConfig;
 use provider_pools_control_plane::{
     EtcdClient, EtcdConfig, HttpControlPlaneClient, NodeId, StoreLimits,
 };

@@ -67,7 +67,7 @@ async fn credential_bytes_are_accounted_as_metadata() {
         .install(installation(&p, 1, &[2u8; 1_100], http_config("alpha", 1)))
         .await
         .expect("rotate");
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().retained_epochs,
         1,

@@ -41,7 +41,7 @@ impl Dialer for BombDialer {
     }
 }
 
-async fn settle() {
+async fn let_tasks_run() {
     for _ in 0..200 {
         tokio::task::yield_now().await;
     }
@@ -79,10 +79,10 @@ async fn crash_epoch_actor(
         .expect("dial")
         .park();
     drop(request);
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections.idle, 1);
     tokio::time::advance(Limits::DEFAULT.idle_age + Duration::from_secs(1)).await;
-    settle().await;
+    let_tasks_run().await;
 }
 
 fn epoch_actors(pools: &ProviderPools) -> Vec<ractor::ActorId> {
@@ -172,7 +172,7 @@ async fn past_its_restart_budget_the_provider_is_retired() {
             provider: provider("bomb")
         })
     );
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().retained_epochs,
         0,
@@ -196,7 +196,7 @@ async fn a_killed_epoch_actor_is_restarted_and_its_idle_connections_cannot_fail_
         .expect("dial")
         .park();
     drop(request);
-    settle().await;
+    let_tasks_run().await;
     assert_eq!(pools.snapshot().connections.idle, 1);
 
     // Killed, the actor's state — the parked bomb with it — is handed to
@@ -208,7 +208,7 @@ async fn a_killed_epoch_actor_is_restarted_and_its_idle_connections_cannot_fail_
         .into_iter()
         .filter(|cell| first_actor.contains(&cell.get_id()))
         .for_each(|cell| cell.kill());
-    settle().await;
+    let_tasks_run().await;
 
     let after = pools.snapshot();
     assert_eq!(after.control, ControlState::Running, "{after:?}");

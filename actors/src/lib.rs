@@ -86,9 +86,9 @@ pub use workers::{JobError, JobHandle};
 
 /// Internals exposed for tests and benchmarks only (feature `testing`): the
 /// lock-free budget several owners charge, and its charge; why
-/// [`ProviderPools::settled`] gave up.
+/// [`ProviderPools::wait_quiescent`] gave up.
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::budget::{Budget, Charge};
-    pub use crate::provider_pools::NotSettled;
+    pub use crate::provider_pools::NotQuiescent;
 }

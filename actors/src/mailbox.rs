@@ -12,7 +12,7 @@ pub(crate) use provider_pools_mailbox::{
     ReleaseSlot, Wake, WakeTarget,
 };
 
-/// What a quiescence probe heard (`ProviderPools::settled`).
+/// What a quiescence probe heard (`ProviderPools::wait_quiescent`).
 #[cfg(feature = "testing")]
 #[derive(Debug)]
 pub(crate) enum Probed<T> {

@@ -1,8 +1,9 @@
 //! Protocol adapters for provider-pools.
 //!
-//! One module per protocol, each behind a cargo feature of the same name:
-//! `http` (buffered and streaming HTTP/1.1 and HTTP/2 on owned connections),
-//! `blob` (local blobs), `s3`, `vault` (KV-v2 and transit), `nats`
+//! One module per protocol, each behind a cargo feature of the same name
+//! but the first: `http_origin` (feature `http`: buffered and streaming
+//! HTTP/1.1 and HTTP/2 to approved origins on owned connections, and their
+//! webhooks' ingress), `blob` (local blobs), `s3`, `vault` (KV-v2 and transit), `nats`
 //! (JetStream) and `secret` (local secrets); all six are built. An adapter
 //! knows its protocol and nothing of scheduling: it validates its
 //! configuration, installs it through
@@ -51,7 +52,7 @@
 //! # Bodies and stale connections in HTTP, Vault and S3
 //!
 //! - **One delivery for every adapter on `HttpConnection`s.** The checkout
-//!   and unsent hand-back live in `http/delivery.rs` and are used by buffered
+//!   and unsent hand-back live in `http_origin/delivery.rs` and are used by buffered
 //!   and streaming HTTP, Vault's exchange and S3's `PoolConnector`, so a
 //!   stale parked connection fails no request of any of them. It is generic
 //!   over the dialer only so that its unit test can hold a driver
@@ -78,7 +79,7 @@ mod dialer_core;
 #[cfg(any(feature = "blob", feature = "s3", feature = "secret"))]
 mod guest_key;
 #[cfg(feature = "http")]
-pub mod http;
+pub mod http_origin;
 mod limits;
 #[cfg(feature = "nats")]
 pub mod nats;

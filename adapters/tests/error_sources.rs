@@ -13,7 +13,7 @@ fn source_of(error: &dyn Error) -> Option<String> {
 #[test]
 fn an_http_staging_refusal_is_the_source() {
     use provider_pools_actors::AdmitError;
-    use provider_pools_adapters::http::HttpError;
+    use provider_pools_adapters::http_origin::HttpError;
 
     let error = HttpError::Staging(AdmitError::Busy);
     assert_eq!(source_of(&error), Some(AdmitError::Busy.to_string()));

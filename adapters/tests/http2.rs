@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use provider_pools_actors::{Limits, OriginKind};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, BufferedResponse, HttpDialer, HttpError, Sent, HTTP2_SETTING,
 };
 use support::h2_origin::H2Origin;

@@ -10,7 +10,9 @@ mod support;
 use std::collections::BTreeMap;
 
 use provider_pools_actors::{InstallReceipt, Limits, OriginKind, ProviderPools};
-use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, CA_FILE_SETTING, HTTP2_SETTING};
+use provider_pools_adapters::http_origin::{
+    call, BodyLimits, HttpDialer, CA_FILE_SETTING, HTTP2_SETTING,
+};
 use provider_pools_test_peers::{AccessEntry, Nginx, NginxPeer};
 use support::test_ca::TestCa;
 use support::{bounded, eventually, get, install, nginx_logged, running, running_as, start, task};

@@ -7,7 +7,7 @@ mod support;
 use bytes::Bytes;
 use http::Method;
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
-use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, HttpError, OriginError};
+use provider_pools_adapters::http_origin::{call, BodyLimits, HttpDialer, HttpError, OriginError};
 use support::origin::Origin;
 use support::{bounded, eventually, get, install, running, start};
 

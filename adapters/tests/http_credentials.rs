@@ -7,7 +7,7 @@ mod support;
 
 use http::HeaderValue;
 use provider_pools_actors::{Authority, Credential, Epoch, Installation, Limits};
-use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, HttpError};
+use provider_pools_adapters::http_origin::{call, BodyLimits, HttpDialer, HttpError};
 use support::origin::Origin;
 use support::{get, install, running, start};
 

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use provider_pools_actors::{ConnectionCounts, Limits, OriginKind};
-use provider_pools_adapters::http::{call, BodyLimits, HttpDialer, HttpError, HTTP2_SETTING};
+use provider_pools_adapters::http_origin::{
+    call, BodyLimits, HttpDialer, HttpError, HTTP2_SETTING,
+};
 use support::{bounded, get, install, running_as, start, task};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

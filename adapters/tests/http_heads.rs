@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialError, DialErrorKind, Limits};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, HttpDialer, HttpError, Sent, HTTP2_SETTING, MAX_HEAD_SETTING,
 };
 use support::origin::Origin;
-use support::{bounded, get, install, running, settled, start, task};
+use support::{bounded, get, install, quiescent, running, start, task};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -76,7 +76,7 @@ async fn an_endless_http1_head_is_refused_as_too_large_and_its_connection_destro
     assert_eq!(refused.was_sent(), Sent::Yes);
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     drop(request);
-    settled(&pools).await;
+    quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().connections,
         ConnectionCounts::default(),
@@ -339,7 +339,7 @@ async fn a_peer_allowing_no_stream_fails_the_dial_as_no_stream_and_the_client_ba
     assert_eq!(refused.code(), "no_stream");
     assert_eq!(refused.was_sent(), Sent::No);
     drop(request);
-    settled(&pools).await;
+    quiescent(&pools).await;
     assert_eq!(
         pools.snapshot().connections,
         ConnectionCounts::default(),

@@ -19,7 +19,7 @@ use provider_pools_actors::{
     ExecutionPlan, IngressEvent, InstallReceipt, LedgerId, Limits, OriginKind, ProviderPools,
     SessionId, TenantId,
 };
-use provider_pools_adapters::http::{refusal_status, AckBody};
+use provider_pools_adapters::http_origin::{refusal_status, AckBody};
 use support::{install, start, task, AllowAll};
 use tokio::net::{TcpListener, TcpStream};
 

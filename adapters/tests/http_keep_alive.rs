@@ -17,13 +17,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools_actors::{Limits, ProviderPools};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, HttpDialer, HttpError, HttpRequest, Sent, IDLE_TIMEOUT_SETTING,
     MAX_AGE_SETTING, MAX_REQUESTS_SETTING,
 };
 use provider_pools_test_peers::Lighttpd;
 use support::origin::Origin;
-use support::{bounded, get, install, running, settled, start, task};
+use support::{bounded, get, install, quiescent, running, start, task};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -429,7 +429,7 @@ async fn connections_retiring_before_lighttpds_keep_alive_idle_fail_no_unmarked_
         "no connection was reused past its idle timeout: {log:?}"
     );
     assert_eq!(dialer.dials(), tasks * calls);
-    settled(&pools).await;
+    quiescent(&pools).await;
 }
 
 #[tokio::test]
@@ -480,7 +480,7 @@ async fn close_of_a_reused_connection(idle_timeout: &str, left: Duration) -> (Du
     tokio::time::sleep(Duration::from_millis(50)).await;
     let deadline = Instant::now() + left;
     let request = support::running_until(&pools, &receipt, "t", 2, deadline).await;
-    let stream = provider_pools_adapters::http::call_streaming(
+    let stream = provider_pools_adapters::http_origin::call_streaming(
         &pools,
         &request,
         &dialer,

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use provider_pools_actors::Limits;
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, call_streaming, BodyLimits, HttpDialer, HttpError, ResponseStream, Sent,
 };
 use provider_pools_test_peers::{AccessEntry, Nginx, NginxPeer};

@@ -2,7 +2,7 @@
 //! and `https://host:port` origins are approved, and a guest names only an origin-form target —
 //! never a URL, another authority, userinfo or an escaping path.
 
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     ApprovedOrigin, OriginError, RequestTarget, TargetError, MAX_TARGET,
 };
 

@@ -8,7 +8,7 @@
 mod support;
 
 use provider_pools_actors::{ConnectionCounts, Limits};
-use provider_pools_adapters::http::{call_streaming, BodyLimits, HttpDialer, HttpError};
+use provider_pools_adapters::http_origin::{call_streaming, BodyLimits, HttpDialer, HttpError};
 use support::origin::Origin;
 use support::{bounded, eventually, get, install, running, start};
 

@@ -16,7 +16,7 @@ use http::HeaderMap;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use provider_pools_actors::{ConnectError, ConnectionCounts, DialErrorKind, Limits};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, HttpDialer, HttpError, AUTH_HEADER_SETTING, CA_FILE_SETTING, HTTP2_SETTING,
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -317,7 +317,10 @@ async fn an_http2_dial_to_an_origin_that_does_not_select_h2_fails_as_a_handshake
             if e.kind == DialErrorKind::Handshake && e.to_string().contains("ALPN")),
         "{refused:?}"
     );
-    assert_eq!(refused.was_sent(), provider_pools_adapters::http::Sent::No);
+    assert_eq!(
+        refused.was_sent(),
+        provider_pools_adapters::http_origin::Sent::No
+    );
     assert!(origin.seen().is_empty(), "no request reached the origin");
 }
 

@@ -23,7 +23,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use provider_pools_actors::{Limits, OriginKind};
-use provider_pools_adapters::http::{AdmissionLayer, BodyLimits, HttpService, ServiceError};
+use provider_pools_adapters::http_origin::{AdmissionLayer, BodyLimits, HttpService, ServiceError};
 use support::origin::Origin;
 use support::{bounded, eventually, install, plan, plan_until, start, task, AllowAll};
 use tower::ServiceExt;
@@ -96,7 +96,7 @@ impl Counting {
     }
 }
 
-type Layered = provider_pools_adapters::http::Admitted<
+type Layered = provider_pools_adapters::http_origin::Admitted<
     Client<hyper_util::client::legacy::connect::HttpConnector, Empty<Bytes>>,
 >;
 

@@ -3,7 +3,7 @@
 //! a `LimitError` naming the field.
 
 use provider_pools_adapters::blob::BlobLimits;
-use provider_pools_adapters::http::BodyLimits;
+use provider_pools_adapters::http_origin::BodyLimits;
 use provider_pools_adapters::nats::NatsLimits;
 use provider_pools_adapters::s3::S3Limits;
 use provider_pools_adapters::vault::VaultLimits;

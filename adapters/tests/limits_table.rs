@@ -15,7 +15,7 @@ use provider_pools_actors::{
     InstallReceipt, Limits, OriginKind, ProviderPools, RunningRequest, Snapshot,
 };
 use provider_pools_adapters::blob::{self, BlobKey, BlobLimits};
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, call_streaming, BodyLimits, HttpDialer, ResponseStream, CA_FILE_SETTING, HTTP2_SETTING,
 };
 use provider_pools_adapters::secret;

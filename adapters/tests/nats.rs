@@ -1,6 +1,6 @@
 //! The NATS JetStream adapter against a real nats-server 2.15 with
 //! JetStream: publish with acknowledgement, pull consumption with explicit
-//! settlement, key-value get and put, not-found answers, size limits.
+//! acknowledgement, key-value get and put, not-found answers, size limits.
 
 mod support;
 
@@ -75,7 +75,7 @@ async fn publish_is_acknowledged_by_the_stream_and_one_client_is_reused() {
 }
 
 #[tokio::test]
-async fn fetched_messages_are_charged_and_settled_explicitly() {
+async fn fetched_messages_are_charged_and_acknowledged_explicitly() {
     let peer = Nats::start();
     let url = format!("nats://{}", peer.addr());
     let js = admin(&url).await;
@@ -131,7 +131,7 @@ async fn fetched_messages_are_charged_and_settled_explicitly() {
     for message in batch {
         bounded("ack", message.ack()).await.expect("ack confirmed");
     }
-    eventually("the settled batch parks its connection", || {
+    eventually("the acknowledged batch parks its connection", || {
         let snapshot = pools.snapshot();
         snapshot.connections.idle == 1 && snapshot.running_requests == 0
     })

@@ -20,7 +20,7 @@ use provider_pools_actors::{AdmitError, AdmitRequest, OriginKind, PoolReady};
 use provider_pools_adapters::blob::{
     self, BlobError, BlobKey, BlobKeyError, BlobLimits, PathRefusal,
 };
-use provider_pools_adapters::http::{self, BodyLimits};
+use provider_pools_adapters::http_origin::{self, BodyLimits};
 use tokio::task::JoinHandle;
 
 use noisy::{Neighbourhood, Outcome, Stop};
@@ -112,7 +112,7 @@ fn cancelled_calls(hood: &Arc<Neighbourhood>, stop: &Stop) -> Attackers {
             let Ok(running) = hood.start(&hood.web, OriginKind::Http, plan).await else {
                 continue;
             };
-            let call = http::call(
+            let call = http_origin::call(
                 &hood.pools,
                 &running,
                 &hood.dialer,
@@ -156,7 +156,7 @@ fn unread_streams(hood: &Arc<Neighbourhood>, stop: &Stop) -> Attackers {
                 let Ok(running) = hood.start(&hood.web, OriginKind::Http, plan).await else {
                     return;
                 };
-                let opened = http::call_streaming(
+                let opened = http_origin::call_streaming(
                     &hood.pools,
                     &running,
                     &hood.dialer,
@@ -252,7 +252,8 @@ fn looping_calls(
                         continue;
                     };
                     let _ =
-                        http::call(&hood.pools, &running, &hood.dialer, get(path), limits).await;
+                        http_origin::call(&hood.pools, &running, &hood.dialer, get(path), limits)
+                            .await;
                 }
             })
         })

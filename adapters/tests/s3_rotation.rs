@@ -126,7 +126,7 @@ async fn a_rotation_during_load_moves_new_calls_to_the_new_key() {
     drop(late_old);
 
     // The old epoch drains once its last call is gone.
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(pools.snapshot().retained_epochs, 1, "epoch 1 drained");
     let report = bounded("shutdown", pools.shutdown(support::deadline())).await;
     assert!(report.is_clean(), "{report:?}");

@@ -15,7 +15,7 @@ async fn a_dropped_reload_waiter_keeps_the_jobs_charges_until_the_job_ends() {
     let mut f = Fixture::new(&[]).await;
     let bytes = b"rotated-api-key";
     f.write("api-key", bytes);
-    let base = f.settled_metadata().await;
+    let base = f.quiescent_metadata().await;
 
     let writer = Writer::lock(&f.secrets().join("api-key"));
     let waiter = {

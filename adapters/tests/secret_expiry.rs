@@ -28,7 +28,7 @@ async fn expired_material_is_not_served_until_a_reload() {
     tokio::time::advance(Duration::from_millis(59_999)).await;
     let in_time = secret::read(&running, &name("session-key")).expect("still fresh");
     assert_eq!(in_time.expose_to_guest(), b"short-lived");
-    let fresh = f.settled_metadata().await;
+    let fresh = f.quiescent_metadata().await;
 
     tokio::time::advance(Duration::from_millis(1)).await;
     for _ in 0..2 {
@@ -70,13 +70,13 @@ async fn the_cache_holds_at_most_max_secrets_and_makes_room_by_forgetting_or_exp
     f.write("b", b"2");
     f.reload("a").await.expect("a");
     f.reload("b").await.expect("b");
-    let full = f.settled_metadata().await;
+    let full = f.quiescent_metadata().await;
     assert_eq!(
         f.reload("c").await,
         Err(SecretError::Full { limit: 2 }),
         "refused before any I/O: `c` does not even exist"
     );
-    assert_eq!(f.settled_metadata().await, full);
+    assert_eq!(f.quiescent_metadata().await, full);
     assert_eq!(
         f.reload("a").await.map(|r| r.version),
         Ok(3),

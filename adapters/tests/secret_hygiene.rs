@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use provider_pools_actors::{Authority, Credential, Epoch, Installation, Limits, OriginKind};
-use provider_pools_adapters::http::{call, BodyLimits, HttpDialer};
+use provider_pools_adapters::http_origin::{call, BodyLimits, HttpDialer};
 use support::origin::Origin;
 use support::{get, install, install_provider, running, start};
 

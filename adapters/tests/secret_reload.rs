@@ -29,7 +29,7 @@ fn assert_no_canary(what: &str, text: &str) {
 async fn a_reload_loads_the_file_and_an_audited_guest_read_serves_it() {
     let mut f = Fixture::new(&[]).await;
     f.write("db-password", CANARY);
-    let base = f.settled_metadata().await;
+    let base = f.quiescent_metadata().await;
 
     let audit = Audit::default();
     let reloaded = f
@@ -39,7 +39,7 @@ async fn a_reload_loads_the_file_and_an_audited_guest_read_serves_it() {
         .expect("reload");
     assert_eq!((reloaded.version, reloaded.len), (1, CANARY.len()));
     assert_eq!(
-        f.settled_metadata().await,
+        f.quiescent_metadata().await,
         base + kept(CANARY.len(), "db-password"),
         "the entry and its copy stay charged; the source buffer returned"
     );
@@ -86,9 +86,9 @@ async fn a_reload_loads_the_file_and_an_audited_guest_read_serves_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_file_is_not_found_and_an_unloaded_name_is_not_loaded() {
     let mut f = Fixture::new(&[]).await;
-    let base = f.settled_metadata().await;
+    let base = f.quiescent_metadata().await;
     assert_eq!(f.reload("absent").await, Err(SecretError::NotFound));
-    assert_eq!(f.settled_metadata().await, base, "nothing was prepaid");
+    assert_eq!(f.quiescent_metadata().await, base, "nothing was prepaid");
 
     let running = f.running().await;
     let audit = Audit::default();
@@ -141,7 +141,7 @@ async fn permission_denied_on_an_unreadable_file() {
     f.write("locked", CANARY);
     let path = f.secrets().join("locked");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).expect("chmod 000");
-    let base = f.settled_metadata().await;
+    let base = f.quiescent_metadata().await;
 
     // Root (CAP_DAC_OVERRIDE) reads a mode-000 file; anyone else may not.
     let privileged = std::fs::File::open(&path).is_ok();
@@ -154,7 +154,7 @@ async fn permission_denied_on_an_unreadable_file() {
         );
     } else {
         assert_eq!(reloaded, Err(SecretError::PermissionDenied));
-        assert_eq!(f.settled_metadata().await, base, "nothing was prepaid");
+        assert_eq!(f.quiescent_metadata().await, base, "nothing was prepaid");
     }
     f.shutdown_clean().await;
 }
@@ -175,7 +175,7 @@ async fn names_that_leave_the_directory_or_are_not_files_are_refused() {
     f.write("real", b"inside");
     std::os::unix::fs::symlink(f.secrets().join("real"), f.secrets().join("alias"))
         .expect("symlink in");
-    let base = f.settled_metadata().await;
+    let base = f.quiescent_metadata().await;
 
     assert_eq!(
         f.reload("escape").await,
@@ -188,7 +188,7 @@ async fn names_that_leave_the_directory_or_are_not_files_are_refused() {
         Err(SecretError::NotAFile),
         "a pipe is refused at once, never waited on"
     );
-    assert_eq!(f.settled_metadata().await, base);
+    assert_eq!(f.quiescent_metadata().await, base);
     assert_eq!(f.reload("alias").await.map(|r| r.len), Ok(6));
     for refused in ["../outside", "a/b", ".hidden", ""] {
         assert!(SecretName::parse(refused).is_err(), "{refused:?}");
@@ -200,14 +200,14 @@ async fn names_that_leave_the_directory_or_are_not_files_are_refused() {
 async fn an_oversized_file_is_refused_before_any_byte_is_read_or_prepaid() {
     let f = Fixture::new(&[("max_secret_bytes", "16")]).await;
     f.write("big", &[b'x'; 17]);
-    let base = f.settled_metadata().await;
+    let base = f.quiescent_metadata().await;
     // A read would wait for this writer's lock: an answer proves none began.
     let writer = Writer::lock(&f.secrets().join("big"));
     assert_eq!(
         f.reload("big").await,
         Err(SecretError::TooLarge { len: 17, limit: 16 })
     );
-    assert_eq!(f.settled_metadata().await, base, "nothing was prepaid");
+    assert_eq!(f.quiescent_metadata().await, base, "nothing was prepaid");
     drop(writer);
     f.write("fits", &[b'x'; 16]);
     assert_eq!(f.reload("fits").await.map(|r| r.len), Ok(16));
@@ -219,7 +219,7 @@ async fn a_file_that_grows_while_it_is_read_is_refused_and_changes_nothing() {
     let mut f = Fixture::new(&[]).await;
     f.write("token", b"version1");
     f.reload("token").await.expect("first load");
-    let loaded = f.settled_metadata().await;
+    let loaded = f.quiescent_metadata().await;
 
     let writer = Writer::lock(&f.secrets().join("token"));
     let reload = {
@@ -241,7 +241,7 @@ async fn a_file_that_grows_while_it_is_read_is_refused_and_changes_nothing() {
     drop(writer);
     let refused = bounded("the reload ends", reload).await.expect("task");
     assert_eq!(refused, Err(SecretError::Grew { prepaid: 8 }));
-    assert_eq!(f.settled_metadata().await, loaded, "nothing changed");
+    assert_eq!(f.quiescent_metadata().await, loaded, "nothing changed");
 
     let running = f.running().await;
     let value = secret::read(&running, &name("token")).expect("still served");

@@ -26,7 +26,7 @@ async fn readers_keep_the_old_version_while_a_reload_installs_the_new_one() {
     f.reload("db-password").await.expect("first load");
     let running = f.running().await;
     let old = secret::read(&running, &name("db-password")).expect("v1");
-    let with_old = f.settled_metadata().await;
+    let with_old = f.quiescent_metadata().await;
 
     // The operator rewrites the file in place under its lock; a reload
     // starts and waits for the writer.
@@ -76,7 +76,7 @@ async fn readers_keep_the_old_version_while_a_reload_installs_the_new_one() {
     );
 
     // The old copy is no longer the cache's, but its holder keeps it charged.
-    let both = f.settled_metadata().await;
+    let both = f.quiescent_metadata().await;
     assert_eq!(
         both,
         with_old + 13 + MATERIAL_OVERHEAD,
@@ -95,7 +95,7 @@ async fn readers_keep_the_old_version_while_a_reload_installs_the_new_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_rotation_gives_the_new_epoch_its_own_cache() {
     let mut f = Fixture::new(&[]).await;
-    let epoch_one = f.settled_metadata().await; // epoch 1's own charges only
+    let epoch_one = f.quiescent_metadata().await; // epoch 1's own charges only
     f.write("token", b"epoch-one");
     f.reload("token").await.expect("load on epoch 1");
     let on_one = f.running().await;
@@ -138,16 +138,16 @@ async fn a_provider_rotation_gives_the_new_epoch_its_own_cache() {
     );
 
     // The old epoch's cache goes with the epoch, after its last call.
-    let both = f.settled_metadata().await;
+    let both = f.quiescent_metadata().await;
     drop(on_one);
-    support::settled(&f.pools).await;
+    support::quiescent(&f.pools).await;
     assert_eq!(
         f.pools.snapshot().retained_epochs,
         1,
         "the old epoch drains and drops its cache"
     );
     assert_eq!(
-        f.settled_metadata().await,
+        f.quiescent_metadata().await,
         both - epoch_one - kept(9, "token") - 256,
         "the old epoch, its request and its cache entry were released together"
     );

@@ -12,7 +12,7 @@ mod support;
 use std::time::Duration;
 
 use provider_pools_actors::{AdmitError, Limits, ProviderPools};
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use serde_json::json;
 use support::idle::IdleOrigin;

@@ -6,7 +6,7 @@
 mod support;
 
 use provider_pools_actors::{ConnectError, DialErrorKind, Limits, ProviderPools};
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use provider_pools_test_peers::free_port;
 use support::relay::Relay;

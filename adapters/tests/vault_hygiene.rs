@@ -13,7 +13,7 @@ use support::capture::Capture;
 use std::fmt::Write as _;
 
 use provider_pools_actors::Limits;
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, SecretPath, TransitKey, VaultLimits};
 use serde_json::json;
 use support::vault::{bao_call, data, install, running, start_bao, ROOT};

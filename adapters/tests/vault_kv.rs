@@ -6,7 +6,7 @@
 mod support;
 
 use provider_pools_actors::Limits;
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, PathError, SecretPath, VaultError, VaultLimits};
 use serde_json::Value;
 use support::relay::Relay;

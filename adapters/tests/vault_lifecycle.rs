@@ -11,7 +11,7 @@ mod support;
 use std::time::Duration;
 
 use provider_pools_actors::{ConnectionCounts, Limits, ProviderPools};
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use support::relay::Relay;
 use support::sockets;
@@ -268,7 +268,7 @@ async fn a_rotation_sends_the_new_token_while_calls_of_the_old_epoch_finish() {
     // Once its last request is gone, the old epoch drains.
     assert_eq!(pools.snapshot().retained_epochs, 2);
     drop((old_requests, setup));
-    support::settled(&pools).await;
+    support::quiescent(&pools).await;
     assert_eq!(pools.snapshot().retained_epochs, 1, "the old epoch drains");
     drop((secret, fresh));
     assert_clean_shutdown(&pools).await;

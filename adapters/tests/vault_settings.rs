@@ -5,7 +5,7 @@
 mod support;
 
 use provider_pools_actors::Limits;
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use support::vault::{bao_call, bao_call_in, data, install, running, start_bao, ROOT};
 use support::{deadline, start};

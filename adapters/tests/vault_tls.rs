@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use provider_pools_actors::{ConnectError, DialErrorKind, Limits};
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, SecretPath, VaultError, VaultLimits};
 use provider_pools_test_peers::{Peer, PeerCommand};
 use support::vault::{data, install, running, ROOT};

@@ -8,7 +8,7 @@ mod support;
 use std::net::SocketAddr;
 
 use provider_pools_actors::Limits;
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{self, TransitKey, VaultError, VaultLimits};
 use serde_json::json;
 use support::relay::Relay;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use provider_pools_actors::{Limits, OriginKind};
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use provider_pools_adapters::vault::{
     self, MetadataUpdate, SecretPath, TransitKey, VaultError, VaultLimits, MAX_VERSIONS,
 };

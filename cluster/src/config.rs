@@ -35,7 +35,7 @@
 use std::time::Duration;
 
 use provider_pools_actors::{ProviderId, RateLimit};
-use provider_pools_control_plane::{NodeId, ServiceName};
+use provider_pools_control_plane::{NodeId, ServiceGroup};
 use serde::Deserialize;
 
 use crate::error::ClusterError;
@@ -162,7 +162,7 @@ pub struct ClusterConfig {
     /// The etcd endpoints.
     pub endpoints: Vec<String>,
     /// The presence service.
-    pub service: ServiceName,
+    pub service: ServiceGroup,
     /// The etcd key prefix.
     pub prefix: Option<String>,
     /// Presence and leadership time to live.
@@ -215,7 +215,7 @@ impl ClusterSection {
         if self.endpoints.is_empty() {
             return Err(ClusterError::config("cluster.endpoints", "none given"));
         }
-        let service = ServiceName::new(self.service.as_deref().unwrap_or("provider-pools"))
+        let service = ServiceGroup::new(self.service.as_deref().unwrap_or("provider-pools"))
             .map_err(|error| ClusterError::config("cluster.service", error.to_string()))?;
         let millis = |value: Option<u64>, default| Duration::from_millis(value.unwrap_or(default));
         let lease_ttl = millis(self.lease_ttl_ms, 3_000);

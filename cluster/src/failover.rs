@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use provider_pools_control_plane::{
     Board, BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencedRecord, LeaseGrant,
-    LeaseKey, LeaseRequest, LeaseState, Post, PresenceKey, Registration, ServiceName, TopicName,
+    LeaseKey, LeaseRequest, LeaseState, Post, PresenceKey, Registration, ServiceGroup, TopicName,
 };
 
 use crate::error::ClusterError;
@@ -103,7 +103,7 @@ impl ControlPlane for Failover {
         forward!(self.deregister(key))
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         forward!(self.discover(service))
     }
 
@@ -136,7 +136,7 @@ impl Board for Failover {
 
     fn read_posts(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
         topic: TopicName,
     ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
         forward!(self.read_posts(service, topic))

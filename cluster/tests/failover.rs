@@ -11,7 +11,7 @@ use provider_pools_cluster::Failover;
 use provider_pools_control_plane::{
     Board, BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencedRecord, LeaseGrant,
     LeaseKey, LeaseRequest, LeaseState, MemoryClient, NodeId, Post, PresenceKey, Registration,
-    ServiceName, TopicName,
+    ServiceGroup, TopicName,
 };
 
 /// An endpoint that never answers: every call is `Timeout`, and counted.
@@ -37,7 +37,7 @@ impl ControlPlane for Silent {
     fn deregister(&self, _: PresenceKey) -> BoxFuture<'_, CallResult<()>> {
         self.fail()
     }
-    fn discover(&self, _: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, _: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         self.fail()
     }
     fn acquire(&self, _: LeaseRequest) -> BoxFuture<'_, CallResult<LeaseGrant>> {
@@ -58,7 +58,7 @@ impl Board for Silent {
     fn post(&self, _: PresenceKey, _: TopicName, _: Vec<u8>) -> BoxFuture<'_, CallResult<()>> {
         self.fail()
     }
-    fn read_posts(&self, _: ServiceName, _: TopicName) -> BoxFuture<'_, CallResult<Vec<Post>>> {
+    fn read_posts(&self, _: ServiceGroup, _: TopicName) -> BoxFuture<'_, CallResult<Vec<Post>>> {
         self.fail()
     }
     fn write_fenced(&self, _: LeaseGrant, _: Vec<u8>) -> BoxFuture<'_, CallResult<()>> {
@@ -71,7 +71,7 @@ impl Board for Silent {
 
 fn registration() -> Registration {
     Registration::new(
-        ServiceName::new("pools").expect("valid"),
+        ServiceGroup::new("pools").expect("valid"),
         NodeId::new("a").expect("valid"),
         "a",
         Duration::from_secs(3),
@@ -101,7 +101,7 @@ async fn an_unanswered_call_fails_once_and_the_next_goes_to_the_next_endpoint() 
         .expect("the next endpoint answers");
     assert_eq!(
         memory
-            .discover(ServiceName::new("pools").expect("valid"))
+            .discover(ServiceGroup::new("pools").expect("valid"))
             .await
             .expect("reads")
             .len(),

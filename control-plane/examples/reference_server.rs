@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use provider_pools_control_plane::http::{ReferenceServer, ServerConfig};
+use provider_pools_control_plane::v1::{ReferenceServer, ServerConfig};
 use provider_pools_control_plane::{ControlPlane, FileClient, MemoryClient};
 
 const USAGE: &str = "usage: reference_server --listen ADDR:PORT [--store memory|file:PATH]";

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::lease::{FencingToken, LeaseGrant, LeaseKey};
-use crate::name::{NodeId, ServiceName, TopicName};
+use crate::name::{NodeId, ServiceGroup, TopicName};
 use crate::presence::PresenceKey;
 
 /// Largest post or fenced record, in bytes.
@@ -89,7 +89,7 @@ pub trait Board: ControlPlane {
     /// stored post that does not decode; transport and backend errors.
     fn read_posts(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
         topic: TopicName,
     ) -> BoxFuture<'_, CallResult<Vec<Post>>>;
 
@@ -137,7 +137,7 @@ impl<T: Board + ?Sized> Board for std::sync::Arc<T> {
 
     fn read_posts(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
         topic: TopicName,
     ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
         (**self).read_posts(service, topic)

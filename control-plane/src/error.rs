@@ -9,8 +9,8 @@
 
 use std::io;
 
-use crate::lease::FencingToken;
-use crate::name::NodeId;
+use crate::name::{NameError, NodeId};
+use crate::token::{FencingToken, TokenExhausted};
 
 /// Why a control-plane call failed.
 #[derive(Debug, thiserror::Error)]
@@ -235,5 +235,22 @@ impl ControlPlaneError {
             field,
             reason: reason.into(),
         }
+    }
+}
+
+impl From<NameError> for ControlPlaneError {
+    /// [`ControlPlaneError::Invalid`] with the name's field and reason.
+    fn from(error: NameError) -> Self {
+        Self::Invalid {
+            field: error.field,
+            reason: error.reason,
+        }
+    }
+}
+
+impl From<TokenExhausted> for ControlPlaneError {
+    /// [`ControlPlaneError::EpochExhausted`].
+    fn from(_: TokenExhausted) -> Self {
+        Self::EpochExhausted
     }
 }

@@ -16,8 +16,8 @@
 //!   node's leadership; both behind bounded mailboxes;
 //! - the bounded HTTP retry policy ([`retry`]);
 //! - the HTTP transports and secure endpoint validation ([`transport`]);
-//! - [`HttpControlPlaneClient`], the V1 JSON protocol and (feature
-//!   `server`) its reference server (module [`http`]).
+//! - [`HttpControlPlaneClient`], the V1 JSON protocol over HTTP and
+//!   (feature `server`) its reference server (module [`v1`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -32,7 +32,6 @@ pub mod etcd;
 pub mod file;
 mod future;
 pub mod heartbeat;
-pub mod http;
 pub mod lease;
 pub mod memory;
 mod metadata;
@@ -42,7 +41,9 @@ pub mod offline;
 pub mod presence;
 pub mod retry;
 pub mod store;
+mod token;
 pub mod transport;
+pub mod v1;
 
 pub use board::{Board, FencedRecord, Post, MAX_BOARD_VALUE_BYTES};
 pub use call::ActorCallError;
@@ -50,20 +51,21 @@ pub use client::{BoxFuture, CallResult, ControlPlane};
 pub use error::{ControlPlaneError, ErrorCode};
 pub use etcd::{EtcdClient, EtcdConfig};
 pub use file::FileClient;
-pub use http::{HttpClientConfig, HttpControlPlaneClient, HttpWorker};
 pub use lease::{
     FencingGate, FencingToken, LeadershipGuard, LeadershipLost, LeaseGrant, LeaseKey, LeaseRequest,
     LeaseState, SkewMargin, StaleToken,
 };
 pub use memory::MemoryClient;
-pub use name::{LeaseName, NodeId, ServiceName, TopicName, MAX_NAME_BYTES};
+pub use name::{LeaseName, NameError, NodeId, ServiceGroup, TopicName, MAX_NAME_BYTES};
 pub use offline::OfflineClient;
 pub use presence::{PresenceKey, Registration};
 pub use store::{StoreLimits, StoreStats};
+pub use token::TokenExhausted;
 pub use transport::{
     BearerHttpTransport, BearerToken, Endpoint, PooledHttpTransport, PooledTransportConfig,
     StdHttpTransport,
 };
+pub use v1::{HttpClientConfig, HttpControlPlaneClient, HttpWorker};
 
 /// The control-plane guide (`docs/control-plane/en.md`): each of its Rust
 /// examples runs as a doctest of this crate. One needs the reference

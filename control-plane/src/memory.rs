@@ -19,7 +19,7 @@ use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::clock::{Clock, TokioClock};
 use crate::error::ControlPlaneError;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::{ServiceName, TopicName};
+use crate::name::{ServiceGroup, TopicName};
 use crate::presence::{PresenceKey, Registration};
 use crate::store::{StoreLimits, StoreState, StoreStats};
 
@@ -121,7 +121,7 @@ impl ControlPlane for MemoryClient {
         })
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         self.run(move |state, now| Ok(state.discover(&service, now)))
     }
 
@@ -155,7 +155,7 @@ impl Board for MemoryClient {
 
     fn read_posts(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
         topic: TopicName,
     ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
         self.run(move |state, now| Ok(state.read_posts(&service, &topic, now)))

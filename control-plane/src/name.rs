@@ -1,5 +1,6 @@
-//! The names the control plane keys on: [`NodeId`], [`ServiceName`] and
-//! [`LeaseName`].
+//! The names the control plane keys on: [`NodeId`], [`ServiceGroup`],
+//! [`LeaseName`] and [`TopicName`], and [`NameError`], what was wrong with
+//! a refused one.
 //!
 //! Invariants:
 //! - A name is 1–253 bytes of ASCII letters, digits, `.`, `_`, `-` and `:`;
@@ -12,35 +13,43 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ControlPlaneError;
-
 /// Longest name, in bytes.
 pub const MAX_NAME_BYTES: usize = 253;
 
-fn check(field: &'static str, name: &str) -> Result<(), ControlPlaneError> {
+/// A refused name: which kind of name, and why.
+///
+/// It converts into [`ControlPlaneError::Invalid`](crate::ControlPlaneError::Invalid)
+/// with the same field and reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {field}: {reason}")]
+pub struct NameError {
+    /// The kind of name: `node`, `service`, `lease` or `topic`.
+    pub field: &'static str,
+    /// Why it was refused.
+    pub reason: String,
+}
+
+fn check(field: &'static str, name: &str) -> Result<(), NameError> {
+    let refused = |reason: String| NameError { field, reason };
     if name.is_empty() {
-        return Err(ControlPlaneError::invalid(field, "empty"));
+        return Err(refused("empty".into()));
     }
     if name == "." || name == ".." {
-        return Err(ControlPlaneError::invalid(
-            field,
-            format!("{name:?} is a relative path segment"),
-        ));
+        return Err(refused(format!("{name:?} is a relative path segment")));
     }
     if name.len() > MAX_NAME_BYTES {
-        return Err(ControlPlaneError::invalid(
-            field,
-            format!("{} bytes, at most {MAX_NAME_BYTES}", name.len()),
-        ));
+        return Err(refused(format!(
+            "{} bytes, at most {MAX_NAME_BYTES}",
+            name.len()
+        )));
     }
     match name
         .bytes()
         .find(|byte| !(byte.is_ascii_alphanumeric() || b"._-:".contains(byte)))
     {
-        Some(byte) => Err(ControlPlaneError::invalid(
-            field,
-            format!("byte 0x{byte:02x} is not a letter, digit, '.', '_', '-' or ':'"),
-        )),
+        Some(byte) => Err(refused(format!(
+            "byte 0x{byte:02x} is not a letter, digit, '.', '_', '-' or ':'"
+        ))),
         None => Ok(()),
     }
 }
@@ -57,10 +66,10 @@ macro_rules! name_type {
             ///
             /// # Errors
             ///
-            /// [`ControlPlaneError::Invalid`] naming the field when `name` is
-            /// empty, `.` or `..`, longer than 253 bytes or holds a byte
-            /// outside `[A-Za-z0-9._:-]`.
-            pub fn new(name: impl Into<String>) -> Result<Self, ControlPlaneError> {
+            /// [`NameError`] naming the field when `name` is empty, `.` or
+            /// `..`, longer than 253 bytes or holds a byte outside
+            /// `[A-Za-z0-9._:-]`.
+            pub fn new(name: impl Into<String>) -> Result<Self, NameError> {
                 let name = name.into();
                 check($field, &name)?;
                 Ok(Self(name))
@@ -73,7 +82,7 @@ macro_rules! name_type {
         }
 
         impl TryFrom<String> for $name {
-            type Error = ControlPlaneError;
+            type Error = NameError;
 
             fn try_from(name: String) -> Result<Self, Self::Error> {
                 Self::new(name)
@@ -106,8 +115,11 @@ name_type!(
     "node"
 );
 name_type!(
-    /// A service nodes register under and are discovered by.
-    ServiceName,
+    /// A service group: the name nodes register under, are discovered by
+    /// and hold a service's leadership under. Not the engine's
+    /// `ServiceName`, the public name of a provider's service, whose
+    /// syntax differs.
+    ServiceGroup,
     "service"
 );
 name_type!(
@@ -141,8 +153,8 @@ mod tests {
             );
         }
         let long = "a".repeat(MAX_NAME_BYTES + 1);
-        assert!(ServiceName::new(&long[..MAX_NAME_BYTES]).is_ok());
-        let error = ServiceName::new(long).expect_err("too long");
+        assert!(ServiceGroup::new(&long[..MAX_NAME_BYTES]).is_ok());
+        let error = ServiceGroup::new(long).expect_err("too long");
         assert_eq!(error.to_string(), "invalid service: 254 bytes, at most 253");
     }
 
@@ -150,7 +162,7 @@ mod tests {
     fn dot_segments_are_refused_in_every_name_type() {
         for bad in [".", ".."] {
             assert!(NodeId::new(bad).is_err(), "node {bad:?}");
-            assert!(ServiceName::new(bad).is_err(), "service {bad:?}");
+            assert!(ServiceGroup::new(bad).is_err(), "service {bad:?}");
             let error = LeaseName::new(bad).expect_err(bad);
             assert!(
                 error.to_string().contains("relative path segment"),

@@ -4,17 +4,17 @@
 use crate::client::{BoxFuture, CallResult, ControlPlane};
 use crate::error::ControlPlaneError;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::ServiceName;
+use crate::name::ServiceGroup;
 use crate::presence::{PresenceKey, Registration};
 
 /// A client whose every call fails with [`ControlPlaneError::Offline`].
 ///
 /// ```
-/// use provider_pools_control_plane::{ControlPlane, ErrorCode, OfflineClient, ServiceName};
+/// use provider_pools_control_plane::{ControlPlane, ErrorCode, OfflineClient, ServiceGroup};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let client = OfflineClient;
-/// let error = client.discover(ServiceName::new("billing")?).await.unwrap_err();
+/// let error = client.discover(ServiceGroup::new("billing")?).await.unwrap_err();
 /// assert_eq!(error.code(), ErrorCode::Offline);
 /// # Ok::<(), provider_pools_control_plane::ControlPlaneError>(())
 /// # }).unwrap();
@@ -39,7 +39,7 @@ impl ControlPlane for OfflineClient {
         offline()
     }
 
-    fn discover(&self, _: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, _: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         offline()
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ControlPlaneError;
-use crate::name::{NodeId, ServiceName};
+use crate::name::{NodeId, ServiceGroup};
 
 /// Longest address, in bytes.
 pub const MAX_ADDRESS_BYTES: usize = 1_024;
@@ -32,7 +32,7 @@ pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PresenceKey {
     /// The service.
-    pub service: ServiceName,
+    pub service: ServiceGroup,
     /// The node.
     pub node: NodeId,
 }
@@ -51,7 +51,7 @@ pub struct Registration {
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RegistrationFields {
-    service: ServiceName,
+    service: ServiceGroup,
     node: NodeId,
     address: String,
     #[serde(default, deserialize_with = "crate::metadata::bounded")]
@@ -64,10 +64,10 @@ impl Registration {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use provider_pools_control_plane::{NodeId, Registration, ServiceName};
+    /// use provider_pools_control_plane::{NodeId, Registration, ServiceGroup};
     ///
     /// let registration = Registration::new(
-    ///     ServiceName::new("billing")?,
+    ///     ServiceGroup::new("billing")?,
     ///     NodeId::new("node-a")?,
     ///     "10.0.0.7:8443",
     ///     Duration::from_secs(10),
@@ -82,7 +82,7 @@ impl Registration {
     /// [`ControlPlaneError::Invalid`] naming `address` or `ttl` when out of
     /// bounds.
     pub fn new(
-        service: ServiceName,
+        service: ServiceGroup,
         node: NodeId,
         address: impl Into<String>,
         ttl: Duration,
@@ -119,7 +119,7 @@ impl Registration {
     }
 
     /// The service.
-    pub fn service(&self) -> &ServiceName {
+    pub fn service(&self) -> &ServiceGroup {
         &self.key.service
     }
 

@@ -2,8 +2,8 @@
 //! a planted secret in every URL-like field in several userinfo spellings,
 //! never shows the secret.
 
-use provider_pools_control_plane::http::HttpClientConfig;
 use provider_pools_control_plane::transport::PooledTransportConfig;
+use provider_pools_control_plane::v1::HttpClientConfig;
 use provider_pools_control_plane::EtcdConfig;
 
 const SECRET: &str = "s3cret-planted";

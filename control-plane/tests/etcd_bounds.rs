@@ -9,7 +9,7 @@ use std::time::Duration;
 use provider_pools_control_plane::etcd::{EtcdClient, EtcdConfig};
 use provider_pools_control_plane::{
     Board, ControlPlane, ControlPlaneError, ErrorCode, LeaseGrant, LeaseKey, LeaseName,
-    LeaseRequest, NodeId, Registration, ServiceName, TopicName,
+    LeaseRequest, NodeId, Registration, ServiceGroup, TopicName,
 };
 use provider_pools_test_peers::{Etcd, SharedPeer};
 
@@ -27,7 +27,7 @@ fn config(etcd: &provider_pools_test_peers::Peer) -> EtcdConfig {
 
 fn registration(node: &str, metadata_bytes: usize) -> Registration {
     let registration = Registration::new(
-        ServiceName::new("billing").expect("valid"),
+        ServiceGroup::new("billing").expect("valid"),
         NodeId::new(node).expect("valid"),
         "10.0.0.1:8443",
         Duration::from_secs(30),
@@ -45,7 +45,7 @@ fn registration(node: &str, metadata_bytes: usize) -> Registration {
 async fn discovery_over_its_instance_bound_is_refused_not_truncated() {
     let etcd = tokio::task::block_in_place(|| ETCD.get());
     let client = EtcdClient::new(config(&etcd).with_max_discovered(2)).expect("valid");
-    let billing = ServiceName::new("billing").expect("valid");
+    let billing = ServiceGroup::new("billing").expect("valid");
     for node in ["node-a", "node-b"] {
         client
             .register(registration(node, 0))
@@ -77,7 +77,7 @@ async fn reading_posts_over_the_instance_bound_is_refused_not_truncated() {
     let etcd = tokio::task::block_in_place(|| ETCD.get());
     let client = EtcdClient::new(config(&etcd).with_max_discovered(2)).expect("valid");
     let demand = TopicName::new("demand").expect("valid");
-    let read = || client.read_posts(ServiceName::new("billing").expect("valid"), demand.clone());
+    let read = || client.read_posts(ServiceGroup::new("billing").expect("valid"), demand.clone());
     for node in ["node-a", "node-b", "node-c"] {
         let registration = registration(node, 0);
         client
@@ -115,7 +115,7 @@ async fn a_response_over_the_byte_bound_is_refused() {
             .expect("registered");
     }
     let error = client
-        .discover(ServiceName::new("billing").expect("valid"))
+        .discover(ServiceGroup::new("billing").expect("valid"))
         .await
         .expect_err("over 1 KiB");
     assert!(

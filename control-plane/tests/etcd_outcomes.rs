@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use provider_pools_control_plane::client::acquire_guarded;
 use provider_pools_control_plane::etcd::{EtcdClient, EtcdConfig};
-use provider_pools_control_plane::lease::{acquire_guarded, SkewMargin};
+use provider_pools_control_plane::lease::SkewMargin;
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, ErrorCode, LeaseKey, LeaseName, LeaseRequest, NodeId,
-    ServiceName,
+    ServiceGroup,
 };
 use provider_pools_test_peers::{free_port, Etcd, SharedPeer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -223,7 +224,7 @@ async fn a_stalled_lease_write_is_unknown_and_a_stalled_read_times_out() {
 
     fault.arm("/v3/kv/range", Withhold::Stall);
     let error = client
-        .discover(ServiceName::new("billing").expect("valid"))
+        .discover(ServiceGroup::new("billing").expect("valid"))
         .await
         .expect_err("stalled");
     assert!(matches!(error, ControlPlaneError::Timeout), "{error:?}");

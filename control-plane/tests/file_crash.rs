@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use provider_pools_control_plane::file::FileClient;
 use provider_pools_control_plane::{
-    ControlPlane, LeaseKey, LeaseName, LeaseRequest, NodeId, Registration, ServiceName,
+    ControlPlane, LeaseKey, LeaseName, LeaseRequest, NodeId, Registration, ServiceGroup,
 };
 
 const WRITER_STATE: &str = "FILE_CRASH_WRITER_STATE";
@@ -52,7 +52,7 @@ fn writer(path: &Path) {
     let client = FileClient::open(path).expect("the writer opens the state");
     runtime().block_on(async {
         let registration = Registration::new(
-            ServiceName::new("billing").expect("valid service"),
+            ServiceGroup::new("billing").expect("valid service"),
             NodeId::new("node-a").expect("valid node"),
             "10.0.0.1:8443",
             DAY,
@@ -159,7 +159,7 @@ fn a_writer_killed_between_temp_write_and_rename_leaves_the_previous_state() {
     );
     runtime().block_on(async {
         let found = client
-            .discover(ServiceName::new("billing").expect("valid"))
+            .discover(ServiceGroup::new("billing").expect("valid"))
             .await
             .expect("discovered");
         assert_eq!(found.len(), 1);

@@ -24,7 +24,7 @@ use provider_pools_control_plane::clock::ManualClock;
 use provider_pools_control_plane::file::{FileClient, FileOptions};
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, LeaseKey, LeaseName, LeaseRequest, NodeId, PresenceKey,
-    Registration, ServiceName,
+    Registration, ServiceGroup,
 };
 
 const ROOT: &str = "FULL_DISK_ROOT";
@@ -65,8 +65,8 @@ fn node(name: &str) -> NodeId {
     NodeId::new(name).expect("valid node")
 }
 
-fn service() -> ServiceName {
-    ServiceName::new("billing").expect("valid service")
+fn service() -> ServiceGroup {
+    ServiceGroup::new("billing").expect("valid service")
 }
 
 fn lease() -> LeaseKey {

@@ -9,14 +9,14 @@ use faults::{Faulty, Mode};
 use provider_pools_control_plane::heartbeat::{Heartbeat, HeartbeatPolicy};
 use provider_pools_control_plane::{
     ActorCallError, ControlPlane, ControlPlaneError, ErrorCode, MemoryClient, NodeId, Registration,
-    ServiceName,
+    ServiceGroup,
 };
 
 const TTL: Duration = Duration::from_secs(4);
 
 fn registration() -> Registration {
     Registration::new(
-        ServiceName::new("billing").expect("service"),
+        ServiceGroup::new("billing").expect("service"),
         NodeId::new("node-a").expect("node"),
         "10.0.0.1:80",
         TTL,
@@ -26,7 +26,7 @@ fn registration() -> Registration {
 
 async fn discovered(store: &MemoryClient) -> usize {
     store
-        .discover(ServiceName::new("billing").expect("service"))
+        .discover(ServiceGroup::new("billing").expect("service"))
         .await
         .expect("discover")
         .len()

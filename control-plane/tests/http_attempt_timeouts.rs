@@ -13,14 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use provider_pools_control_plane::client::BoxFuture;
-use provider_pools_control_plane::http::HttpClientConfig;
 use provider_pools_control_plane::transport::{
     BearerHttpTransport, BearerToken, HttpControlPlaneRequest, HttpResponse, HttpTransport,
     PooledHttpTransport, PooledTransportConfig, StdHttpTransport, TransportError,
 };
+use provider_pools_control_plane::v1::HttpClientConfig;
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, LeaseKey, LeaseName, LeaseRequest, NodeId, Registration,
-    ServiceName,
+    ServiceGroup,
 };
 use support::scripted::config;
 use tokio::io::AsyncReadExt;
@@ -80,7 +80,7 @@ fn three_of_150(endpoint: &str) -> HttpClientConfig {
 
 fn registration() -> Registration {
     Registration::new(
-        ServiceName::new("billing").expect("service"),
+        ServiceGroup::new("billing").expect("service"),
         NodeId::new("node-a").expect("node"),
         "10.0.0.1:80",
         Duration::from_secs(30),
@@ -98,7 +98,7 @@ async fn arrivals_per_call(
     let client = support::client_over(three_of_150(endpoint), transport);
     let mut seen = Vec::new();
     let mut before = count();
-    let service = ServiceName::new("billing").expect("service");
+    let service = ServiceGroup::new("billing").expect("service");
     let calls: Vec<BoxFuture<'_, Result<(), ControlPlaneError>>> = vec![
         Box::pin(async { client.discover(service.clone()).await.map(|_| ()) }),
         Box::pin(async { client.register(registration()).await }),

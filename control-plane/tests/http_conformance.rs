@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use conformance::Backend;
 use provider_pools_control_plane::clock::ManualClock;
-use provider_pools_control_plane::http::HttpClientConfig;
+use provider_pools_control_plane::v1::HttpClientConfig;
 use provider_pools_control_plane::{BoxFuture, ControlPlane, MemoryClient, StoreLimits};
 use support::server::{serve, Served};
 

@@ -8,9 +8,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
-use provider_pools_control_plane::lease::acquire_guarded;
+use provider_pools_control_plane::client::acquire_guarded;
 use provider_pools_control_plane::transport::TransportError;
+use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, FencingToken, LeaseGrant, LeaseKey, LeaseName, LeaseRequest,
     MemoryClient, NodeId, SkewMargin,
@@ -251,7 +251,7 @@ const FOREIGN: &str =
 
 #[tokio::test(start_paused = true)]
 async fn a_discovery_answer_with_duplicate_nodes_or_another_service_is_refused() {
-    let service = provider_pools_control_plane::ServiceName::new("billing").expect("service");
+    let service = provider_pools_control_plane::ServiceGroup::new("billing").expect("service");
     for body in [TWICE, FOREIGN] {
         let (_, client) = scripted(Reply::Status(200, body));
         is_protocol(client.discover(service.clone()).await, body);

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
 
-use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
-use provider_pools_control_plane::{ControlPlane, ControlPlaneError, ServiceName};
+use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
+use provider_pools_control_plane::{ControlPlane, ControlPlaneError, ServiceGroup};
 use support::scripted::{config, Reply, ScriptedTransport, NONE_FOUND};
 use tokio::sync::Notify;
 
@@ -21,8 +21,8 @@ fn client(
     support::client_over(config, transport.clone())
 }
 
-fn service(name: &str) -> ServiceName {
-    ServiceName::new(name).expect("valid service")
+fn service(name: &str) -> ServiceGroup {
+    ServiceGroup::new(name).expect("valid service")
 }
 
 /// A waker that counts its wakes; its `Arc` count shows who holds it.

@@ -8,10 +8,10 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::transport::TransportError;
+use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::{
-    ControlPlane, ControlPlaneError, NodeId, PresenceKey, Registration, ServiceName,
+    ControlPlane, ControlPlaneError, NodeId, PresenceKey, Registration, ServiceGroup,
 };
 use support::scripted::{config, Reply, ScriptedTransport, NONE_FOUND};
 use tokio::time::Instant;
@@ -23,8 +23,8 @@ fn client(
     support::client_over(config, transport.clone())
 }
 
-fn service(name: &str) -> ServiceName {
-    ServiceName::new(name).expect("valid service")
+fn service(name: &str) -> ServiceGroup {
+    ServiceGroup::new(name).expect("valid service")
 }
 
 fn ms(duration: Duration) -> u64 {

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use provider_pools_control_plane::http::protocol::ErrorEnvelope;
-use provider_pools_control_plane::http::ServerConfig;
 use provider_pools_control_plane::transport::{
     HttpMethod, HttpResponse, SharedHttpControlPlaneRequest,
 };
+use provider_pools_control_plane::v1::protocol::ErrorEnvelope;
+use provider_pools_control_plane::v1::ServerConfig;
 use provider_pools_control_plane::MemoryClient;
 use support::server::{serve_with, CountingStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

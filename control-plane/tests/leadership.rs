@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use provider_pools_control_plane::lease::{acquire_guarded, renew_guarded};
+use provider_pools_control_plane::client::{acquire_guarded, renew_guarded};
 use provider_pools_control_plane::{
     BoxFuture, CallResult, ControlPlane, ControlPlaneError, FencingGate, LeadershipGuard,
     LeaseGrant, LeaseKey, LeaseName, LeaseRequest, LeaseState, MemoryClient, NodeId, PresenceKey,
-    Registration, ServiceName, SkewMargin,
+    Registration, ServiceGroup, SkewMargin,
 };
 use tokio::time::Instant;
 
@@ -101,7 +101,7 @@ impl ControlPlane for Remote {
         self.store.deregister(key)
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         self.store.discover(service)
     }
 

@@ -10,7 +10,7 @@ use provider_pools_control_plane::clock::ManualClock;
 use provider_pools_control_plane::store::PRESENCE_OVERHEAD_BYTES;
 use provider_pools_control_plane::{
     Board, ControlPlane, ControlPlaneError, LeaseKey, LeaseName, LeaseRequest, MemoryClient,
-    NodeId, PresenceKey, Registration, ServiceName, StoreLimits, TopicName,
+    NodeId, PresenceKey, Registration, ServiceGroup, StoreLimits, TopicName,
 };
 
 const TTL: Duration = Duration::from_secs(10);
@@ -31,7 +31,7 @@ fn limited(max_records: usize, max_bytes: u64) -> (MemoryClient, ManualClock) {
 
 fn registration(node: &str, ttl: Duration) -> Registration {
     Registration::new(
-        ServiceName::new("billing").expect("service"),
+        ServiceGroup::new("billing").expect("service"),
         NodeId::new(node).expect("node"),
         "10.0.0.1:80",
         ttl,

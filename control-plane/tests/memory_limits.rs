@@ -9,7 +9,7 @@ use provider_pools_control_plane::clock::ManualClock;
 use provider_pools_control_plane::store::{LEASE_OVERHEAD_BYTES, PRESENCE_OVERHEAD_BYTES};
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, LeaseKey, LeaseName, LeaseRequest, MemoryClient, NodeId,
-    Registration, ServiceName, StoreLimits,
+    Registration, ServiceGroup, StoreLimits,
 };
 
 const TTL: Duration = Duration::from_secs(10);
@@ -25,7 +25,7 @@ fn lease(index: usize) -> LeaseRequest {
 
 fn big_registration(node: &str, value_bytes: usize) -> Registration {
     let mut registration = Registration::new(
-        ServiceName::new("billing").expect("service"),
+        ServiceGroup::new("billing").expect("service"),
         NodeId::new(node).expect("node"),
         "10.0.0.1:80",
         TTL,
@@ -76,7 +76,7 @@ async fn the_default_store_admits_exactly_65536_records() {
         (65_536, 0, 1)
     );
     let registration = Registration::new(
-        ServiceName::new("billing").expect("service"),
+        ServiceGroup::new("billing").expect("service"),
         NodeId::new("node-a").expect("node"),
         "10.0.0.1:80",
         TTL,

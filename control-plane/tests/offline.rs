@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, FencingToken, LeaseGrant, LeaseKey, LeaseName, LeaseRequest,
-    NodeId, OfflineClient, Registration, ServiceName,
+    NodeId, OfflineClient, Registration, ServiceGroup,
 };
 
 #[tokio::test]
 async fn every_call_answers_offline() {
     let client = OfflineClient;
-    let service = ServiceName::new("billing").expect("service");
+    let service = ServiceGroup::new("billing").expect("service");
     let node = NodeId::new("node-a").expect("node");
     let key = LeaseKey::Global(LeaseName::new("leader").expect("lease"));
     let ttl = Duration::from_secs(1);

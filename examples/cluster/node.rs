@@ -12,7 +12,7 @@ use provider_pools::{
     BrokerGeneration, Bytes, ExecutionPlan, LedgerId, PolicyTable, PoolsConfig, ProviderId,
     ProviderPools, SessionId, Snapshot, TenantId,
 };
-use provider_pools_adapters::http::{BodyLimits, HttpService};
+use provider_pools_adapters::http_origin::{BodyLimits, HttpService};
 use tokio::time::Instant;
 use tower_service::Service;
 

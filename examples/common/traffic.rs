@@ -18,7 +18,9 @@ use provider_pools::{
     PolicyTable, ProviderId, ProviderPools, SessionId, TenantId,
 };
 use provider_pools_adapters::blob::{self, BlobKey, BlobLimits};
-use provider_pools_adapters::http::{self, BodyLimits, HttpDialer, HttpRequest, RequestTarget};
+use provider_pools_adapters::http_origin::{
+    self, BodyLimits, HttpDialer, HttpRequest, RequestTarget,
+};
 use tokio::time::Instant;
 
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -173,7 +175,7 @@ impl Traffic {
                 body: Bytes::new(),
                 replayable: false,
             };
-            http::call(
+            http_origin::call(
                 &self.pools,
                 &running,
                 &self.dialer,

@@ -55,7 +55,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use measure::{row, sample};
-use registry::{plan, settle, Listener, Registry};
+use registry::{plan, wait_for, Listener, Registry};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -172,7 +172,7 @@ async fn run(counts: Counts) -> Result<bool, BoxError> {
         waiters.spawn(waiter);
     }
     let pending = counts.waiters as u32;
-    settle("every waiter queued", || {
+    wait_for("every waiter queued", || {
         first.pools.snapshot().pending_requests == pending
     })
     .await?;

@@ -31,7 +31,7 @@ fn blocks() -> i64 {
 }
 
 pub(crate) async fn sample(registries: &[Registry]) -> Sample {
-    // Let freshly spawned tasks and actors settle before reading.
+    // Let freshly spawned tasks and actors run before reading.
     tokio::time::sleep(Duration::from_millis(200)).await;
     Sample {
         rss: rss(),

@@ -198,7 +198,7 @@ impl Registry {
             conn.park();
         }
         let expected = (running.len() * per_client) as u32;
-        settle("idle connections parked", || {
+        wait_for("idle connections parked", || {
             self.pools.snapshot().connections.idle == expected
         })
         .await
@@ -206,7 +206,7 @@ impl Registry {
 }
 
 /// Polls `condition` every few milliseconds for at most 30 s.
-pub(crate) async fn settle(
+pub(crate) async fn wait_for(
     what: &str,
     mut condition: impl FnMut() -> bool,
 ) -> Result<(), BoxError> {

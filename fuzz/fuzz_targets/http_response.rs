@@ -22,7 +22,7 @@ use provider_pools_actors::{
     ExecutionPlan, InstallReceipt, Installation, LedgerId, Limits, OriginKind, OriginSlot,
     PoolsConfig, ProviderConfig, ProviderId, ProviderPools, ServiceName, SessionId, TenantId,
 };
-use provider_pools_adapters::http::{
+use provider_pools_adapters::http_origin::{
     call, BodyLimits, HttpDialer, HttpError, HttpRequest, RequestTarget,
 };
 use provider_pools_control_plane::transport::{read_response_for_fuzzing, TransportError};

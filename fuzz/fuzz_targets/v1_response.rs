@@ -1,12 +1,12 @@
 //! The control plane's V1 response bodies, decoded as the HTTP client does
-//! (`serde_json::from_slice` into the public `http::protocol` types and
+//! (`serde_json::from_slice` into the public `v1::protocol` types and
 //! `LeaseGrant`), and error envelopes turned into typed errors and back.
 //! Never a panic; an envelope that names an error re-encodes to the same
 //! code, and the status of that code is a valid HTTP status.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use provider_pools_control_plane::http::protocol::{
+use provider_pools_control_plane::v1::protocol::{
     status_of, Done, ErrorEnvelope, Instances, LeaseRead,
 };
 use provider_pools_control_plane::LeaseGrant;

@@ -3,7 +3,7 @@
 //! spawned, a socket closing).
 //!
 //! Where the engine can say it is idle, a test awaits
-//! `ProviderPools::settled` (the engine's `testing` feature) instead.
+//! `ProviderPools::wait_quiescent` (the engine's `testing` feature) instead.
 //!
 //! Invariants:
 //! - The wait is bounded: the test fails, naming what it awaited, once

@@ -1,7 +1,7 @@
 //! The engine's phases on a paused clock: queued, granted, started,
 //! dialing, connected and cleanup. Each builds the caller's future, drives
 //! it into its phase, resolves (or not) what it waits on as the behaviour
-//! says, drops it, and checks what settles.
+//! says, drops it, and checks what returns.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use provider_pools::{ConnectError, DialErrorKind, InstallReceipt, ProviderPools,
 use crate::mem::MemDialer;
 use crate::support::{admitted, allow_all, http_config, installation, plan, provider, request};
 use crate::{
-    drive, gate, settle, settles_to, shuts_down_clean, within_limits, Behaviour, Call, Outcome,
-    Resolve, LIMITS, SLOW,
+    drive, gate, let_tasks_run, returns_to, shuts_down_clean, within_limits, Behaviour, Call,
+    Outcome, Resolve, LIMITS, SLOW,
 };
 
 /// Fresh pools with one provider installed, and the snapshot then.
@@ -45,7 +45,7 @@ async fn drop_call(
 ) -> Result<Option<Resolve>, String> {
     let pending = if behaviour.at_drop() {
         resolve.answer(!behaviour.fails());
-        settle().await;
+        let_tasks_run().await;
         None
     } else {
         Some(resolve)
@@ -62,7 +62,7 @@ async fn later(behaviour: Behaviour, pending: Option<Resolve>) -> Option<Resolve
         (Behaviour::Slow | Behaviour::SlowError, Some(resolve)) => {
             tokio::time::advance(SLOW).await;
             resolve.answer(behaviour == Behaviour::Slow);
-            settle().await;
+            let_tasks_run().await;
             None
         }
         (_, pending) => pending,
@@ -71,7 +71,7 @@ async fn later(behaviour: Behaviour, pending: Option<Resolve>) -> Option<Resolve
 
 /// Nothing is refunded while the work that outlives the caller runs.
 async fn still_holds(pools: &ProviderPools, at_drop: &Snapshot) -> Outcome {
-    settle().await;
+    let_tasks_run().await;
     let now = pools.snapshot();
     if now == *at_drop {
         Ok(())
@@ -117,12 +117,12 @@ pub(crate) async fn queued(behaviour: Behaviour) -> Outcome {
     let holder = match behaviour {
         Behaviour::Ok => {
             drop(holder);
-            settle().await;
+            let_tasks_run().await;
             None
         }
         Behaviour::Error => {
             tokio::time::advance(LIMITS.queue_age).await;
-            settle().await;
+            let_tasks_run().await;
             Some(holder)
         }
         _ => Some(holder),
@@ -130,7 +130,7 @@ pub(crate) async fn queued(behaviour: Behaviour) -> Outcome {
     within_limits(&pools.snapshot(), "at the drop instant")?;
     drop(call);
     if let Some(holder) = holder {
-        settles_to(&pools, &before, "after the drop, the holder still running").await?;
+        returns_to(&pools, &before, "after the drop, the holder still running").await?;
         match behaviour {
             Behaviour::Slow => tokio::time::advance(SLOW).await,
             Behaviour::SlowError => tokio::time::advance(LIMITS.queue_age).await,
@@ -138,7 +138,7 @@ pub(crate) async fn queued(behaviour: Behaviour) -> Outcome {
         }
         drop(holder);
     }
-    settles_to(&pools, &baseline, "after settling").await?;
+    returns_to(&pools, &baseline, "once quiet").await?;
     shuts_down_clean(&pools).await
 }
 
@@ -165,9 +165,9 @@ pub(crate) async fn granted(behaviour: Behaviour) -> Outcome {
     })
     .await?;
     let pending = drop_call(&pools, call, resolve, behaviour).await?;
-    settles_to(&pools, &baseline, "after the drop").await?;
+    returns_to(&pools, &baseline, "after the drop").await?;
     let _never = later(behaviour, pending).await;
-    settles_to(&pools, &baseline, "after settling").await?;
+    returns_to(&pools, &baseline, "once quiet").await?;
     shuts_down_clean(&pools).await
 }
 
@@ -195,7 +195,7 @@ pub(crate) async fn started(behaviour: Behaviour) -> Outcome {
     .await?;
     let pending = drop_call(&pools, call, resolve, behaviour).await?;
     if behaviour.at_drop() {
-        settles_to(&pools, &baseline, "after settling").await?;
+        returns_to(&pools, &baseline, "once quiet").await?;
         return shuts_down_clean(&pools).await;
     }
     let at_drop = pools.snapshot();
@@ -207,7 +207,7 @@ pub(crate) async fn started(behaviour: Behaviour) -> Outcome {
         })
         .await;
     }
-    settles_to(&pools, &baseline, "after the job ended").await?;
+    returns_to(&pools, &baseline, "after the job ended").await?;
     shuts_down_clean(&pools).await
 }
 
@@ -227,7 +227,7 @@ pub(crate) async fn dialing(behaviour: Behaviour) -> Outcome {
     })
     .await?;
     let pending = drop_call(&pools, call, resolve, behaviour).await?;
-    settle().await;
+    let_tasks_run().await;
     // A dial belongs to the client: the dropped call cancels nothing, and
     // the dial keeps its charges and the activation until it ends.
     if pending.is_some() {
@@ -242,7 +242,7 @@ pub(crate) async fn dialing(behaviour: Behaviour) -> Outcome {
         // started, as a real timeout.
         Behaviour::Never => {
             tokio::time::advance(crate::LIMITS.queue_age).await;
-            settle().await;
+            let_tasks_run().await;
             Some(DialErrorKind::Timeout)
         }
         _ if behaviour.fails() => Some(DialErrorKind::Refused),
@@ -263,7 +263,7 @@ pub(crate) async fn dialing(behaviour: Behaviour) -> Outcome {
     }
     drop(next);
     drop(pending);
-    settles_to(&pools, &baseline, "after the dial ended").await?;
+    returns_to(&pools, &baseline, "after the dial ended").await?;
     let opened = usize::from(failed.is_none());
     if dialer.destroyed() != opened {
         return Err(format!(
@@ -296,12 +296,12 @@ pub(crate) async fn connected(behaviour: Behaviour) -> Outcome {
     })
     .await?;
     let pending = drop_call(&pools, call, resolve, behaviour).await?;
-    settles_to(&pools, &baseline, "after the drop").await?;
+    returns_to(&pools, &baseline, "after the drop").await?;
     if dialer.destroyed() != 1 {
         return Err("the dropped call's connection was not destroyed once".into());
     }
     let _never = later(behaviour, pending).await;
-    settles_to(&pools, &baseline, "after settling").await?;
+    returns_to(&pools, &baseline, "once quiet").await?;
     shuts_down_clean(&pools).await
 }
 
@@ -327,7 +327,7 @@ pub(crate) async fn cleanup(behaviour: Behaviour) -> Outcome {
     let pending = drop_call(&pools, call, resolve, behaviour).await?;
     if behaviour.at_drop() {
         // Closed, or failed and handed to the dropped ticket: destroyed.
-        settles_to(&pools, &baseline, "after settling").await?;
+        returns_to(&pools, &baseline, "once quiet").await?;
         return shuts_down_clean(&pools).await;
     }
     let at_drop = pools.snapshot();
@@ -348,11 +348,11 @@ pub(crate) async fn cleanup(behaviour: Behaviour) -> Outcome {
                 failed_cleanup: 1,
                 ..at_drop
             };
-            settles_to(&pools, &kept, "after the close failed").await?;
+            returns_to(&pools, &kept, "after the close failed").await?;
             shuts_down_clean(&pools).await?;
         }
         _ => {
-            settles_to(&pools, &baseline, "after the close").await?;
+            returns_to(&pools, &baseline, "after the close").await?;
             shuts_down_clean(&pools).await?;
         }
     }

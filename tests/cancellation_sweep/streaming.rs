@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use hyper::body::{Body, Bytes, Frame};
 use hyper_util::rt::TokioIo;
-use provider_pools_adapters::http::{call_streaming, BodyLimits, HttpDialer, HttpRequest};
+use provider_pools_adapters::http_origin::{call_streaming, BodyLimits, HttpDialer, HttpRequest};
 use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Notify};
 
@@ -120,7 +120,7 @@ impl Origin {
 fn get(path: &str) -> HttpRequest {
     HttpRequest {
         method: hyper::Method::GET,
-        target: provider_pools_adapters::http::RequestTarget::parse(path).expect("target"),
+        target: provider_pools_adapters::http_origin::RequestTarget::parse(path).expect("target"),
         headers: hyper::HeaderMap::new(),
         body: Bytes::new(),
         replayable: false,
@@ -193,10 +193,10 @@ pub(crate) async fn streaming(behaviour: Behaviour) -> Outcome {
         }
         _ => {}
     }
-    let settled = tokio::time::timeout(crate::support::WAIT, async {
+    let returned = tokio::time::timeout(crate::support::WAIT, async {
         loop {
             let now = pools.snapshot();
-            within_limits(&now, "while settling")?;
+            within_limits(&now, "while returning")?;
             if now == baseline && origin.ended.load(Ordering::SeqCst) {
                 return Ok::<_, String>(());
             }
@@ -204,11 +204,11 @@ pub(crate) async fn streaming(behaviour: Behaviour) -> Outcome {
         }
     })
     .await;
-    match settled {
+    match returned {
         Ok(result) => result?,
         Err(_) => {
             return Err(format!(
-                "not settled within {:?} (origin connection ended: {}):\n expected {baseline:?}\n      got {:?}",
+                "not returned within {:?} (origin connection ended: {}):\n expected {baseline:?}\n      got {:?}",
                 crate::support::WAIT,
                 origin.ended.load(Ordering::SeqCst),
                 pools.snapshot()

@@ -6,7 +6,7 @@ use provider_pools::Snapshot;
 
 use crate::call::Tally;
 use crate::pace::Pace;
-use crate::world::{settle, Mode, World};
+use crate::world::{let_tasks_run, Mode, World};
 
 /// How long (virtual time) calls and jobs get to end once faults stop.
 const RUN_OUT: Duration = Duration::from_secs(120);
@@ -114,7 +114,7 @@ impl World {
         };
         match &self.mode {
             Mode::Paused => {
-                settle().await;
+                let_tasks_run().await;
                 Ok(read())
             }
             Mode::Threads(quiet) => quiet.observe(read),

@@ -24,9 +24,9 @@
 //! call), so no other thread touches the engine.
 //!
 //! A quiet window is a consistent state, every task at an await point; it
-//! is not a settled one: a task woken just before (a timer, a message) may
+//! is not a quiescent one: a task woken just before (a timer, a message) may
 //! not have run yet. Checks that hold in every such state run in each
-//! window; the end of a run waits, within a bound, for what must settle
+//! window; the end of a run waits, within a bound, for what must end
 //! (the engine's counts agreeing with the harness's).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -91,7 +91,7 @@ pub(crate) struct World {
 }
 
 /// Lets every ready task run without moving the paused clock.
-pub(crate) async fn settle() {
+pub(crate) async fn let_tasks_run() {
     for _ in 0..64 {
         tokio::task::yield_now().await;
     }

@@ -63,13 +63,13 @@ pub(crate) fn installation(
 pub(crate) use provider_pools_test_peers::eventually;
 
 /// Returns once the engine's actors have handled everything sent to them,
-/// and what that sent in turn (`ProviderPools::settled`); fails the test
+/// and what that sent in turn (`ProviderPools::wait_quiescent`); fails the test
 /// after [`WAIT`]. Answers the rounds it took (1: idle already).
-pub(crate) async fn settled(pools: &ProviderPools) -> u32 {
+pub(crate) async fn quiescent(pools: &ProviderPools) -> u32 {
     pools
-        .settled(deadline())
+        .wait_quiescent(deadline())
         .await
-        .expect("the engine's actors settle")
+        .expect("the engine's actors quiesce")
 }
 
 /// Returns once every task and actor is idle, on a paused clock: the clock

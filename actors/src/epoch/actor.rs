@@ -76,7 +76,7 @@ pub(crate) enum Msg {
         bound: usize,
         reply: Option<RpcReplyPort<usize>>,
     },
-    /// A quiescence probe (`ProviderPools::settled`): answer at once. Its
+    /// A quiescence probe (`ProviderPools::wait_quiescent`): answer at once. Its
     /// answer says that every message queued before it has been handled.
     #[cfg(feature = "testing")]
     Probe { reply: oneshot::Sender<()> },

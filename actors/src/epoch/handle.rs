@@ -83,7 +83,7 @@ impl EpochHandle {
     }
 }
 
-/// A quiescence check's hold on one epoch actor (`ProviderPools::settled`):
+/// A quiescence check's hold on one epoch actor (`ProviderPools::wait_quiescent`):
 /// it reads how many envelopes the actor opened and sends it `Probe`.
 #[cfg(feature = "testing")]
 #[derive(Debug, Clone)]

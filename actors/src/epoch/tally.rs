@@ -135,7 +135,7 @@ mod tests {
     }
 
     #[test]
-    fn racing_checkouts_and_a_retirement_settle_exactly() {
+    fn racing_checkouts_and_a_retirement_count_exactly() {
         let accounts = Accounts::new(&Limits::DEFAULT);
         let tally = Arc::new(ConnTally::new(accounts));
         let workers: Vec<_> = (0..4)

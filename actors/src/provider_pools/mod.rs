@@ -16,7 +16,7 @@
 //! | running ceilings of tenants and providers | `set_tenant_running`, `set_tenant_running_draining`, `set_provider_running`, `set_provider_running_until`, `provider_demand` | `own_running.rs` |
 //! | rates | `configure_provider_rate`, `set_provider_rate`, `set_provider_rate_until`, `provider_rate`, `provider_rates`, `configure_tenant_rate`, `set_tenant_rate`, `tenant_rate` | `rate.rs` |
 //! | tenant weights | `set_tenant_weight`, `tenant_weight`, `MAX_TENANT_WEIGHT` | `weights.rs` |
-//! | observation | `snapshot`, `usage`, `observe_admissions`; with feature `testing`: `settled` | `observation.rs`; `settled.rs` |
+//! | observation | `snapshot`, `usage`, `observe_admissions`; with feature `testing`: `wait_quiescent` | `observation.rs`; `quiescence.rs` |
 //! | retirement and shutdown | `retire`, `shutdown` | `shutdown.rs` |
 //!
 //! Invariants:
@@ -35,9 +35,9 @@ mod observation;
 mod own_running;
 mod prepay;
 mod providers;
-mod rate;
 #[cfg(feature = "testing")]
-mod settled;
+mod quiescence;
+mod rate;
 mod shutdown;
 mod streams;
 mod weights;
@@ -62,9 +62,9 @@ use crate::supervision::RestartPolicy;
 use crate::workers::WorkerPool;
 
 pub use prepay::Prepaid;
-pub use rate::{RateError, RateInForce, RateLimit};
 #[cfg(feature = "testing")]
-pub use settled::NotSettled;
+pub use quiescence::NotQuiescent;
+pub use rate::{RateError, RateInForce, RateLimit};
 pub use weights::WeightError;
 
 /// What a registry is started with.

@@ -78,7 +78,7 @@ enum Msg {
         limits: Limits,
         reply: RpcReplyPort<Result<(), LowerError>>,
     },
-    /// A quiescence probe (`ProviderPools::settled`): answer at once with a
+    /// A quiescence probe (`ProviderPools::wait_quiescent`): answer at once with a
     /// prober for every epoch actor believed running. Its answer says that
     /// every message queued before it has been handled; it changes nothing,
     /// not even the shutdown check that follows other messages.

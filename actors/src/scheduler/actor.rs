@@ -19,7 +19,7 @@ use crate::scheduler::core::Core;
 use crate::scheduler::Msg;
 
 /// Most yields a `Counts` answer waits for operations in flight to land.
-const SETTLE_YIELDS: usize = 1_000;
+const COUNTS_YIELDS: usize = 1_000;
 
 pub(crate) struct SchedulerActor;
 
@@ -116,9 +116,9 @@ impl Actor for SchedulerActor {
 /// owner is mid-pass on another thread), so that a release made before
 /// the question is counted, as a message would have been.
 async fn answer_counts(core: &Core, replies: Vec<RpcReplyPort<(u32, u32)>>) {
-    for _ in 0..SETTLE_YIELDS {
+    for _ in 0..COUNTS_YIELDS {
         core.run_handed();
-        if core.is_settled() {
+        if core.is_unowned() {
             break;
         }
         tokio::task::yield_now().await;

@@ -47,7 +47,7 @@ pub(crate) enum Left {
     /// It had been granted and had not read the grant: release it.
     Holding(RunningKey),
     /// Nothing: its answer was read, or held nothing.
-    Settled,
+    Nothing,
 }
 
 #[derive(Debug)]
@@ -140,7 +140,7 @@ impl Cell {
         match std::mem::replace(&mut inner.phase, Phase::Done) {
             Phase::Waiting => Left::Queued,
             Phase::Answered(Ok(running)) => Left::Holding(running),
-            Phase::Answered(_) | Phase::Done => Left::Settled,
+            Phase::Answered(_) | Phase::Done => Left::Nothing,
         }
     }
 }

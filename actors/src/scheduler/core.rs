@@ -145,7 +145,7 @@ impl Core {
             let admitted = {
                 let mut state = self.lock();
                 let admitted = state.admit(tenant, provider, class, deadline);
-                self.settle(&mut state);
+                self.finish_pass(&mut state);
                 admitted
             };
             self.give_up(Some(PASSES));
@@ -187,7 +187,7 @@ impl Core {
             {
                 let mut state = self.lock();
                 state.apply(op);
-                self.settle(&mut state);
+                self.finish_pass(&mut state);
             }
             self.give_up(Some(PASSES));
         } else {
@@ -256,7 +256,7 @@ impl Core {
                 for op in ops {
                     state.apply(op);
                 }
-                self.settle(&mut state);
+                self.finish_pass(&mut state);
             }
             if self.retire(take) {
                 return;
@@ -299,7 +299,7 @@ impl Core {
 
     /// After a pass: grants what became ready, publishes the counts, and
     /// wakes the actor if the alarm must ring earlier.
-    fn settle(&self, state: &mut State) {
+    fn finish_pass(&self, state: &mut State) {
         let own = state.grant_ready();
         debug_assert!(own.is_none(), "a caller's own admit left in the queue");
         state.report();

@@ -11,7 +11,7 @@
 //! - Every waiter in the queue has an entry here (so closing reaches every
 //!   waiter through this heap alone).
 //! - Entries ≤ 2 × waiting + [`SLACK`]: a push past that first drops every
-//!   settled entry (amortised O(1) per push, as a heap of n entries is
+//!   stale entry, one whose waiter was answered or left (amortised O(1) per push, as a heap of n entries is
 //!   rebuilt only after about n pushes).
 
 use std::cmp::Ordering as CmpOrdering;
@@ -22,7 +22,7 @@ use tokio::time::Instant;
 
 use crate::scheduler::cell::Cell;
 
-/// Settled entries tolerated beyond twice the waiting ones.
+/// Stale entries tolerated beyond twice the waiting ones.
 const SLACK: usize = 64;
 
 struct Entry {
@@ -60,7 +60,7 @@ pub(crate) struct Deadlines {
 
 impl Deadlines {
     /// Adds a queued waiter's entry, due at `deadline`; `waiting` is how
-    /// many waiters the queue holds now, which bounds the settled entries
+    /// many waiters the queue holds now, which bounds the stale entries
     /// kept.
     pub(crate) fn push(&mut self, cell: Arc<Cell>, deadline: Instant, waiting: u32) {
         if self.heap.len() >= 2 * waiting as usize + SLACK {
@@ -70,7 +70,7 @@ impl Deadlines {
     }
 
     /// The earliest deadline of a waiter still waiting, dropping the
-    /// settled entries in front of it.
+    /// stale entries in front of it.
     pub(crate) fn earliest(&mut self) -> Option<Instant> {
         while let Some(top) = self.heap.peek() {
             if top.cell.is_waiting() {
@@ -81,7 +81,7 @@ impl Deadlines {
         None
     }
 
-    /// The next entry whose deadline is at or before `now`, settled or not.
+    /// The next entry whose deadline is at or before `now`, stale or not.
     pub(crate) fn pop_due(&mut self, now: Instant) -> Option<Arc<Cell>> {
         if self.heap.peek()?.deadline > now {
             return None;
@@ -94,7 +94,7 @@ impl Deadlines {
         self.heap.drain().map(|entry| entry.cell)
     }
 
-    /// Entries held, settled ones included.
+    /// Entries held, stale ones included.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.heap.len()

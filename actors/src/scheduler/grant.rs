@@ -54,12 +54,12 @@ impl Future for Waiting {
 impl Drop for Waiting {
     fn drop(&mut self) {
         let left = self.cell.leave();
-        // Without its core the waiter read its grant, so left settled.
+        // Without its core the waiter read its grant, so left nothing.
         let Some(core) = &self.core else { return };
         match left {
             Left::Queued => core.cancel(Arc::clone(&self.cell)),
             Left::Holding(running) => core.release(running),
-            Left::Settled => {}
+            Left::Nothing => {}
         }
     }
 }

@@ -45,9 +45,9 @@ fn poll(waiting: &mut Waiting) -> Poll<Result<RunningGrant, Ended>> {
 
 /// Serves the actor, then asserts nothing is left for an owner and the
 /// counts are `expected`.
-fn settled(core: &Core, actor: &StandIn, expected: (u32, u32)) {
+fn served(core: &Core, actor: &StandIn, expected: (u32, u32)) {
     actor.serve(core);
-    assert!(core.is_settled(), "an operation was left behind");
+    assert!(core.is_unowned(), "an operation was left behind");
     assert_eq!(core.counts(), expected, "(pending, running)");
 }
 
@@ -63,7 +63,7 @@ fn a_grant_racing_its_waiters_cancel_is_returned_or_never_made() {
             let releaser = thread::spawn(move || drop(running));
             drop(waiter);
             releaser.join().expect("releaser");
-            settled(&core, &actor, (0, 0));
+            served(&core, &actor, (0, 0));
         },
     );
 }
@@ -100,13 +100,13 @@ fn a_release_racing_close_grants_before_close_or_answers_closed_and_never_after(
             }
             match poll(&mut waiter) {
                 Poll::Ready(Ok(grant)) => {
-                    settled(&core, &actor, (0, 1));
+                    served(&core, &actor, (0, 1));
                     drop(grant);
                 }
                 Poll::Ready(Err(Ended::Closed)) => {}
                 other => panic!("the waiter heard neither grant nor close: {other:?}"),
             }
-            settled(&core, &actor, (0, 0));
+            served(&core, &actor, (0, 0));
         },
     );
 }
@@ -129,9 +129,9 @@ fn two_releases_racing_for_one_waiter_grant_it_once() {
             let Poll::Ready(Ok(grant)) = poll(&mut waiter) else {
                 panic!("the waiter was not granted");
             };
-            settled(&core, &actor, (0, 1));
+            served(&core, &actor, (0, 1));
             drop(grant);
-            settled(&core, &actor, (0, 0));
+            served(&core, &actor, (0, 0));
         },
     );
 }
@@ -167,9 +167,9 @@ fn operations_combined_under_contention_are_all_applied_and_handed_over() {
                 }
                 AdmitReply::Ended(ended) => panic!("c was refused: {ended:?}"),
             };
-            settled(&core, &actor, (0, 1));
+            served(&core, &actor, (0, 1));
             drop(grant);
-            settled(&core, &actor, (0, 0));
+            served(&core, &actor, (0, 0));
         },
     );
 }
@@ -207,9 +207,9 @@ fn a_hand_over_is_applied_once_by_a_caller_taking_it_back_or_by_the_actor() {
                 }
                 AdmitReply::Ended(ended) => panic!("d was refused: {ended:?}"),
             };
-            settled(&core, &actor, (0, 2));
+            served(&core, &actor, (0, 2));
             drop((c, d));
-            settled(&core, &actor, (0, 0));
+            served(&core, &actor, (0, 0));
         },
     );
 }
@@ -235,7 +235,7 @@ fn with_the_actor_stopping_a_hand_over_is_applied_by_one_side() {
             one.join().expect("release");
             stopper.join().expect("stopper");
             // The actor is gone: nothing serves its wake-ups.
-            assert!(core.is_settled(), "a hand-over was lost with the actor");
+            assert!(core.is_unowned(), "a hand-over was lost with the actor");
             assert_eq!(core.counts(), (0, 0));
         },
     );
@@ -276,7 +276,7 @@ fn a_token_awaited_by_a_group_any_owner_parks_reaches_the_alarm() {
                 "{asked:?} vs {token:?}"
             );
             assert!(actor.wakes() >= 1, "the actor was woken to set it");
-            settled(&core, &actor, (1, 1));
+            served(&core, &actor, (1, 1));
         },
     );
 }

@@ -70,7 +70,7 @@ fn a_lone_admit_is_granted_on_the_callers_task_without_waking_the_actor() {
     drop(grant);
     assert_eq!(core.counts(), (0, 0));
     assert_eq!(actor.wakes(), 0, "no hop to the actor");
-    assert!(core.is_settled());
+    assert!(core.is_unowned());
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn an_operation_left_while_the_queue_is_owned_is_applied_before_the_owner_lets_g
     assert_eq!(wb.count(), 0);
     core.give_up_for_test();
     assert_eq!(wb.count(), 1, "the owner applied the release and granted b");
-    assert!(core.is_settled());
+    assert!(core.is_unowned());
     assert_eq!(actor.wakes(), wakes, "no hand-over");
     assert!(matches!(poll(&mut b, &wb), Poll::Ready(Ok(_))));
 }
@@ -157,7 +157,7 @@ fn past_its_passes_an_owner_hands_the_rest_to_the_actor_once() {
     assert!(core.is_owned(), "ownership stays with the hand-over");
     assert_eq!(actor.wakes(), 1);
     actor.serve(&core);
-    assert!(core.is_settled(), "the actor applied the rest");
+    assert!(core.is_unowned(), "the actor applied the rest");
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn with_the_actor_gone_an_owner_applies_everything_itself() {
         core.defer_noop_for_test();
     }
     core.give_up_bounded_for_test();
-    assert!(core.is_settled(), "nothing was left behind");
+    assert!(core.is_unowned(), "nothing was left behind");
 }
 
 #[test]
@@ -263,7 +263,7 @@ fn the_alarm_times_out_only_the_waiters_due_and_is_asked_only_for_an_earlier_dea
 }
 
 #[test]
-fn settled_deadline_entries_stay_bounded_by_the_waiters() {
+fn stale_deadline_entries_stay_bounded_by_the_waiters() {
     let (core, _actor) = core(0);
     for _ in 0..1_000 {
         let w = waiting(admit(&core, "a"));
@@ -301,7 +301,7 @@ fn a_stopping_actor_closes_admission_and_applies_what_was_handed_to_it() {
     assert_eq!(actor.wakes(), 1);
     core.stop();
     assert!(
-        core.is_settled(),
+        core.is_unowned(),
         "the hand-over was applied on the way out"
     );
     assert!(matches!(

@@ -155,7 +155,10 @@ impl FetchedMessage {
     async fn acknowledge(self, kind: AckKind) -> Result<(), NatsError> {
         let Self { reply, link, .. } = self;
         let Some(held) = link.held.as_ref() else {
-            return Err(NatsError::protocol("settling a message", "no connection"));
+            return Err(NatsError::protocol(
+                "acknowledging a message",
+                "no connection",
+            ));
         };
         let mut unconfirmed = Unconfirmed {
             failed: &link.failed,
@@ -316,6 +319,6 @@ fn ack_error(e: async_nats::RequestError) -> NatsError {
     match e.kind() {
         RequestErrorKind::TimedOut => NatsError::Timeout,
         RequestErrorKind::NoResponders => NatsError::NotFound(Missing::Consumer),
-        _ => NatsError::protocol("settling a message", e),
+        _ => NatsError::protocol("acknowledging a message", e),
     }
 }

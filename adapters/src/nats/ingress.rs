@@ -129,7 +129,7 @@ pub struct EventOutcome<E> {
     pub delivery: Delivery,
     /// What the pools and the handler made of it.
     pub handling: Handling<E>,
-    /// The server's confirmation, or why settling failed (the message is
+    /// The server's confirmation, or why acknowledging failed (the message is
     /// then redelivered after the consumer's ack wait).
     pub acknowledgement: Result<Acknowledgement, NatsError>,
 }

@@ -24,8 +24,8 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use provider_pools_actors::{PooledConnection, RunningRequest, StagedOutput};
 use tokio::time::{Instant, Sleep};
 
-use crate::http::delivery::{park_ready, reuse_wait_until};
-use crate::http::HttpConnection;
+use crate::http_origin::delivery::{park_ready, reuse_wait_until};
+use crate::http_origin::HttpConnection;
 use crate::s3::error::Failure;
 
 /// Chunks of answers the SDK buffers whole, each charged to the request

@@ -28,7 +28,7 @@ use aws_smithy_runtime_api::client::http::{
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use provider_pools_actors::{ClientLease, OriginKind, ProviderPools, RunningRequest};
 
-use crate::http::HttpDialer;
+use crate::http_origin::HttpDialer;
 use crate::s3::config::{split_credential, S3ConfigError, S3Endpoint};
 use crate::s3::connector::{Bounds, PoolConnector};
 use crate::s3::S3Error;

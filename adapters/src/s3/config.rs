@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use provider_pools_actors::{Credential, OriginKind, ProviderConfig};
 
-use crate::http::{ApprovedOrigin, OriginError};
+use crate::http_origin::{ApprovedOrigin, OriginError};
 
 /// The provider setting naming the S3 region (required).
 pub const REGION_SETTING: &str = "region";

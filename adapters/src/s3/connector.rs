@@ -38,10 +38,10 @@ use http::{Uri, Version};
 use http_body_util::{BodyExt, Full, Limited};
 use provider_pools_actors::{ProviderPools, RunningRequest};
 
-use crate::http::delivery::asks_close;
-use crate::http::delivery::{deliver, Delivered, Undeliverable};
-use crate::http::error::Progress;
-use crate::http::HttpDialer;
+use crate::http_origin::delivery::asks_close;
+use crate::http_origin::delivery::{deliver, Delivered, Undeliverable};
+use crate::http_origin::error::Progress;
+use crate::http_origin::HttpDialer;
 use crate::s3::body::{Charged, PooledBody};
 use crate::s3::config::S3Endpoint;
 use crate::s3::error::Failure;

@@ -13,7 +13,7 @@
 //!   a rotation builds a new one while calls on the old epoch finish on it.
 //! - The SDK sends nothing on its own: each operation binds an HTTP client
 //!   for its running request, which reserves the pools' HTTP connections
-//!   (`reserve_connection` with [`HttpDialer`](crate::http::HttpDialer)),
+//!   (`reserve_connection` with [`HttpDialer`](crate::http_origin::HttpDialer)),
 //!   so every S3 connection is charged, owned and visible in snapshots.
 //! - Only the slot's approved endpoint is reached; a request for any other
 //!   scheme, host or port is refused before a connection is reserved.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aws_sdk_s3::primitives::ByteStream;
 use provider_pools_actors::{Bytes, ProviderPools, RunningRequest};
 
-use crate::http::HttpDialer;
+use crate::http_origin::HttpDialer;
 use crate::s3::client::Call;
 use crate::s3::connector::Bounds;
 use crate::s3::reader::S3Reader;

@@ -38,7 +38,7 @@ use rustify::errors::ClientError;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::http::HttpDialer;
+use crate::http_origin::HttpDialer;
 use crate::vault::error::VaultError;
 use crate::vault::exchange::{exchange, Outgoing, Slot};
 use crate::vault::sizes::max_request;

@@ -14,8 +14,8 @@
 
 use std::fmt;
 
-pub use crate::http::CA_FILE_SETTING;
-use crate::http::{ApprovedOrigin, OriginError};
+pub use crate::http_origin::CA_FILE_SETTING;
+use crate::http_origin::{ApprovedOrigin, OriginError};
 use crate::vault::error::VaultError;
 use crate::vault::path::{check_segments, PathError, MAX_MOUNT};
 

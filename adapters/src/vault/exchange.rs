@@ -39,10 +39,10 @@ use hyper::body::{Body, Incoming};
 use provider_pools_actors::{OriginKind, ProviderPools, RunningRequest, StagedOutput};
 use zeroize::Zeroizing;
 
-use crate::http::delivery::{asks_close, park_if_reusable};
-use crate::http::delivery::{deliver, Delivered, Undeliverable};
-use crate::http::error::Progress;
-use crate::http::{HttpConnection, HttpDialer};
+use crate::http_origin::delivery::{asks_close, park_if_reusable};
+use crate::http_origin::delivery::{deliver, Delivered, Undeliverable};
+use crate::http_origin::error::Progress;
+use crate::http_origin::{HttpConnection, HttpDialer};
 use crate::vault::config::{
     self, VaultAddress, MOUNT_SETTING, NAMESPACE_SETTING, TRANSIT_MOUNT_SETTING,
 };

@@ -16,9 +16,9 @@
 //! (`vault/client.rs`), a rustify `Client` built per call over the admitted
 //! `RunningRequest`: its `send` is the only way out, and runs one exchange
 //! on the http adapter's connections
-//! ([`HttpConnection`](crate::http::HttpConnection)s reserved with
+//! ([`HttpConnection`](crate::http_origin::HttpConnection)s reserved with
 //! `reserve_connection` and the slot's
-//! [`HttpDialer`](crate::http::HttpDialer)): origin-form path under `/v1/`,
+//! [`HttpDialer`](crate::http_origin::HttpDialer)): origin-form path under `/v1/`,
 //! `X-Vault-Request: true`, the token header added there, never by a
 //! middleware. vaultrs's `VaultClient` (a reqwest client) is never built;
 //! vaultrs and rustify depend on reqwest 0.13 whatever their features, so
@@ -124,7 +124,7 @@
 //!   driver saw the server close it has left the stash; one that closes
 //!   between checkout and send hands the request back unsent and the
 //!   request goes to another connection (the HTTP adapter's delivery,
-//!   `adapters/src/http/delivery.rs`); a request a connection took is never
+//!   `adapters/src/http_origin/delivery.rs`); a request a connection took is never
 //!   sent again.
 
 mod client;

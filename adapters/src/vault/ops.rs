@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use provider_pools_actors::{Bytes, ProviderPools, RunningRequest};
 use serde_json::{Map, Value};
 
-use crate::http::HttpDialer;
+use crate::http_origin::HttpDialer;
 use crate::vault::client::PoolClient;
 use crate::vault::error::VaultError;
 use crate::vault::exchange::Slot;

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use provider_pools_actors::{Bytes, ProviderPools, RunningRequest, StagedOutput};
 use zeroize::{Zeroize, Zeroizing};
 
-use crate::http::HttpDialer;
+use crate::http_origin::HttpDialer;
 use crate::vault::client::PoolClient;
 use crate::vault::config::TransitKey;
 use crate::vault::error::VaultError;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use provider_pools_actors::{ProviderPools, RunningRequest};
 
-use crate::http::HttpDialer;
+use crate::http_origin::HttpDialer;
 use crate::vault::client::PoolClient;
 use crate::vault::error::VaultError;
 use crate::vault::exchange::Slot;

@@ -16,7 +16,7 @@ use provider_pools_actors::{
     ExecutionPlan, InstallReceipt, Limits, OriginKind, ProviderPools, RunningRequest,
 };
 use provider_pools_adapters::blob::{self, BlobKey, BlobLimits};
-use provider_pools_adapters::http::{self, BodyLimits, HttpDialer};
+use provider_pools_adapters::http_origin::{self, BodyLimits, HttpDialer};
 
 use crate::support::origin::Origin;
 use crate::support::{self, get, plan_until, AllowAll};
@@ -114,7 +114,7 @@ impl Neighbourhood {
         let plan = plan_until("victim", session, deadline);
         if round.is_multiple_of(2) {
             let running = self.start(&self.web, OriginKind::Http, plan).await?;
-            let response = http::call(
+            let response = http_origin::call(
                 &self.pools,
                 &running,
                 &self.dialer,

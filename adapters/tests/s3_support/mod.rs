@@ -12,7 +12,7 @@ use std::sync::Arc;
 use provider_pools_actors::{
     Bytes, InstallReceipt, OriginKind, ProviderConfig, ProviderPools, RunningRequest,
 };
-use provider_pools_adapters::http::HttpDialer;
+use provider_pools_adapters::http_origin::HttpDialer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

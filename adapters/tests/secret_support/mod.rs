@@ -120,7 +120,7 @@ impl Fixture {
     }
 
     /// Accounted metadata once every job has been joined.
-    pub(crate) async fn settled_metadata(&self) -> u32 {
+    pub(crate) async fn quiescent_metadata(&self) -> u32 {
         eventually("every job joined", || self.pools.snapshot().workers == 0).await;
         self.pools.snapshot().metadata_bytes
     }

@@ -222,13 +222,13 @@ pub(crate) async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T
 pub(crate) use provider_pools_test_peers::eventually;
 
 /// Returns once the engine's actors have handled everything sent to them,
-/// and what that sent in turn (`ProviderPools::settled`); fails the test
+/// and what that sent in turn (`ProviderPools::wait_quiescent`); fails the test
 /// after [`WAIT`]. Not for what a driver job or a peer still has to do.
-pub(crate) async fn settled(pools: &ProviderPools) {
+pub(crate) async fn quiescent(pools: &ProviderPools) {
     pools
-        .settled(deadline())
+        .wait_quiescent(deadline())
         .await
-        .expect("the engine's actors settle");
+        .expect("the engine's actors quiesce");
 }
 
 /// Runs `future` as a task of the test's runtime.
@@ -270,10 +270,10 @@ pub(crate) fn deadline() -> tokio::time::Instant {
 
 /// A GET of the origin-form `path`, with no headers and no body.
 #[cfg(feature = "http")]
-pub(crate) fn get(path: &str) -> provider_pools_adapters::http::HttpRequest {
-    provider_pools_adapters::http::HttpRequest {
+pub(crate) fn get(path: &str) -> provider_pools_adapters::http_origin::HttpRequest {
+    provider_pools_adapters::http_origin::HttpRequest {
         method: http::Method::GET,
-        target: provider_pools_adapters::http::RequestTarget::parse(path)
+        target: provider_pools_adapters::http_origin::RequestTarget::parse(path)
             .expect("origin-form target"),
         headers: http::HeaderMap::new(),
         body: Bytes::new(),

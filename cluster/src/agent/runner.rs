@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use provider_pools_actors::ProviderPools;
 use provider_pools_actors::{ProviderId, RateLimit, TenantId};
 use provider_pools_control_plane::{
-    Board, ControlPlaneError, LeadershipGuard, LeaseKey, LeaseName, PresenceKey, Registration,
-    TopicName,
+    Board, ControlPlaneError, LeadershipGuard, LeaseKey, LeaseName, NameError, PresenceKey,
+    Registration, TopicName,
 };
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -73,7 +73,7 @@ impl Tracked {
             Bound::Running => ("shares", "demand", "cluster.ceiling.provider"),
             Bound::Rate { .. } => ("rates", "rate-demand", "cluster.rate.provider"),
         };
-        let named = |error: ControlPlaneError| ClusterError::config(key, error.to_string());
+        let named = |error: NameError| ClusterError::config(key, error.to_string());
         Ok(Self {
             provider: provider.clone(),
             bound,

@@ -145,7 +145,7 @@ impl World {
 
     /// Each node `i` backlogged with 10 for its own tenant `t<i>`, after
     /// four full rounds.
-    fn settled_one_tenant_per_node() -> Self {
+    fn converged_one_tenant_per_node() -> Self {
         let mut world = Self::new();
         for (i, n) in world.nodes.iter_mut().enumerate() {
             n.backlog.insert(tenant(i as u8), 10);
@@ -337,7 +337,7 @@ fn shares_converge_to_the_fair_division_and_move_when_demand_moves() {
 
 #[test]
 fn a_departed_nodes_bound_stays_reserved_for_the_quarantine_then_moves() {
-    let mut world = World::settled_one_tenant_per_node();
+    let mut world = World::converged_one_tenant_per_node();
     let before = world.table.clone().expect("a table");
     let n0_bound = before.rows[&node(0)].bound;
     assert!(n0_bound > 0, "{before:?}");
@@ -366,7 +366,7 @@ fn a_departed_nodes_bound_stays_reserved_for_the_quarantine_then_moves() {
 
 #[test]
 fn a_node_never_raises_on_a_table_it_reported_a_lower_share_under() {
-    let mut world = World::settled_one_tenant_per_node();
+    let mut world = World::converged_one_tenant_per_node();
     let held = world.nodes[0].holding.in_force;
     assert!(held > 0, "n0 holds a share");
     // n0 read the table, then lost contact (down to what runs: nothing),
@@ -398,7 +398,7 @@ fn a_node_never_raises_on_a_table_it_reported_a_lower_share_under() {
 
 #[test]
 fn a_leaving_node_is_bound_to_nothing_once_it_acknowledges_so_its_departure_reserves_nothing() {
-    let mut world = World::settled_one_tenant_per_node();
+    let mut world = World::converged_one_tenant_per_node();
     assert!(world.table.as_ref().expect("a table").rows[&node(0)].bound > 0);
     // n0 leaves: it aims at zero and says so, its backlog still listed.
     let mut leaving_rounds = 0;
@@ -575,17 +575,17 @@ mod rate {
                 .collect();
             table = Some(next_table(pool(), 3, table.as_ref(), &reports));
         }
-        let settled = table.clone().expect("a table");
-        assert_eq!(settled.rows[&node(0)].grant, 45, "{settled:?}");
+        let converged = table.clone().expect("a table");
+        assert_eq!(converged.rows[&node(0)].grant, 45, "{converged:?}");
 
         // y starts waiting on n1; n0 has not yet applied the lowering.
         let mut reports: BTreeMap<_, _> = (0..3)
             .map(|i| {
                 let waiting: &[u8] = [&[0u8][..], &[1], &[]][i];
-                (node(i), report(i, Some(&settled), waiting))
+                (node(i), report(i, Some(&converged), waiting))
             })
             .collect();
-        let lowered = next_table(pool(), 3, Some(&settled), &reports);
+        let lowered = next_table(pool(), 3, Some(&converged), &reports);
         let bounds: u32 = lowered.rows.values().map(|row| row.bound).sum();
         assert!(bounds <= 45, "{lowered:?}");
         assert!(lowered.rows[&node(0)].grant < 45, "{lowered:?}");

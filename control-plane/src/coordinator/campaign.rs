@@ -7,9 +7,10 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::client::ControlPlane;
+use crate::client::{acquire_guarded, renew_guarded};
 use crate::coordinator::config::{CoordinatorConfig, Leadership};
 use crate::error::ControlPlaneError;
-use crate::lease::{acquire_guarded, renew_guarded, LeadershipGuard, LeaseKey, LeaseRequest};
+use crate::lease::{LeadershipGuard, LeaseKey, LeaseRequest};
 
 /// A lease campaigned for, its guard when leading, and its publisher.
 pub(crate) struct Campaign {

@@ -2,7 +2,7 @@
 //! publishes its [`Leadership`] of each.
 //!
 //! A campaign acquires its lease through
-//! [`acquire_guarded`](crate::lease::acquire_guarded) (unknown outcomes are
+//! [`acquire_guarded`](crate::client::acquire_guarded) (unknown outcomes are
 //! settled by reading back), renews every `renew_every` while leading, and
 //! retries every `retry_every` while another node leads. Leadership is
 //! published on a `watch` channel as soon as it changes: `Leader` carries

@@ -39,7 +39,7 @@ use crate::etcd::gateway::Exchange;
 use crate::etcd::layout::FencedEnvelope;
 use crate::etcd::wire::{Bytes64, Compare, Int, PutRequest, RequestOp, TxnRequest};
 use crate::lease::{LeaseGrant, LeaseKey};
-use crate::name::{NodeId, ServiceName, TopicName};
+use crate::name::{NodeId, ServiceGroup, TopicName};
 use crate::presence::PresenceKey;
 
 impl EtcdClient {
@@ -83,7 +83,7 @@ impl EtcdClient {
 
     pub(super) async fn etcd_read_posts(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
         topic: TopicName,
     ) -> Result<Vec<Post>, ControlPlaneError> {
         let (start, end) = self.keys.post_range(&service, &topic);

@@ -9,7 +9,7 @@ use crate::etcd::config::EtcdConfig;
 use crate::etcd::gateway::Gateway;
 use crate::etcd::layout::Keyspace;
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::{ServiceName, TopicName};
+use crate::name::{ServiceGroup, TopicName};
 use crate::presence::{PresenceKey, Registration};
 
 /// A control-plane client backed by an etcd cluster (v3 API, reached
@@ -92,7 +92,7 @@ impl ControlPlane for EtcdClient {
         Box::pin(self.etcd_deregister(key))
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         Box::pin(self.etcd_discover(service))
     }
 
@@ -130,7 +130,7 @@ impl Board for EtcdClient {
 
     fn read_posts(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
         topic: TopicName,
     ) -> BoxFuture<'_, CallResult<Vec<Post>>> {
         Box::pin(self.etcd_read_posts(service, topic))

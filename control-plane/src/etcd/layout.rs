@@ -38,7 +38,7 @@ use crate::board::{FencedRecord, MAX_BOARD_VALUE_BYTES};
 use crate::error::ControlPlaneError;
 use crate::etcd::wire::Bytes64;
 use crate::lease::{FencingToken, LeaseKey};
-use crate::name::{NodeId, ServiceName, TopicName};
+use crate::name::{NodeId, ServiceGroup, TopicName};
 use crate::presence::{check_ttl, PresenceKey};
 
 /// The largest stored [`FencedEnvelope`]: the value in base64 and room for
@@ -65,7 +65,7 @@ impl Keyspace {
     }
 
     /// The range `[start, end)` of one service's registrations.
-    pub(super) fn presence_range(&self, service: &ServiceName) -> (Vec<u8>, Vec<u8>) {
+    pub(super) fn presence_range(&self, service: &ServiceGroup) -> (Vec<u8>, Vec<u8>) {
         let start = format!("{}presence/{service}/", self.prefix).into_bytes();
         let end = range_end(&start);
         (start, end)
@@ -79,7 +79,7 @@ impl Keyspace {
     /// The range `[start, end)` of the posts on one service's topic.
     pub(super) fn post_range(
         &self,
-        service: &ServiceName,
+        service: &ServiceGroup,
         topic: &TopicName,
     ) -> (Vec<u8>, Vec<u8>) {
         let start = format!("{}board/{service}/{topic}/", self.prefix).into_bytes();
@@ -238,17 +238,17 @@ mod tests {
     #[test]
     fn a_service_range_covers_its_instances_only() {
         let keys = Keyspace::new("/p/");
-        let (start, end) = keys.presence_range(&ServiceName::new("bill").expect("valid"));
+        let (start, end) = keys.presence_range(&ServiceGroup::new("bill").expect("valid"));
         assert_eq!(
             (&start[..], &end[..]),
             (&b"/p/presence/bill/"[..], &b"/p/presence/bill0"[..])
         );
         let inside = keys.presence(&PresenceKey {
-            service: ServiceName::new("bill").expect("valid"),
+            service: ServiceGroup::new("bill").expect("valid"),
             node: NodeId::new("node-a").expect("valid"),
         });
         let billing = keys.presence(&PresenceKey {
-            service: ServiceName::new("billing").expect("valid"),
+            service: ServiceGroup::new("billing").expect("valid"),
             node: NodeId::new("node-a").expect("valid"),
         });
         assert!(start <= inside && inside < end);
@@ -275,11 +275,11 @@ mod tests {
         let keys = Keyspace::new("/p/");
         let topic = |name: &str| TopicName::new(name).expect("valid");
         let instance = |service: &str| PresenceKey {
-            service: ServiceName::new(service).expect("valid"),
+            service: ServiceGroup::new(service).expect("valid"),
             node: NodeId::new("node-a").expect("valid"),
         };
         let (start, end) =
-            keys.post_range(&ServiceName::new("bill").expect("valid"), &topic("dem"));
+            keys.post_range(&ServiceGroup::new("bill").expect("valid"), &topic("dem"));
         assert_eq!(
             (&start[..], &end[..]),
             (&b"/p/board/bill/dem/"[..], &b"/p/board/bill/dem0"[..])

@@ -16,7 +16,7 @@ use crate::error::ControlPlaneError;
 use crate::etcd::client::EtcdClient;
 use crate::etcd::layout::etcd_ttl_secs;
 use crate::etcd::wire::{Bytes64, Int, PutRequest};
-use crate::name::ServiceName;
+use crate::name::ServiceGroup;
 use crate::presence::{PresenceKey, Registration};
 
 impl EtcdClient {
@@ -85,7 +85,7 @@ impl EtcdClient {
 
     pub(super) async fn etcd_discover(
         &self,
-        service: ServiceName,
+        service: ServiceGroup,
     ) -> Result<Vec<Registration>, ControlPlaneError> {
         let (start, end) = self.keys.presence_range(&service);
         let limit = self.max_discovered;

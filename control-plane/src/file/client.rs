@@ -26,7 +26,7 @@ use crate::file::options::FileOptions;
 use crate::file::reserve::Reserve;
 use crate::file::staged_file::{remove_leftovers, CommitFailed, StagedFile};
 use crate::lease::{LeaseGrant, LeaseKey, LeaseRequest, LeaseState};
-use crate::name::ServiceName;
+use crate::name::ServiceGroup;
 use crate::presence::{PresenceKey, Registration};
 use crate::store::{StoreState, StoreStats};
 
@@ -239,7 +239,7 @@ impl ControlPlane for FileClient {
         Box::pin(async move { self.stage_deregister(key)?.commit() })
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         self.read(move |state, now_ms| state.discover(&service, now_ms))
     }
 

@@ -4,8 +4,9 @@
 //! - [`LeadershipGuard`] turns a grant into "safe until": the instant the
 //!   acquiring request was sent, plus the time to live, minus a skew margin,
 //!   on the monotonic clock. It reports loss before that instant passes.
-//! - [`settle`] resolves a mutation whose outcome is unknown by reading the
-//!   lease back; nothing here ever replays a lease mutation.
+//! - [`settle`](crate::client::settle) (beside the client trait it reads
+//!   through) resolves a mutation whose outcome is unknown by reading the
+//!   lease back; nothing ever replays a lease mutation.
 //! - [`FencingGate`] lets a protected resource refuse any token lower than
 //!   the highest it has seen.
 //!
@@ -16,21 +17,21 @@
 //! - An exhausted token (`u64::MAX`) is never reused: acquisition fails with
 //!   [`EpochExhausted`](crate::ControlPlaneError::EpochExhausted).
 
+pub(crate) mod answers;
 mod fence;
 mod guard;
-mod settle;
 
 use std::fmt;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::token::FencingToken;
 pub use fence::{FencingGate, StaleToken};
 pub use guard::{LeadershipGuard, LeadershipLost, SkewMargin, DEFAULT_SKEW_MARGIN};
-pub use settle::{acquire_guarded, renew_guarded, settle, Settled};
 
 use crate::error::ControlPlaneError;
-use crate::name::{LeaseName, NodeId, ServiceName};
+use crate::name::{LeaseName, NodeId, ServiceGroup};
 use crate::presence::check_ttl;
 
 /// Which lease: the leadership of one service, or a named global lease.
@@ -45,7 +46,7 @@ pub enum LeaseKey {
     /// A lease shared by the whole control plane.
     Global(LeaseName),
     /// The leadership of one service.
-    Service(ServiceName),
+    Service(ServiceGroup),
 }
 
 impl LeaseKey {
@@ -70,37 +71,6 @@ impl LeaseKey {
 impl fmt::Display for LeaseKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.path())
-    }
-}
-
-/// A fencing token: strictly increasing per lease across acquisitions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct FencingToken(pub u64);
-
-impl FencingToken {
-    /// The token as a number.
-    pub fn get(self) -> u64 {
-        self.0
-    }
-
-    /// The token after this one, or [`ControlPlaneError::EpochExhausted`]:
-    /// an exhausted token is never reused.
-    ///
-    /// # Errors
-    ///
-    /// [`ControlPlaneError::EpochExhausted`] at `u64::MAX`.
-    pub fn next(self) -> Result<Self, ControlPlaneError> {
-        self.0
-            .checked_add(1)
-            .map(Self)
-            .ok_or(ControlPlaneError::EpochExhausted)
-    }
-}
-
-impl fmt::Display for FencingToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
     }
 }
 

@@ -20,7 +20,7 @@
 use crate::board::{FencedRecord, Post, MAX_BOARD_VALUE_BYTES};
 use crate::error::ControlPlaneError;
 use crate::lease::{LeaseGrant, LeaseKey};
-use crate::name::{ServiceName, TopicName};
+use crate::name::{ServiceGroup, TopicName};
 use crate::presence::PresenceKey;
 use crate::store::state::StoreState;
 use crate::store::{FENCED_OVERHEAD_BYTES, POST_OVERHEAD_BYTES};
@@ -78,7 +78,7 @@ impl StoreState {
     /// node.
     pub(crate) fn read_posts(
         &self,
-        service: &ServiceName,
+        service: &ServiceGroup,
         topic: &TopicName,
         now_ms: u64,
     ) -> Vec<Post> {

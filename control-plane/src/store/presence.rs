@@ -1,7 +1,7 @@
 //! Presence operations of [`StoreState`].
 
 use crate::error::ControlPlaneError;
-use crate::name::ServiceName;
+use crate::name::ServiceGroup;
 use crate::presence::{PresenceKey, Registration};
 use crate::store::state::{expiry, PresenceRecord, StoreState};
 
@@ -110,7 +110,7 @@ impl StoreState {
     }
 
     /// The live instances of `service`, ordered by node.
-    pub(crate) fn discover(&self, service: &ServiceName, now_ms: u64) -> Vec<Registration> {
+    pub(crate) fn discover(&self, service: &ServiceGroup, now_ms: u64) -> Vec<Registration> {
         self.presence
             .get(service)
             .into_iter()

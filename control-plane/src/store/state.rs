@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::board::FencedRecord;
 use crate::error::ControlPlaneError;
 use crate::lease::{FencingToken, LeaseKey, LeaseState};
-use crate::name::{NodeId, ServiceName, TopicName};
+use crate::name::{NodeId, ServiceGroup, TopicName};
 use crate::presence::Registration;
 use crate::store::limits::{StoreLimits, StoreStats};
 use crate::store::{LEASE_OVERHEAD_BYTES, PRESENCE_OVERHEAD_BYTES};
@@ -80,9 +80,9 @@ impl LeaseRecord {
 /// service, topic then node, fenced records by lease, and the account.
 #[derive(Debug, Clone)]
 pub(crate) struct StoreState {
-    pub(crate) presence: BTreeMap<ServiceName, BTreeMap<crate::name::NodeId, PresenceRecord>>,
+    pub(crate) presence: BTreeMap<ServiceGroup, BTreeMap<crate::name::NodeId, PresenceRecord>>,
     pub(crate) leases: BTreeMap<LeaseKey, LeaseRecord>,
-    pub(crate) posts: BTreeMap<ServiceName, BTreeMap<TopicName, BTreeMap<NodeId, Vec<u8>>>>,
+    pub(crate) posts: BTreeMap<ServiceGroup, BTreeMap<TopicName, BTreeMap<NodeId, Vec<u8>>>>,
     pub(crate) fenced: BTreeMap<LeaseKey, FencedRecord>,
     limits: StoreLimits,
     registrations: usize,

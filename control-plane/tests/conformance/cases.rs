@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use provider_pools_control_plane::{
     ControlPlane, ControlPlaneError, LeaseGrant, LeaseKey, LeaseName, LeaseRequest, NodeId,
-    PresenceKey, Registration, ServiceName,
+    PresenceKey, Registration, ServiceGroup,
 };
 
 use super::Backend;
@@ -13,8 +13,8 @@ pub fn node(name: &str) -> NodeId {
     NodeId::new(name).expect("valid node")
 }
 
-pub fn service(name: &str) -> ServiceName {
-    ServiceName::new(name).expect("valid service")
+pub fn service(name: &str) -> ServiceGroup {
+    ServiceGroup::new(name).expect("valid service")
 }
 
 pub fn global(name: &str) -> LeaseKey {

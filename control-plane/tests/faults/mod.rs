@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use provider_pools_control_plane::{
     BoxFuture, CallResult, ControlPlane, ControlPlaneError, LeaseGrant, LeaseKey, LeaseRequest,
-    LeaseState, MemoryClient, PresenceKey, Registration, ServiceName,
+    LeaseState, MemoryClient, PresenceKey, Registration, ServiceGroup,
 };
 
 /// How calls behave.
@@ -68,7 +68,7 @@ impl ControlPlane for Faulty {
         self.through(self.store.deregister(key))
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         self.through(self.store.discover(service))
     }
 

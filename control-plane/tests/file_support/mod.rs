@@ -11,7 +11,7 @@ use std::time::Duration;
 use provider_pools_control_plane::clock::ManualClock;
 use provider_pools_control_plane::file::{FileClient, FileOptions};
 use provider_pools_control_plane::{
-    ControlPlane, LeaseKey, LeaseName, LeaseRequest, NodeId, Registration, ServiceName,
+    ControlPlane, LeaseKey, LeaseName, LeaseRequest, NodeId, Registration, ServiceGroup,
 };
 use tempfile::TempDir;
 
@@ -79,8 +79,8 @@ pub fn node(name: &str) -> NodeId {
     NodeId::new(name).expect("valid node")
 }
 
-pub fn service(name: &str) -> ServiceName {
-    ServiceName::new(name).expect("valid service")
+pub fn service(name: &str) -> ServiceGroup {
+    ServiceGroup::new(name).expect("valid service")
 }
 
 pub fn global(name: &str) -> LeaseKey {

@@ -14,8 +14,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use provider_pools_control_plane::http::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::transport::HttpTransport;
+use provider_pools_control_plane::v1::{HttpClientConfig, HttpControlPlaneClient};
 use provider_pools_control_plane::{PooledHttpTransport, PooledTransportConfig};
 
 /// Longest a test waits for real I/O.

@@ -10,12 +10,12 @@ use std::task::{Context, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
-use provider_pools_control_plane::http::HttpClientConfig;
 use provider_pools_control_plane::retry::RetryConfig;
 use provider_pools_control_plane::transport::{
     HttpControlPlaneRequest, HttpResponse, HttpTransport, SharedHttpControlPlaneRequest,
     TransportError,
 };
+use provider_pools_control_plane::v1::HttpClientConfig;
 use provider_pools_control_plane::BoxFuture;
 use tokio::sync::Notify;
 use tokio::time::Instant;

@@ -6,14 +6,14 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use provider_pools_control_plane::http::{ReferenceServer, ServerConfig};
 use provider_pools_control_plane::transport::{
     HttpControlPlaneRequest, HttpResponse, HttpTransport, SharedHttpControlPlaneRequest,
     TransportError,
 };
+use provider_pools_control_plane::v1::{ReferenceServer, ServerConfig};
 use provider_pools_control_plane::{
     BoxFuture, CallResult, ControlPlane, LeaseGrant, LeaseKey, LeaseRequest, LeaseState,
-    PresenceKey, Registration, ServiceName,
+    PresenceKey, Registration, ServiceGroup,
 };
 use tokio::sync::Notify;
 
@@ -97,7 +97,7 @@ impl ControlPlane for CountingStore {
         self.inner.deregister(key)
     }
 
-    fn discover(&self, service: ServiceName) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
+    fn discover(&self, service: ServiceGroup) -> BoxFuture<'_, CallResult<Vec<Registration>>> {
         Box::pin(async move {
             self.entered.notify_one();
             if let Some(gate) = &self.gate {

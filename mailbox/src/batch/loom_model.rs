@@ -88,7 +88,7 @@ fn serve(actor: &Arc<StandIn>, inbox: &mut BatchInbox<u32>, opened: &mut Vec<u32
 
 /// The actor serves every Wake left once the senders are done; what it
 /// has not opened then was lost.
-fn settle(actor: &Arc<StandIn>, inbox: &mut BatchInbox<u32>, opened: &mut Vec<u32>) {
+fn serve_all(actor: &Arc<StandIn>, inbox: &mut BatchInbox<u32>, opened: &mut Vec<u32>) {
     while serve(actor, inbox, opened) {}
 }
 
@@ -113,7 +113,7 @@ fn a_push_racing_the_drain_is_opened_exactly_once() {
                 "a Wake for the first push"
             );
             pusher.join().expect("pusher");
-            settle(&actor, &mut inbox, &mut opened);
+            serve_all(&actor, &mut inbox, &mut opened);
             opened.sort_unstable();
             assert_eq!(opened, [1, 2], "each message opened once, none left behind");
             assert_eq!(slots.messages.free(), 2, "every message slot returned once");
@@ -144,7 +144,7 @@ fn two_pushes_racing_the_drain_are_opened_exactly_once() {
             for pusher in pushers {
                 pusher.join().expect("pusher");
             }
-            settle(&actor, &mut inbox, &mut opened);
+            serve_all(&actor, &mut inbox, &mut opened);
             opened.sort_unstable();
             assert_eq!(
                 opened,

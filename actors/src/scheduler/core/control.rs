@@ -20,7 +20,7 @@ impl Core {
     }
 
     /// True when no caller owns the queue and nothing waits for an owner.
-    pub(crate) fn is_settled(&self) -> bool {
+    pub(crate) fn is_unowned(&self) -> bool {
         self.word.load(Ordering::Acquire) == 0
     }
 
@@ -105,7 +105,7 @@ impl Core {
     pub(crate) fn configure_rate(&self, owner: RateOwner, rate: Rate) -> Result<(), RateRefused> {
         let mut state = self.lock();
         let set = state.configure_rate(owner, rate);
-        self.settle(&mut state);
+        self.finish_pass(&mut state);
         set
     }
 
@@ -120,7 +120,7 @@ impl Core {
     ) -> Result<(), RateRefused> {
         let mut state = self.lock();
         let set = state.set_rate(owner, rate, fallback);
-        self.settle(&mut state);
+        self.finish_pass(&mut state);
         set
     }
 

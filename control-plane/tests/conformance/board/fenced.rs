@@ -1,6 +1,6 @@
 //! The fenced-record cases of the board suite.
 
-use provider_pools_control_plane::{FencedRecord, LeaseGrant, LeaseKey, LeaseName, ServiceName};
+use provider_pools_control_plane::{FencedRecord, LeaseGrant, LeaseKey, LeaseName, ServiceGroup};
 
 use super::super::cases::{expire, global, node};
 use super::{acquired, assert_lease_lost, record, BoardBackend};
@@ -25,7 +25,7 @@ pub async fn the_holder_writes_a_fenced_record_with_its_token(backend: &impl Boa
         })
     );
     // Another lease's record, even one of the same name, is distinct.
-    let service_key = LeaseKey::Service(ServiceName::new("planner").expect("valid"));
+    let service_key = LeaseKey::Service(ServiceGroup::new("planner").expect("valid"));
     assert_eq!(record(&*board, &service_key).await, None);
 }
 
