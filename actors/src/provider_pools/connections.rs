@@ -186,7 +186,7 @@ impl ProviderPools {
 /// connection charges stay with it.
 fn reused<T: Send + 'static>(
     entry: IdleConn,
-    tenant: crate::budget::Charge,
+    tenant: Charge,
     epoch: &Arc<PublishedEpoch>,
     client: usize,
     running: &RunningRequest,
@@ -197,7 +197,9 @@ fn reused<T: Send + 'static>(
         idle,
         ..
     } = entry;
-    drop(idle);
+    // No longer idle: the idle charge returns now, and the connection
+    // keeps the reference to its budget for its next park.
+    let idle = idle.and_then(Charge::into_budget);
     match conn.downcast::<T>() {
         Ok(conn) => Ok(PooledConnection::new(
             conn,
@@ -207,7 +209,8 @@ fn reused<T: Send + 'static>(
             client,
             true,
             running.hold(),
-        )),
+        )
+        .keeping_idle_budget(idle)),
         // The stash matched the type; a mismatch cannot reach here, and is
         // destroyed (before `charges` is dropped) like any drop.
         Err(_) => Err(ConnectError::Closed),

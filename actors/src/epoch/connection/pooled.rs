@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::budget::Charge;
+use crate::budget::{Budget, Charge};
 use crate::epoch::connection::watch::CloseWatch;
 use crate::epoch::connection::RequestHold;
 use crate::epoch::idle;
@@ -148,6 +148,10 @@ pub struct PooledConnection<T: Send + 'static> {
     /// One of the request's tenant's `connections_per_tenant` on this client.
     tenant: Charge,
     gauge: ActiveGauge,
+    /// The node's `idle_connections` budget its idle charge was on, when
+    /// it was checked out of the idle stash: parking charges it again
+    /// through this reference instead of taking a new one. Holds no amount.
+    idle: Option<Arc<Budget>>,
     client: usize,
     reused: bool,
     /// The request it was checked out for; none once it carries streams
@@ -170,10 +174,19 @@ impl<T: Send + 'static> PooledConnection<T> {
             charges,
             tenant,
             gauge: ActiveGauge::new(epoch),
+            idle: None,
             client,
             reused,
             _owner: Some(owner),
         }
+    }
+
+    /// Keeps `idle`, the budget the connection's idle charge was returned
+    /// to at its checkout, for its next park (see
+    /// [`Charge::into_budget`]).
+    pub(crate) fn keeping_idle_budget(mut self, idle: Option<Arc<Budget>>) -> Self {
+        self.idle = idle;
+        self
     }
 
     /// Lets go of the request it was checked out for, to carry streams of
@@ -209,6 +222,7 @@ impl<T: Send + 'static> PooledConnection<T> {
             charges,
             tenant,
             gauge,
+            idle: _,
             client: _,
             reused: _,
             _owner,
@@ -245,6 +259,7 @@ impl<T: Send + 'static> PooledConnection<T> {
             charges,
             tenant,
             gauge,
+            idle: kept,
             client,
             reused: _,
             _owner,
@@ -260,7 +275,7 @@ impl<T: Send + 'static> PooledConnection<T> {
         };
         // Destroyed there (the resource before its charges) if refused.
         match epoch {
-            Some(epoch) => idle::park(&epoch, client, entry),
+            Some(epoch) => idle::park_keeping(&epoch, client, entry, kept),
             // Never: a gauge holds its epoch until it is checked in.
             None => drop(entry),
         }
