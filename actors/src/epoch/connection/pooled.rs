@@ -6,8 +6,8 @@
 //! activation go. Nothing is refunded before the resource is gone. A
 //! connection reaches its epoch through the activation it was checked out
 //! for (its client lease is on that epoch), and through a reference of its
-//! own only once it carries streams. An idle connection belongs to no tenant: parking
-//! returns the tenant's share, a checkout takes it again.
+//! own only once it carries streams. An idle connection belongs to no
+//! tenant: parking returns the tenant's share, a checkout takes it again.
 
 use std::any::{Any, TypeId};
 use std::fmt;
