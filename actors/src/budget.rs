@@ -371,6 +371,15 @@ impl Charge {
         self.amount = self.amount.saturating_add(other.amount);
     }
 
+    /// Returns the amount now and hands back the reference to its budget,
+    /// to charge that budget again later ([`Budget::try_reserve_owned`])
+    /// without taking or dropping a reference count.
+    pub(crate) fn into_budget(mut self) -> Option<Arc<Budget>> {
+        let budget = self.budget.take()?;
+        budget.release(self.amount);
+        Some(budget)
+    }
+
     /// Moves `amount` out of this charge into a new one (for example to hand
     /// part of a reservation to another owner).
     ///

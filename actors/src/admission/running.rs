@@ -8,7 +8,8 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use crate::admission::{AdmitError, HeldMetadata, OutputBuffer, StagedInput, StagedOutput};
-use crate::epoch::connection::{ConnectError, RequestHold};
+use crate::epoch::connection::{ConnectError, Holdings, RequestHold};
+use crate::epoch::published::PublishedEpoch;
 use crate::epoch::ClientLease;
 use crate::plan::ExecutionPlan;
 use crate::scheduler::RunningGrant;
@@ -29,6 +30,12 @@ struct Running {
     input: StagedInput,
     _charge: SharedCharge,
     deadline: Instant,
+}
+
+impl Holdings for Running {
+    fn epoch(&self) -> &Arc<PublishedEpoch> {
+        self.lease.epoch_entry().0
+    }
 }
 
 impl RunningRequest {

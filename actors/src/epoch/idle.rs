@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::budget::{Budget, Charge, Exhausted};
 use crate::epoch::connection::{CloseWatch, IdleConn};
 use crate::epoch::notice::WaitNotice;
 use crate::epoch::published::PublishedEpoch;
@@ -243,25 +244,67 @@ pub(crate) fn evict_closed(epoch: &PublishedEpoch, client: usize) {
 /// An entry that already holds its idle charge (one a departed waiter was
 /// handed) keeps it.
 pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, entry: IdleConn) {
+    park_keeping(epoch, client, entry, None);
+}
+
+/// [`park`], charging the idle charge (when the entry needs one) through
+/// `kept`, a reference to the node's `idle_connections` budget the
+/// connection held since its checkout, instead of taking a new reference.
+pub(crate) fn park_keeping(
+    epoch: &Arc<PublishedEpoch>,
+    client: usize,
+    entry: IdleConn,
+    kept: Option<Arc<Budget>>,
+) {
     let Some(stash) = epoch.idle(client) else {
         return; // dropping `entry` destroys, then releases
     };
     let watch = entry.watch.clone();
     let retired = || epoch.is_retired();
-    park_into(stash, &retired, &epoch.accounts().idle, entry, || {
+    let idle = Idle {
+        budget: &epoch.accounts().idle,
+        kept,
+    };
+    park_into(stash, &retired, idle, entry, || {
         if let Some(watch) = &watch {
             watch.set_home(epoch, client);
         }
     });
 }
 
+/// The node's `idle_connections` budget a park charges, and the reference
+/// to it the parked connection kept, if any.
+struct Idle<'a> {
+    budget: &'a Arc<Budget>,
+    kept: Option<Arc<Budget>>,
+}
+
+impl Idle<'_> {
+    /// One idle charge, on the kept reference when there is one.
+    fn charge(self) -> Result<Charge, Exhausted> {
+        match self.kept {
+            Some(kept) => {
+                debug_assert!(Arc::ptr_eq(&kept, self.budget), "another budget");
+                kept.try_reserve_owned(1)
+            }
+            None => self.budget.try_reserve(1),
+        }
+    }
+}
+
+impl<'a> From<&'a Arc<Budget>> for Idle<'a> {
+    fn from(budget: &'a Arc<Budget>) -> Self {
+        Self { budget, kept: None }
+    }
+}
+
 /// [`park`] on the parts it touches: `stash`, the epoch's retired flag
 /// (`retired`), the node's `idle` budget; `homed` runs just before the
 /// push (it points the entry's closure notice at the stash).
-fn park_into(
+fn park_into<'a>(
     stash: &IdleStash,
     retired: &dyn Fn() -> bool,
-    idle: &Arc<crate::budget::Budget>,
+    idle: impl Into<Idle<'a>>,
     mut entry: IdleConn,
     homed: impl FnOnce(),
 ) {
@@ -269,7 +312,7 @@ fn park_into(
         return; // dropping `entry` destroys, then releases
     }
     if entry.idle.is_none() {
-        match idle.try_reserve(1) {
+        match idle.into().charge() {
             Ok(charge) => entry.idle = Some(charge),
             Err(full) => {
                 tracing::debug!(%full, "idle pool full; connection destroyed");

@@ -118,7 +118,7 @@ impl ProviderPools {
             .filter(|stash| !stash.notice().has_waiters())
             .and_then(|stash| stash.take(type_id, idle_age))
         {
-            return reused(entry, tenant, epoch, client, running);
+            return reused(entry, tenant, client, running);
         }
         let answer = epoch.request_checkout(client, running.plan().tenant().clone(), type_id)?;
         let mut pending = Pending {
@@ -131,7 +131,7 @@ impl ProviderPools {
             .map_err(|_| ConnectError::Timeout)?
             .map_err(|_| ConnectError::Closed)?;
         match answer {
-            Checkout::Idle(entry) => reused(entry, tenant, epoch, client, running),
+            Checkout::Idle(entry) => reused(entry, tenant, client, running),
             Checkout::Dial(permit) => {
                 let dial = (permit, tenant, client);
                 self.dial_for(running, dialer, dial).await
@@ -182,12 +182,12 @@ impl ProviderPools {
     }
 }
 
-/// An idle connection becomes `running`'s: its idle slot is returned, its
-/// connection charges stay with it.
+/// An idle connection of `running`'s client `client` becomes `running`'s:
+/// its idle slot is returned, its connection charges stay with it, and it
+/// reaches its epoch through `running`'s client lease.
 fn reused<T: Send + 'static>(
     entry: IdleConn,
-    tenant: crate::budget::Charge,
-    epoch: &Arc<PublishedEpoch>,
+    tenant: Charge,
     client: usize,
     running: &RunningRequest,
 ) -> Result<PooledConnection<T>, ConnectError> {
@@ -197,17 +197,14 @@ fn reused<T: Send + 'static>(
         idle,
         ..
     } = entry;
-    drop(idle);
+    // No longer idle: the idle charge returns now, and the connection
+    // keeps the reference to its budget for its next park.
+    let idle = idle.and_then(Charge::into_budget);
     match conn.downcast::<T>() {
-        Ok(conn) => Ok(PooledConnection::new(
-            conn,
-            charges,
-            tenant,
-            Arc::clone(epoch),
-            client,
-            true,
-            running.hold(),
-        )),
+        Ok(conn) => Ok(
+            PooledConnection::new(conn, charges, tenant, client, true, running.hold())
+                .keeping_idle_budget(idle),
+        ),
         // The stash matched the type; a mismatch cannot reach here, and is
         // destroyed (before `charges` is dropped) like any drop.
         Err(_) => Err(ConnectError::Closed),

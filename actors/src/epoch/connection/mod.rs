@@ -51,7 +51,7 @@ use std::time::Duration;
 
 pub(crate) use dial::{spawn_dial, DialJob};
 pub(crate) use driver::DriverSeat;
-pub(crate) use hold::RequestHold;
+pub(crate) use hold::{Holdings, RequestHold};
 pub use mux::{Multiplexed, PooledStream};
 pub(crate) use permit::{DialOutcome, DialPermit};
 pub use pooled::PooledConnection;

@@ -128,13 +128,15 @@ impl DialPermit {
         owner: RequestHold,
         deliver: impl FnOnce(Result<PooledConnection<T>, ConnectError>),
     ) {
+        // The permit's epoch is the one the requester's client lease is
+        // on: the connection reaches it through `owner`.
+        debug_assert!(Arc::ptr_eq(owner.epoch(), &self.epoch), "another epoch");
         match (dialed, self.charges.take()) {
             (Ok(conn), Some(charges)) => {
                 let conn = PooledConnection::new(
                     Box::new(conn),
                     charges,
                     tenant,
-                    Arc::clone(&self.epoch),
                     self.client,
                     false,
                     owner,

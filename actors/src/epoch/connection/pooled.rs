@@ -2,9 +2,12 @@
 //!
 //! Field order is drop order: the resource first, then the charges it held
 //! (the node's and the client's, then its tenant's share of the client),
-//! then the gauges, then the activation. Nothing is refunded before the
-//! resource is gone. An idle connection belongs to no tenant: parking
-//! returns the tenant's share, a checkout takes it again.
+//! then the gauge, which counts the connection in before it lets the
+//! activation go. Nothing is refunded before the resource is gone. A
+//! connection reaches its epoch through the activation it was checked out
+//! for (its client lease is on that epoch), and through a reference of its
+//! own only once it carries streams. An idle connection belongs to no
+//! tenant: parking returns the tenant's share, a checkout takes it again.
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -12,7 +15,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::budget::Charge;
+use crate::budget::{Budget, Charge};
 use crate::epoch::connection::watch::CloseWatch;
 use crate::epoch::connection::RequestHold;
 use crate::epoch::idle;
@@ -61,31 +64,63 @@ impl Drop for Freed {
 }
 
 /// Counts a connection as checked out (active, or retired once its epoch
-/// retires) while alive.
+/// retires) while alive, and keeps what reaches its epoch: counted in
+/// first, then the request (or reference) let go.
 pub(crate) struct ActiveGauge {
     /// Always present until [`ActiveGauge::check_in`] takes it.
-    epoch: Option<Arc<PublishedEpoch>>,
+    held: Option<Held>,
+}
+
+/// How a checked-out connection reaches its epoch.
+enum Held {
+    /// Through the request it was checked out for, whose client lease is
+    /// on the epoch: no reference count of the epoch is taken.
+    Request(RequestHold),
+    /// Its own reference, once it carries streams of several requests.
+    Epoch(Arc<PublishedEpoch>),
+}
+
+impl Held {
+    fn epoch(&self) -> &Arc<PublishedEpoch> {
+        match self {
+            Self::Request(owner) => owner.epoch(),
+            Self::Epoch(epoch) => epoch,
+        }
+    }
 }
 
 impl ActiveGauge {
-    pub(crate) fn new(epoch: Arc<PublishedEpoch>) -> Self {
-        epoch.conn_tally().check_out();
-        Self { epoch: Some(epoch) }
+    /// Counts out a connection of `owner`'s epoch, checked out for it.
+    fn new(owner: RequestHold) -> Self {
+        owner.epoch().conn_tally().check_out();
+        Self {
+            held: Some(Held::Request(owner)),
+        }
+    }
+
+    /// Lets go of the request, keeping a reference to the epoch instead.
+    fn into_shared(mut self) -> Self {
+        if let Some(Held::Request(owner)) = &self.held {
+            let epoch = Arc::clone(owner.epoch());
+            // The request goes only now: the epoch is referenced already.
+            self.held = Some(Held::Epoch(epoch));
+        }
+        self
     }
 
     /// Counts the connection in again, as dropping the gauge does, and
-    /// hands over its epoch reference.
-    fn check_in(mut self) -> Option<Arc<PublishedEpoch>> {
-        let epoch = self.epoch.take()?;
-        epoch.conn_tally().check_in();
-        Some(epoch)
+    /// hands over what reaches the epoch.
+    fn check_in(mut self) -> Option<Held> {
+        let held = self.held.take()?;
+        held.epoch().conn_tally().check_in();
+        Some(held)
     }
 }
 
 impl Drop for ActiveGauge {
     fn drop(&mut self) {
-        if let Some(epoch) = &self.epoch {
-            epoch.conn_tally().check_in();
+        if let Some(held) = &self.held {
+            held.epoch().conn_tally().check_in();
         }
     }
 }
@@ -147,20 +182,24 @@ pub struct PooledConnection<T: Send + 'static> {
     charges: ConnCharges,
     /// One of the request's tenant's `connections_per_tenant` on this client.
     tenant: Charge,
+    /// The active count, and the request it was checked out for (none
+    /// once it carries streams: each pooled stream holds its own request).
     gauge: ActiveGauge,
+    /// The node's `idle_connections` budget its idle charge was on, when
+    /// it was checked out of the idle stash: parking charges it again
+    /// through this reference instead of taking a new one. Holds no amount.
+    idle: Option<Arc<Budget>>,
     client: usize,
     reused: bool,
-    /// The request it was checked out for; none once it carries streams
-    /// (each pooled stream holds its own request).
-    _owner: Option<RequestHold>,
 }
 
 impl<T: Send + 'static> PooledConnection<T> {
+    /// A connection of client `client` of the epoch `owner`'s client
+    /// lease is on, checked out for `owner`.
     pub(crate) fn new(
         conn: Box<T>,
         charges: ConnCharges,
         tenant: Charge,
-        epoch: Arc<PublishedEpoch>,
         client: usize,
         reused: bool,
         owner: RequestHold,
@@ -169,11 +208,19 @@ impl<T: Send + 'static> PooledConnection<T> {
             conn,
             charges,
             tenant,
-            gauge: ActiveGauge::new(epoch),
+            gauge: ActiveGauge::new(owner),
+            idle: None,
             client,
             reused,
-            _owner: Some(owner),
         }
+    }
+
+    /// Keeps `idle`, the budget the connection's idle charge was returned
+    /// to at its checkout, for its next park (see
+    /// [`Charge::into_budget`]).
+    pub(crate) fn keeping_idle_budget(mut self, idle: Option<Arc<Budget>>) -> Self {
+        self.idle = idle;
+        self
     }
 
     /// Lets go of the request it was checked out for, to carry streams of
@@ -181,7 +228,7 @@ impl<T: Send + 'static> PooledConnection<T> {
     /// its own request, and the connection leaves the table of streams
     /// before the last of them goes.
     pub(crate) fn into_shared(mut self) -> Self {
-        self._owner = None;
+        self.gauge = self.gauge.into_shared();
         self
     }
 
@@ -209,13 +256,13 @@ impl<T: Send + 'static> PooledConnection<T> {
             charges,
             tenant,
             gauge,
+            idle: _,
             client: _,
             reused: _,
-            _owner,
         } = self;
         // Tuple fields drop in order: charges, the tenant's share, then the
-        // gauge, then the owner.
-        (*conn, Box::new((charges, tenant, gauge, _owner)))
+        // gauge, which lets the owner go after it counts the connection in.
+        (*conn, Box::new((charges, tenant, gauge)))
     }
 
     /// Returns the connection to its client's idle pool.
@@ -245,11 +292,11 @@ impl<T: Send + 'static> PooledConnection<T> {
             charges,
             tenant,
             gauge,
+            idle: kept,
             client,
             reused: _,
-            _owner,
         } = self;
-        let epoch = gauge.check_in();
+        let held = gauge.check_in();
         let entry = IdleConn {
             type_id: TypeId::of::<T>(),
             conn,
@@ -259,14 +306,14 @@ impl<T: Send + 'static> PooledConnection<T> {
             watch,
         };
         // Destroyed there (the resource before its charges) if refused.
-        match epoch {
-            Some(epoch) => idle::park(&epoch, client, entry),
+        match &held {
+            Some(held) => idle::park_keeping(held.epoch(), client, entry, kept),
             // Never: a gauge holds its epoch until it is checked in.
             None => drop(entry),
         }
         // Idle, it is no tenant's any more.
         drop(tenant);
-        drop(_owner);
+        drop(held);
     }
 }
 
