@@ -239,3 +239,54 @@ async fn a_killed_epoch_actor_is_restarted_and_its_idle_connections_cannot_fail_
     let report = pools.shutdown(support::deadline()).await;
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// The epoch actor is killed just as a checkout asks it for a connection:
+/// the checkout, which found the actor stopping or stopped, waits for the
+/// registry to restart it and is served by the successor.
+#[tokio::test(start_paused = true)]
+async fn a_checkout_meeting_a_killed_epoch_actor_is_served_by_its_successor() {
+    let (pools, receipt) = pools_with(RestartPolicy::default()).await;
+    let request = running(&pools, &receipt, "t", 1).await;
+    let first_actor = epoch_actors(&pools);
+    pools
+        .registry_cell()
+        .get_children()
+        .into_iter()
+        .filter(|cell| first_actor.contains(&cell.get_id()))
+        .for_each(|cell| cell.kill());
+
+    let started = tokio::time::Instant::now();
+    let conn = pools
+        .reserve_connection(&request, &Plain)
+        .await
+        .expect("the successor dials");
+    assert_eq!(started.elapsed(), Duration::ZERO, "no timer was waited on");
+    assert_ne!(epoch_actors(&pools), first_actor, "a new actor served it");
+    drop(conn);
+    drop(request);
+    let report = pools.shutdown(support::deadline()).await;
+    assert!(report.is_clean(), "{report:?}");
+}
+
+/// Past its restart budget, an epoch actor has no successor: a checkout of
+/// a request still running on the epoch is refused as closed at once, not
+/// at its deadline.
+#[tokio::test(start_paused = true)]
+async fn with_no_successor_a_checkout_is_refused_at_once() {
+    let policy = RestartPolicy {
+        max_restarts: 0,
+        window: Duration::from_secs(3_600),
+    };
+    let (pools, receipt) = pools_with(policy).await;
+    let request = running(&pools, &receipt, "t", 9).await;
+    crash_epoch_actor(&pools, &receipt, 1).await;
+    assert!(pools.describe(&provider("bomb")).is_none(), "unpublished");
+
+    let started = tokio::time::Instant::now();
+    let refused = pools.reserve_connection(&request, &Plain).await;
+    assert!(
+        matches!(refused, Err(provider_pools::ConnectError::Closed)),
+        "{refused:?}"
+    );
+    assert_eq!(started.elapsed(), Duration::ZERO, "refused at once");
+}

@@ -114,32 +114,29 @@ impl EpochProber {
     }
 }
 
-impl PublishedEpoch {
-    /// Asks this epoch's actor for a connection of `client` for a running
-    /// request of `tenant`; the receiver hears the checkout's answer.
-    ///
-    /// # Errors
-    ///
-    /// [`ConnectError::Busy`] when the actor's mailbox is full,
-    /// [`ConnectError::Closed`] when it has no actor or it stopped.
-    pub(crate) fn request_checkout(
-        &self,
-        client: usize,
-        tenant: TenantId,
-        type_id: TypeId,
-    ) -> Result<oneshot::Receiver<Checkout>, ConnectError> {
-        let mailbox = self.actor().ok_or(ConnectError::Closed)?;
-        let (reply, answer) = oneshot::channel();
-        let msg = Msg::Checkout {
-            client,
-            tenant,
-            type_id,
-            reply,
-        };
-        mailbox.try_send(msg).map_err(|err| match err {
-            MailboxError::Busy(_) | MailboxError::Timeout(_) => ConnectError::Busy,
-            MailboxError::Closed => ConnectError::Closed,
-        })?;
-        Ok(answer)
-    }
+/// Asks the epoch actor behind `mailbox` for a connection of `client` for
+/// a running request of `tenant`; the receiver hears the checkout's answer.
+///
+/// # Errors
+///
+/// [`ConnectError::Busy`] when the actor's mailbox is full,
+/// [`ConnectError::Closed`] when the actor stopped.
+pub(crate) fn request_checkout(
+    mailbox: &Mailbox<Msg>,
+    client: usize,
+    tenant: TenantId,
+    type_id: TypeId,
+) -> Result<oneshot::Receiver<Checkout>, ConnectError> {
+    let (reply, answer) = oneshot::channel();
+    let msg = Msg::Checkout {
+        client,
+        tenant,
+        type_id,
+        reply,
+    };
+    mailbox.try_send(msg).map_err(|err| match err {
+        MailboxError::Busy(_) | MailboxError::Timeout(_) => ConnectError::Busy,
+        MailboxError::Closed => ConnectError::Closed,
+    })?;
+    Ok(answer)
 }

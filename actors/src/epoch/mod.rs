@@ -18,8 +18,8 @@ pub(crate) mod state;
 mod tally;
 pub(crate) mod waiters;
 
-pub(crate) use handle::EpochHandle;
 #[cfg(feature = "testing")]
 pub(crate) use handle::EpochProber;
+pub(crate) use handle::{request_checkout, EpochHandle};
 pub(crate) use published::DrainNotice;
 pub use published::{ClientId, ClientLease, TypedSlot};

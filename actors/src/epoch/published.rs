@@ -14,6 +14,10 @@
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use ractor::ActorId;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
 use crate::accounts::Accounts;
 use crate::budget::Budget;
 use crate::config::{ConfigDigest, ProviderConfig};
@@ -96,8 +100,10 @@ pub(crate) struct PublishedEpoch {
     drain_notice: Mutex<Option<DrainNotice>>,
     conns: ConnTally,
     /// The epoch actor's mailbox: set when the actor is spawned, replaced
-    /// when the registry restarts it.
+    /// when the registry restarts it, taken away when none will follow.
     actor: RwLock<Option<Mailbox<EpochMsg>>>,
+    /// Woken whenever `actor` is replaced or taken away.
+    actor_changed: Notify,
 }
 
 /// Tells the registry that a retired epoch's last lease is gone: built by
@@ -172,6 +178,7 @@ impl PublishedEpoch {
             drain_notice: Mutex::new(Some(drain_notice)),
             conns: ConnTally::new(accounts),
             actor: RwLock::new(None),
+            actor_changed: Notify::new(),
         })
     }
 
@@ -230,9 +237,45 @@ impl PublishedEpoch {
         })
     }
 
-    /// Records the epoch actor's mailbox, right after a spawn or restart.
+    /// Records the epoch actor's mailbox, right after a spawn or restart,
+    /// and wakes those waiting for a successor.
     pub(crate) fn set_actor(&self, mailbox: Mailbox<EpochMsg>) {
         *self.actor.write().unwrap_or_else(PoisonError::into_inner) = Some(mailbox);
+        self.actor_changed.notify_waiters();
+    }
+
+    /// No actor will follow the one that stopped (its restart budget is
+    /// spent, or its restart failed): wakes those waiting for a successor,
+    /// which find none.
+    pub(crate) fn no_successor(&self) {
+        *self.actor.write().unwrap_or_else(PoisonError::into_inner) = None;
+        self.actor_changed.notify_waiters();
+    }
+
+    /// The actor that replaced the one named `stopped`, as soon as the
+    /// registry has restarted it; `None` when none will, or at `deadline`.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it holds nothing.
+    pub(crate) async fn successor(
+        &self,
+        stopped: ActorId,
+        deadline: Instant,
+    ) -> Option<Mailbox<EpochMsg>> {
+        loop {
+            // Registered before the read, so a replacement between the two
+            // still wakes it.
+            let changed = self.actor_changed.notified();
+            let mut changed = std::pin::pin!(changed);
+            changed.as_mut().enable();
+            match self.actor() {
+                Some(mailbox) if mailbox.actor().get_id() != stopped => return Some(mailbox),
+                Some(_) => {}
+                None => return None,
+            }
+            tokio::time::timeout_at(deadline, changed).await.ok()?;
+        }
     }
 
     /// The epoch actor's current mailbox.

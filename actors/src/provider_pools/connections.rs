@@ -9,8 +9,10 @@
 
 use std::any::TypeId;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use crate::admission::RunningRequest;
 use crate::budget::Charge;
@@ -18,6 +20,7 @@ use crate::epoch::connection::{
     spawn_dial, ConnectError, DialJob, DialPermit, Dialer, IdleConn, PooledConnection,
 };
 use crate::epoch::published::PublishedEpoch;
+use crate::epoch::request_checkout;
 use crate::epoch::state::Checkout;
 use crate::observe::spans;
 use crate::provider_pools::ProviderPools;
@@ -35,7 +38,9 @@ impl ProviderPools {
     /// dials); the waiters of a client are served by tenant rotation, and a
     /// waiter holds no connection charge. During backoff or at the
     /// node-wide `connections` limit the answer is immediate. Nothing is
-    /// retried.
+    /// retried, except the question to the epoch's actor when that actor
+    /// stopped before answering (a panic the registry restarts): it is
+    /// asked of the restarted actor, within the deadline.
     ///
     /// A dial belongs to the client, not to this call: it runs on the
     /// registry's runtime, bounded by the queue age in force when it starts
@@ -61,7 +66,8 @@ impl ProviderPools {
     /// [`ConnectError::Capacity`], [`ConnectError::Busy`],
     /// [`ConnectError::Timeout`] at the request's deadline (also when the
     /// tenant's `connections_per_tenant` share of the client stayed taken
-    /// until then), [`ConnectError::Closed`], and
+    /// until then), [`ConnectError::Closed`] (also when the epoch's actor
+    /// stopped and none will follow), and
     /// [`ConnectError::ShareLapsed`] when the cluster share `running` was
     /// admitted under lapsed before the connection was ready (see
     /// [`RunningRequest::check_share`]; the connection is parked again).
@@ -120,17 +126,7 @@ impl ProviderPools {
         {
             return reused(entry, tenant, client, running);
         }
-        let answer = epoch.request_checkout(client, running.plan().tenant().clone(), type_id)?;
-        let mut pending = Pending {
-            answer,
-            epoch: Arc::clone(epoch),
-            client,
-        };
-        let answer = tokio::time::timeout_at(running.deadline(), &mut pending.answer)
-            .await
-            .map_err(|_| ConnectError::Timeout)?
-            .map_err(|_| ConnectError::Closed)?;
-        match answer {
+        match self.ask_epoch(epoch, client, running, type_id).await? {
             Checkout::Idle(entry) => reused(entry, tenant, client, running),
             Checkout::Dial(permit) => {
                 let dial = (permit, tenant, client);
@@ -210,6 +206,70 @@ fn reused<T: Send + 'static>(
         Err(_) => Err(ConnectError::Closed),
     }
 }
+
+impl ProviderPools {
+    /// Asks the epoch actor for a checkout of `client` for `running`. An
+    /// actor that stopped before it answered (a panic the registry
+    /// restarts) is asked again once its successor runs, within the
+    /// request's deadline and at most [`RESTART_WAIT`] after it stopped.
+    ///
+    /// # Errors
+    ///
+    /// [`ConnectError::Closed`] when no actor follows the one that stopped,
+    /// or the pools closed; [`ConnectError::Timeout`] at the deadline;
+    /// [`ConnectError::Busy`] when the actor's mailbox is full.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an answer the actor gave but the caller never read is
+    /// given back (see [`Pending`]).
+    async fn ask_epoch(
+        &self,
+        epoch: &Arc<PublishedEpoch>,
+        client: usize,
+        running: &RunningRequest,
+        type_id: TypeId,
+    ) -> Result<Checkout, ConnectError> {
+        let deadline = running.deadline();
+        let mut actor = epoch.actor().ok_or(ConnectError::Closed)?;
+        loop {
+            let tenant = running.plan().tenant().clone();
+            match request_checkout(&actor, client, tenant, type_id) {
+                Ok(answer) => {
+                    let mut pending = Pending {
+                        answer,
+                        epoch: Arc::clone(epoch),
+                        client,
+                    };
+                    match tokio::time::timeout_at(deadline, &mut pending.answer).await {
+                        Ok(Ok(answer)) => return Ok(answer),
+                        Err(_) => return Err(ConnectError::Timeout),
+                        // It stopped with the request in its mailbox.
+                        Ok(Err(_)) => {}
+                    }
+                }
+                Err(ConnectError::Closed) => {}
+                Err(refused) => return Err(refused),
+            }
+            if !self.is_open() {
+                return Err(ConnectError::Closed);
+            }
+            let stopped = actor.actor().get_id();
+            let wait = deadline.min(Instant::now() + RESTART_WAIT);
+            actor = match epoch.successor(stopped, wait).await {
+                Some(successor) => successor,
+                None if Instant::now() >= deadline => return Err(ConnectError::Timeout),
+                None => return Err(ConnectError::Closed),
+            };
+        }
+    }
+}
+
+/// How long a checkout waits for the successor of an epoch actor that
+/// stopped before answering. The registry restarts a failed epoch actor in
+/// one of its turns; an actor not replaced by then has a registry that is
+/// gone, or none will follow.
+const RESTART_WAIT: Duration = Duration::from_secs(1);
 
 /// The epoch actor's answer to a checkout, while the caller waits for it.
 ///

@@ -1,7 +1,9 @@
 //! Supervision: a child of the registry stopped. A control actor lost
 //! outside shutdown closes admission; an epoch actor that failed before
 //! its epoch drained is restarted with the same configuration within the
-//! restart policy, and past it its provider is retired.
+//! restart policy, and past it its provider is retired. Checkouts that met
+//! the stopped actor wait for its successor, and hear at once when none
+//! will follow.
 
 use std::sync::Arc;
 
@@ -75,6 +77,7 @@ impl State {
             }
         }
         tracing::error!(%provider, %epoch, reason, "epoch actor past its restart budget; provider retired");
+        record.published.no_successor();
         self.retire_provider(&provider);
     }
 
