@@ -29,6 +29,14 @@
 //! ```
 //!
 //! A `[cluster]` section makes the node a cluster member ([`NodeConfig::cluster`]).
+//! An `[admission]` section chooses the fairness policy and the priority
+//! classes' minimum shares ([`NodeConfig::fairness`], [`NodeConfig::min_shares`]):
+//!
+//! ```toml
+//! [admission]
+//! fairness = "least_held"   # or "rotation", the default
+//! min_shares = { system = 0, interactive = 50, batch = 10 }   # percent
+//! ```
 //!
 //! Invariants:
 //! - Only `[[provider]]` sections construct clients; capabilities are names.
@@ -62,8 +70,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    Authority, Credential, Epoch, Installation, Limits, OriginKind, OriginSlot, ProviderConfig,
-    ProviderId, RateLimit, ServiceName,
+    Authority, Credential, Epoch, Fairness, Installation, Limits, MinShares, OriginKind,
+    OriginSlot, ProviderConfig, ProviderId, RateLimit, ServiceName,
 };
 
 /// A parsed node file.
@@ -84,6 +92,10 @@ pub struct NodeConfig {
     /// [`NodeConfig::cluster`]).
     #[serde(default)]
     pub cluster: Option<Spanned<ClusterSection>>,
+    /// How the admission queue orders grants; missing keys keep what the
+    /// caller's [`PoolsConfig`](crate::PoolsConfig) says.
+    #[serde(default)]
+    pub admission: AdmissionDecl,
     #[serde(skip)]
     text: String,
 }
@@ -146,6 +158,35 @@ pub struct RateDecl {
     pub period_ms: u64,
     /// Requests granted at once after a quiet spell.
     pub burst: u32,
+}
+
+/// The `[admission]` section of a node file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmissionDecl {
+    /// `"rotation"` or `"least_held"` (see [`Fairness`]).
+    #[serde(default)]
+    pub fairness: Option<Spanned<String>>,
+    /// Each priority class's minimum share of the running slots, in
+    /// percent: `{ system = 0, interactive = 50, batch = 10 }`; a class
+    /// left out keeps none (see [`MinShares`]).
+    #[serde(default)]
+    pub min_shares: Option<Spanned<MinSharesDecl>>,
+}
+
+/// The classes' minimum shares in a node file, in percent.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinSharesDecl {
+    /// The system class's share.
+    #[serde(default)]
+    pub system: u8,
+    /// The interactive class's share.
+    #[serde(default)]
+    pub interactive: u8,
+    /// The batch class's share.
+    #[serde(default)]
+    pub batch: u8,
 }
 
 /// A node file that could not be used.
@@ -266,7 +307,55 @@ impl NodeConfig {
         })?;
         config.limits.validate().map_err(NodeConfigError::Limits)?;
         config.text = text.to_owned();
+        config.fairness()?;
+        config.min_shares()?;
         Ok(config)
+    }
+
+    /// The fairness policy the `[admission]` section chooses, if it does.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeConfigError::Invalid`] naming `admission.fairness` and its line
+    /// for a name other than `rotation` and `least_held`.
+    pub fn fairness(&self) -> Result<Option<Fairness>, NodeConfigError> {
+        let Some(name) = &self.admission.fairness else {
+            return Ok(None);
+        };
+        match name.get_ref().as_str() {
+            "rotation" => Ok(Some(Fairness::Rotation)),
+            "least_held" => Ok(Some(Fairness::LeastHeld)),
+            other => Err(NodeConfigError::Invalid {
+                key: "admission.fairness",
+                line: line_of(&self.text, &name.span()),
+                message: format!("{other:?} is not \"rotation\" or \"least_held\""),
+            }),
+        }
+    }
+
+    /// The classes' minimum shares the `[admission]` section sets, if it
+    /// does.
+    ///
+    /// # Errors
+    ///
+    /// [`NodeConfigError::Invalid`] naming `admission.min_shares` and its
+    /// line when the shares add up to more than 100 %.
+    pub fn min_shares(&self) -> Result<Option<MinShares>, NodeConfigError> {
+        let Some(decl) = &self.admission.min_shares else {
+            return Ok(None);
+        };
+        let MinSharesDecl {
+            system,
+            interactive,
+            batch,
+        } = *decl.get_ref();
+        MinShares::new([system, interactive, batch])
+            .map(Some)
+            .map_err(|e| NodeConfigError::Invalid {
+                key: "admission.min_shares",
+                line: line_of(&self.text, &decl.span()),
+                message: e.to_string(),
+            })
     }
 
     /// Reads and parses the node file at `path`, reading at most

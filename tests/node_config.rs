@@ -5,7 +5,8 @@
 
 use provider_pools::node::{NodeConfig, NodeConfigError, NodeError};
 use provider_pools::{
-    BrokerGeneration, ControlState, InstallError, LimitField, LimitsError, PoolsConfig, ProviderId,
+    BrokerGeneration, ControlState, Fairness, InstallError, LimitField, LimitsError, PoolsConfig,
+    Priority, ProviderId,
 };
 
 fn base() -> PoolsConfig {
@@ -361,5 +362,121 @@ async fn a_providers_rate_in_the_node_file_is_configured_after_its_install() {
             assert_eq!((key, line), ("provider.rate", 7));
         }
         other => panic!("expected an invalid rate, got {:?}", other.err()),
+    }
+}
+
+/// The `[admission]` section sets the fairness policy and the classes'
+/// minimum shares; what it leaves out keeps the caller's.
+#[test]
+fn the_admission_section_chooses_the_policy_and_the_minimum_shares() {
+    let config = NodeConfig::parse(
+        "[admission]\nfairness = \"least_held\"\nmin_shares = { interactive = 50, batch = 10 }\n",
+    )
+    .expect("valid file");
+    assert_eq!(config.fairness(), Ok(Some(Fairness::LeastHeld)));
+    let shares = config.min_shares().expect("valid").expect("set");
+    assert_eq!(
+        Priority::ALL.map(|class| shares.percent(class)),
+        [0, 50, 10]
+    );
+
+    let silent = NodeConfig::parse("[limits]\npending_requests = 64\n").expect("valid file");
+    assert_eq!(
+        (silent.fairness(), silent.min_shares()),
+        (Ok(None), Ok(None))
+    );
+}
+
+/// A policy of another name, or shares above 100 % in all, are refused at
+/// parse, naming the key and its line.
+#[test]
+fn an_unknown_policy_or_shares_over_a_hundred_percent_are_refused_naming_the_line() {
+    for (text, key, line) in [
+        (
+            "[admission]\n\nfairness = \"fifo\"\n",
+            "admission.fairness",
+            3,
+        ),
+        (
+            "[admission]\nmin_shares = { system = 40, interactive = 50, batch = 20 }\n",
+            "admission.min_shares",
+            2,
+        ),
+    ] {
+        match NodeConfig::parse(text) {
+            Err(NodeConfigError::Invalid {
+                key: k, line: l, ..
+            }) => {
+                assert_eq!((k, l), (key, line), "{text}");
+            }
+            other => panic!("expected {key} refused, got {:?}", other.err()),
+        }
+    }
+}
+
+/// A started node serves plans by the file's minimum shares: with
+/// interactive keeping half of two slots, a batch tenant runs one request
+/// and waits with its second, though a slot is free. Paused clock: the
+/// timeout fires only once every task has run as far as it can.
+#[tokio::test(start_paused = true)]
+async fn a_started_node_applies_the_admission_section() {
+    let config = NodeConfig::parse(
+        "[limits]\nrunning_requests = 2\nrunning_per_tenant = 2\nrunning_per_provider = 2\n\
+         [admission]\nmin_shares = { interactive = 50 }\n",
+    )
+    .expect("valid file");
+    let node = config.start(base()).await.expect("node starts");
+    let pools = node.pools;
+    let receipt = pools.install(installation()).await.expect("install");
+    let request = |session| {
+        let plan = plan(session).with_priority(Priority::Batch);
+        let input = pools
+            .stage_input(&plan, provider_pools::Bytes::from_static(b"x"))
+            .expect("input");
+        provider_pools::AdmitRequest {
+            plan,
+            provider: receipt.provider.clone(),
+            slot: receipt.slots[0],
+            kind: provider_pools::OriginKind::Http,
+            input,
+        }
+    };
+    let _first = pools.admit(request(1)).await.expect("the first runs");
+    let mut second = Box::pin(pools.admit(request(2)));
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(50), second.as_mut()).await;
+    assert!(waited.is_err(), "the second batch request waits");
+    let snapshot = pools.snapshot();
+    assert_eq!(
+        (snapshot.running_requests, snapshot.pending_requests),
+        (1, 1),
+        "one runs, one waits, a slot free"
+    );
+}
+
+fn plan(session: u64) -> provider_pools::ExecutionPlan {
+    let far = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    provider_pools::ExecutionPlan::seal(
+        provider_pools::TenantId::new("batch").expect("tenant"),
+        provider_pools::SessionId::new(session),
+        provider_pools::LedgerId::new(1),
+        far,
+        far,
+    )
+}
+
+fn installation() -> provider_pools::Installation {
+    provider_pools::Installation {
+        provider: ProviderId::new("p").expect("id"),
+        authority: provider_pools::Authority::new("http://127.0.0.1:1").expect("authority"),
+        expected: provider_pools::Epoch::ZERO,
+        credential: provider_pools::Credential::from_slice(b"k").expect("credential"),
+        config: provider_pools::ProviderConfig::new(
+            provider_pools::ServiceName::new("p/v1").expect("service"),
+        )
+        .with_origin(
+            provider_pools::OriginSlot::new(0),
+            provider_pools::OriginKind::Http,
+            "http://127.0.0.1:1",
+        ),
     }
 }

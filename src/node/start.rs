@@ -48,8 +48,10 @@ pub enum NodeError {
 }
 
 impl NodeConfig {
-    /// Starts the pools with this file's limits (the rest of `base` as
-    /// given) and installs every provider section, all or nothing.
+    /// Starts the pools with this file's limits, and its fairness policy
+    /// and minimum shares where its `[admission]` section sets them (the
+    /// rest of `base` as given), and installs every provider section, all
+    /// or nothing.
     /// Capabilities construct nothing.
     ///
     /// The steps: validate every section ([`NodeConfig::installations`],
@@ -77,8 +79,12 @@ impl NodeConfig {
     pub async fn start(&self, base: PoolsConfig) -> Result<Node, NodeError> {
         let installations = self.installations()?;
         let rates = self.rates()?;
+        let fairness = self.fairness()?.unwrap_or(base.fairness);
+        let min_shares = self.min_shares()?.unwrap_or(base.min_shares);
         let pools = ProviderPools::start(PoolsConfig {
             limits: self.limits,
+            fairness,
+            min_shares,
             ..base
         })
         .await?;
