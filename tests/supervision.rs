@@ -85,6 +85,15 @@ async fn crash_epoch_actor(
     let_tasks_run().await;
 }
 
+/// Kills the epoch actors (not waiting for them to stop); returns their ids.
+fn kill_epoch_actors(pools: &ProviderPools) -> Vec<ractor::ActorId> {
+    let actors = epoch_actors(pools);
+    (pools.registry_cell().get_children().into_iter())
+        .filter(|cell| actors.contains(&cell.get_id()))
+        .for_each(|cell| cell.kill());
+    actors
+}
+
 fn epoch_actors(pools: &ProviderPools) -> Vec<ractor::ActorId> {
     let controls = pools.control_cells().map(|cell| cell.get_id());
     pools
@@ -201,13 +210,7 @@ async fn a_killed_epoch_actor_is_restarted_and_its_idle_connections_cannot_fail_
 
     // Killed, the actor's state — the parked bomb with it — is handed to
     // its supervisor; destroying it there must not take the registry down.
-    let first_actor = epoch_actors(&pools);
-    pools
-        .registry_cell()
-        .get_children()
-        .into_iter()
-        .filter(|cell| first_actor.contains(&cell.get_id()))
-        .for_each(|cell| cell.kill());
+    let first_actor = kill_epoch_actors(&pools);
     let_tasks_run().await;
 
     let after = pools.snapshot();
@@ -247,13 +250,7 @@ async fn a_killed_epoch_actor_is_restarted_and_its_idle_connections_cannot_fail_
 async fn a_checkout_meeting_a_killed_epoch_actor_is_served_by_its_successor() {
     let (pools, receipt) = pools_with(RestartPolicy::default()).await;
     let request = running(&pools, &receipt, "t", 1).await;
-    let first_actor = epoch_actors(&pools);
-    pools
-        .registry_cell()
-        .get_children()
-        .into_iter()
-        .filter(|cell| first_actor.contains(&cell.get_id()))
-        .for_each(|cell| cell.kill());
+    let first_actor = kill_epoch_actors(&pools);
 
     let started = tokio::time::Instant::now();
     let conn = pools
