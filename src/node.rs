@@ -57,7 +57,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
-use provider_pools_adapters::http_origin::{ApprovedOrigin, ConnectionSettings};
+use provider_pools_adapters::http_origin::{ApprovedOrigin, ConnectionSettings, RESERVED_HEADERS};
 use provider_pools_cluster::ClusterSection;
 mod cluster;
 mod redacted;
@@ -267,18 +267,9 @@ impl Eq for NodeConfigError {}
 pub const MAX_NODE_FILE_BYTES: usize = 1024 * 1024;
 
 /// Header names an `auth_header` setting may not choose: they frame the
-/// message or the connection, and the adapter sets them itself.
-pub const RESERVED_AUTH_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "transfer-encoding",
-    "connection",
-    "te",
-    "upgrade",
-    "trailer",
-    "keep-alive",
-    "expect",
-];
+/// message or the connection, and the adapter sets them itself (the HTTP
+/// adapter's own list).
+pub const RESERVED_AUTH_HEADERS: &[&str] = &RESERVED_HEADERS;
 
 /// True when `name` is reserved ([`RESERVED_AUTH_HEADERS`] or `proxy-*`),
 /// ignoring ASCII case.

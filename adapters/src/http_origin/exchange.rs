@@ -78,23 +78,26 @@ impl std::fmt::Debug for HttpRequest {
     }
 }
 
+/// Header names (lowercase) that frame the message or the connection: the
+/// adapter sets them itself, so an [`AUTH_HEADER_SETTING`] may not choose
+/// one, nor any `proxy-*` name. The node file refuses the same names.
+pub const RESERVED_HEADERS: [&str; 9] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "te",
+    "upgrade",
+    "trailer",
+    "keep-alive",
+    "expect",
+];
+
 /// True for a header that frames the message or the connection (and
-/// `proxy-*`): never a credential header. The node config refuses the same
-/// names (`provider_pools::node::RESERVED_AUTH_HEADERS`).
+/// `proxy-*`): never a credential header.
 fn is_reserved(name: &HeaderName) -> bool {
-    const RESERVED: [&str; 9] = [
-        "host",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "te",
-        "upgrade",
-        "trailer",
-        "keep-alive",
-        "expect",
-    ];
     // HeaderName is lowercase.
-    RESERVED.contains(&name.as_str()) || name.as_str().starts_with("proxy-")
+    RESERVED_HEADERS.contains(&name.as_str()) || name.as_str().starts_with("proxy-")
 }
 
 /// Body size limits of one exchange, in bytes. Each is at most

@@ -145,7 +145,7 @@ pub use admitted::ServiceError;
 pub use buffered::{call, BufferedResponse};
 pub use dialer::{HttpConnection, HttpDialer};
 pub use error::{HttpError, ProtocolError, Sent};
-pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING};
+pub use exchange::{BodyLimits, HttpRequest, AUTH_HEADER_SETTING, RESERVED_HEADERS};
 pub use http2::{
     H2Connection, H2Dialer, H2Stream, DEFAULT_MAX_STREAMS, HTTP2_MAX_STREAMS_SETTING,
     HTTP2_SETTING, MAX_STREAMS_CEILING,
