@@ -16,23 +16,23 @@
 //! callers waiting on a client (behind its dial, or while it is at
 //! `connections_per_client`) by tenant rotation.
 //!
+//! Its messages are the module's [`Msg`], defined at the module's root with
+//! the [`Checkout`](crate::epoch::Checkout) answer they carry.
+//!
 //! Mailbox: `64 + running_requests` message slots (one checkout per running
 //! request, plus reclaim scans); release slots: the registry's `Retire`,
 //! one per possible connection of the epoch (its dial outcome), and one per
 //! client (its `Wake`), i.e. `1 + connections + clients` (startup).
 
-use std::any::TypeId;
 use std::sync::Arc;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use tokio::sync::oneshot;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::accounts::Accounts;
-use crate::epoch::connection::DialOutcome;
 use crate::epoch::published::PublishedEpoch;
-use crate::epoch::state::{Checkout, Clients};
+use crate::epoch::state::Clients;
 use crate::epoch::waiters::Waiter;
-use crate::identity::TenantId;
+use crate::epoch::Msg;
 use crate::limits::{DialBackoff, Limits};
 use crate::mailbox::{Envelope, Mailbox, MailboxBound, MailboxSlots};
 
@@ -42,44 +42,6 @@ pub(super) fn bound(limits: &Limits, clients: usize) -> MailboxBound {
         messages: 64 + limits.running_requests as usize,
         releases: 1 + limits.connections as usize + clients,
     }
-}
-
-/// Messages of the epoch actor.
-pub(crate) enum Msg {
-    /// The registry published a successor or retired the pools: destroy idle
-    /// connections and park no more; accepted work finishes on this epoch.
-    Retire,
-    /// A running request of `tenant` asks for a connection of `client`.
-    Checkout {
-        client: usize,
-        tenant: TenantId,
-        type_id: TypeId,
-        reply: oneshot::Sender<Checkout>,
-    },
-    /// A dial of `client` ended at `at` (sent on the permit's reserved slot);
-    /// backoff counts from the failure, not from when the actor hears of it.
-    DialDone {
-        client: usize,
-        /// The permit's id: only the dial holding the client's gate opens it.
-        dial: u64,
-        outcome: DialOutcome,
-        at: tokio::time::Instant,
-        /// The dial's span (`pools.dial`), for the backoff fields.
-        span: tracing::Span,
-    },
-    /// A connection of `client` was parked or destroyed while callers
-    /// waited on it (sent on the client's reserved slot: never lost).
-    Wake { client: usize },
-    /// Destroy expired idle connections, touching at most `bound`; answers
-    /// how many were touched.
-    Reclaim {
-        bound: usize,
-        reply: Option<RpcReplyPort<usize>>,
-    },
-    /// A quiescence probe (`ProviderPools::wait_quiescent`): answer at once. Its
-    /// answer says that every message queued before it has been handled.
-    #[cfg(feature = "testing")]
-    Probe { reply: oneshot::Sender<()> },
 }
 
 pub(super) struct EpochActor;

@@ -9,10 +9,10 @@ use ractor::{Actor, ActorCell};
 use tokio::sync::oneshot;
 
 use crate::accounts::Accounts;
-use crate::epoch::actor::{bound, EpochActor, EpochArgs, Msg};
+use crate::epoch::actor::{bound, EpochActor, EpochArgs};
 use crate::epoch::connection::ConnectError;
 use crate::epoch::published::PublishedEpoch;
-use crate::epoch::state::Checkout;
+use crate::epoch::{Checkout, Msg};
 use crate::identity::TenantId;
 use crate::limits::Limits;
 #[cfg(feature = "testing")]

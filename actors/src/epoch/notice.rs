@@ -25,7 +25,7 @@
 use std::sync::{Arc, PoisonError};
 
 use crate::accounts::Accounts;
-use crate::epoch::actor::Msg as EpochMsg;
+use crate::epoch::Msg as EpochMsg;
 use crate::mailbox::ReleaseSlot;
 use crate::sync::{fence, AtomicUsize, Mutex, Ordering::SeqCst};
 

@@ -39,25 +39,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::accounts::Accounts;
-use crate::epoch::actor::Msg;
-use crate::epoch::connection::{
-    ConnCharges, ConnectError, DialErrorKind, DialOutcome, DialPermit, IdleConn,
-};
+use crate::epoch::connection::{ConnCharges, ConnectError, DialErrorKind, DialOutcome, DialPermit};
 use crate::epoch::idle::{self, IdleStash};
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::waiters::{Waiter, Waiters};
+use crate::epoch::{Checkout, Msg};
 use crate::limits::DialBackoff;
 use crate::mailbox::Mailbox;
-
-/// The answer to a checkout.
-pub(crate) enum Checkout {
-    /// A parked connection of the requested type.
-    Idle(IdleConn),
-    /// Nothing idle: the caller dials.
-    Dial(DialPermit),
-    /// Refused at once.
-    Refused(ConnectError),
-}
 
 #[derive(Default)]
 struct ClientState {

@@ -23,7 +23,7 @@ use std::collections::{HashMap, VecDeque};
 
 use tokio::sync::oneshot;
 
-use crate::epoch::state::Checkout;
+use crate::epoch::Checkout;
 use crate::identity::TenantId;
 
 /// One caller waiting for a connection of a given type.

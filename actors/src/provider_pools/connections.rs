@@ -20,8 +20,7 @@ use crate::epoch::connection::{
     spawn_dial, ConnectError, DialJob, DialPermit, Dialer, IdleConn, PooledConnection,
 };
 use crate::epoch::published::PublishedEpoch;
-use crate::epoch::request_checkout;
-use crate::epoch::state::Checkout;
+use crate::epoch::{request_checkout, Checkout};
 use crate::observe::spans;
 use crate::provider_pools::ProviderPools;
 
@@ -278,7 +277,7 @@ const RESTART_WAIT: Duration = Duration::from_secs(1);
 /// connection is parked again for the next waiter, and an unused dial
 /// permit is abandoned (no dial, no backoff).
 struct Pending {
-    answer: oneshot::Receiver<crate::epoch::state::Checkout>,
+    answer: oneshot::Receiver<Checkout>,
     epoch: Arc<PublishedEpoch>,
     client: usize,
 }

@@ -5,12 +5,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::accounts::Accounts;
-use crate::epoch::actor::Msg as EpochMsg;
 use crate::epoch::connection::RequestHold;
 use crate::epoch::connection::{
     ConnCharges, ConnectError, DialError, DialErrorKind, PooledConnection,
 };
 use crate::epoch::published::PublishedEpoch;
+use crate::epoch::Msg as EpochMsg;
 use crate::mailbox::ReleaseSlot;
 
 /// How a dial ended, as the epoch actor learns it.

@@ -3,7 +3,7 @@ use std::any::TypeId;
 use tokio::sync::oneshot;
 
 use super::{Waiter, Waiters};
-use crate::epoch::state::Checkout;
+use crate::epoch::Checkout;
 use crate::identity::TenantId;
 
 fn tenant(name: &str) -> TenantId {
