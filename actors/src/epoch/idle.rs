@@ -3,10 +3,11 @@
 //! message hop.
 //!
 //! A request's task takes the most recently parked connection of its type
-//! ([`IdleStash::take`]) and parks a verified-reusable one ([`park`])
-//! directly. The epoch actor keeps everything else: dials, backoff, the
-//! callers waiting for a connection, the bounded reclaim scan and
-//! retirement, which all reach the same stash.
+//! ([`IdleStash::take`]) and parks a verified-reusable one directly
+//! (`PublishedEpoch::park`, which finds the client's stash and puts the
+//! connection in it with [`park_into`]). The epoch actor keeps everything
+//! else: dials, backoff, the callers waiting for a connection, the bounded
+//! reclaim scan and retirement, which all reach the same stash.
 //!
 //! Invariants:
 //! - An entry holds its connection's charges and one of the node's
@@ -45,7 +46,6 @@ use tokio::time::Instant;
 use crate::budget::{Budget, Charge, Exhausted};
 use crate::epoch::connection::{CloseWatch, IdleConn};
 use crate::epoch::notice::WaitNotice;
-use crate::epoch::published::PublishedEpoch;
 use crate::sync::{Mutex, MutexGuard};
 
 /// One client's parked connections, oldest first.
@@ -119,7 +119,7 @@ impl IdleStash {
 
     /// Destroys the entries whose closure notice fired (after the lock is
     /// released). Returns how many it destroyed.
-    fn evict_closed(&self) -> usize {
+    pub(crate) fn evict_closed(&self) -> usize {
         let mut closed = Vec::new();
         let mut entries = self.lock();
         let mut kept = VecDeque::with_capacity(entries.len());
@@ -148,7 +148,7 @@ impl IdleStash {
         self.lock().len()
     }
 
-    /// Pushes an entry as it is, without the checks of [`park`].
+    /// Pushes an entry as it is, without the checks of [`park_into`].
     #[cfg(test)]
     pub(crate) fn restore(&self, entry: IdleConn) {
         self.lock().push_back(entry);
@@ -224,59 +224,11 @@ fn destroy_contained(entries: VecDeque<IdleConn>) {
     }
 }
 
-/// Destroys `epoch`'s client `client`'s parked connections whose closure
-/// notice fired: called by a [`CloseNotifier`](crate::CloseNotifier) as it
-/// fires, in the task of the socket's owner.
-pub(crate) fn evict_closed(epoch: &PublishedEpoch, client: usize) {
-    if let Some(stash) = epoch.idle(client) {
-        let evicted = stash.evict_closed();
-        if evicted > 0 {
-            tracing::debug!(client, evicted, "closed idle connections destroyed");
-        }
-    }
-}
-
-/// Parks `entry`, a connection of `epoch`'s client `client` that adapter
-/// code verified reusable: it joins the client's stash with one of the
-/// node's `idle_connections`, or is destroyed — the epoch is retired, the
-/// idle pool is full, or the client is unknown.
-///
-/// An entry that already holds its idle charge (one a departed waiter was
-/// handed) keeps it.
-pub(crate) fn park(epoch: &Arc<PublishedEpoch>, client: usize, entry: IdleConn) {
-    park_keeping(epoch, client, entry, None);
-}
-
-/// [`park`], charging the idle charge (when the entry needs one) through
-/// `kept`, a reference to the node's `idle_connections` budget the
-/// connection held since its checkout, instead of taking a new reference.
-pub(crate) fn park_keeping(
-    epoch: &Arc<PublishedEpoch>,
-    client: usize,
-    entry: IdleConn,
-    kept: Option<Arc<Budget>>,
-) {
-    let Some(stash) = epoch.idle(client) else {
-        return; // dropping `entry` destroys, then releases
-    };
-    let watch = entry.watch.clone();
-    let retired = || epoch.is_retired();
-    let idle = Idle {
-        budget: &epoch.accounts().idle,
-        kept,
-    };
-    park_into(stash, &retired, idle, entry, || {
-        if let Some(watch) = &watch {
-            watch.set_home(epoch, client);
-        }
-    });
-}
-
 /// The node's `idle_connections` budget a park charges, and the reference
 /// to it the parked connection kept, if any.
-struct Idle<'a> {
-    budget: &'a Arc<Budget>,
-    kept: Option<Arc<Budget>>,
+pub(crate) struct Idle<'a> {
+    pub(crate) budget: &'a Arc<Budget>,
+    pub(crate) kept: Option<Arc<Budget>>,
 }
 
 impl Idle<'_> {
@@ -298,10 +250,12 @@ impl<'a> From<&'a Arc<Budget>> for Idle<'a> {
     }
 }
 
-/// [`park`] on the parts it touches: `stash`, the epoch's retired flag
-/// (`retired`), the node's `idle` budget; `homed` runs just before the
-/// push (it points the entry's closure notice at the stash).
-fn park_into<'a>(
+/// Parks `entry` in `stash`, touching only these parts: the epoch's retired
+/// flag (`retired`), the node's `idle` budget; `homed` runs just before the
+/// push (it points the entry's closure notice at the stash). An entry that
+/// already holds its idle charge keeps it; one refused (the epoch is
+/// retired, or the idle pool is full) is destroyed.
+pub(crate) fn park_into<'a>(
     stash: &IdleStash,
     retired: &dyn Fn() -> bool,
     idle: impl Into<Idle<'a>>,

@@ -4,6 +4,11 @@
 //! The registry publishes a [`PublishedEpoch`] in the directory; a client
 //! lookup reads it without a message hop and takes a [`ClientLease`].
 //!
+//! Each client's parked connections are reached through it: a park
+//! ([`PublishedEpoch::park`]) finds the client's stash, the epoch's retired
+//! flag and the node's idle budget, and a closure notice, holding the epoch
+//! weakly, evicts from the same stash.
+//!
 //! Invariants:
 //! - Everything here is immutable after install except the lease word, the
 //!   actor's mailbox, the checked-out tally ([`ConnTally`]) and each
@@ -24,7 +29,9 @@ use crate::config::{ConfigDigest, ProviderConfig};
 use crate::credential::Credential;
 use crate::epoch::adapter_state::AdapterState;
 use crate::epoch::connection::mux::MuxTable;
-use crate::epoch::idle::IdleStash;
+use crate::epoch::connection::watch::Stashes;
+use crate::epoch::connection::IdleConn;
+use crate::epoch::idle::{park_into, Idle, IdleStash};
 use crate::epoch::lease::{Drain, LeaseWord};
 use crate::epoch::tally::ConnTally;
 use crate::epoch::Msg as EpochMsg;
@@ -310,6 +317,43 @@ impl PublishedEpoch {
         self.clients.iter().map(|c| &c.idle)
     }
 
+    /// Parks `entry`, a connection of client `client` that adapter code
+    /// verified reusable: it joins the client's stash with one of the
+    /// node's `idle_connections`, or is destroyed — the epoch is retired,
+    /// the idle pool is full, or the client is unknown.
+    ///
+    /// An entry that already holds its idle charge (one a departed waiter
+    /// was handed) keeps it.
+    pub(crate) fn park(self: &Arc<Self>, client: usize, entry: IdleConn) {
+        self.park_keeping(client, entry, None);
+    }
+
+    /// [`park`](Self::park), charging the idle charge (when the entry needs
+    /// one) through `kept`, a reference to the node's `idle_connections`
+    /// budget the connection held since its checkout, instead of taking a
+    /// new reference.
+    pub(crate) fn park_keeping(
+        self: &Arc<Self>,
+        client: usize,
+        entry: IdleConn,
+        kept: Option<Arc<Budget>>,
+    ) {
+        let Some(stash) = self.idle(client) else {
+            return; // dropping `entry` destroys, then releases
+        };
+        let watch = entry.watch.clone();
+        let retired = || self.is_retired();
+        let idle = Idle {
+            budget: &self.accounts().idle,
+            kept,
+        };
+        park_into(stash, &retired, idle, entry, || {
+            if let Some(watch) = &watch {
+                watch.set_home(self, client);
+            }
+        });
+    }
+
     /// Its actor stopped: the callers it kept waiting heard `Closed` as
     /// their replies were dropped with it, so none is counted any more.
     /// Only while no actor of this epoch runs (one that starts sets the
@@ -384,6 +428,22 @@ impl PublishedEpoch {
             .take();
         if let Some(notice) = slot {
             (notice.0)(self.instance);
+        }
+    }
+}
+
+/// A parked connection's closure notice reaches its client's stash through
+/// the epoch (held weakly by the notice).
+impl Stashes for PublishedEpoch {
+    /// Destroys client `client`'s parked connections whose closure notice
+    /// fired: called by a [`CloseNotifier`](crate::CloseNotifier) as it
+    /// fires, in the task of the socket's owner.
+    fn evict_closed(&self, client: usize) {
+        if let Some(stash) = self.idle(client) {
+            let evicted = stash.evict_closed();
+            if evicted > 0 {
+                tracing::debug!(client, evicted, "closed idle connections destroyed");
+            }
         }
     }
 }

@@ -40,7 +40,7 @@ use tokio::time::Instant;
 
 use crate::accounts::Accounts;
 use crate::epoch::connection::{ConnCharges, ConnectError, DialErrorKind, DialOutcome, DialPermit};
-use crate::epoch::idle::{self, IdleStash};
+use crate::epoch::idle::IdleStash;
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::waiters::{Waiter, Waiters};
 use crate::epoch::{Checkout, Msg};
@@ -267,7 +267,7 @@ fn hand_out_parked(
         if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
             // The caller left; the connection stays idle (a retired
             // epoch destroys it).
-            idle::park(epoch, client, back);
+            epoch.park(client, back);
         }
     }
 }
@@ -309,7 +309,7 @@ impl Dials<'_> {
                 // would wait behind it until it expired.
                 if let Some(entry) = stash.take(waiter.type_id, idle_age) {
                     if let Err(Checkout::Idle(back)) = waiter.reply.send(Checkout::Idle(entry)) {
-                        idle::park(epoch, client, back);
+                        epoch.park(client, back);
                     }
                     continue;
                 }

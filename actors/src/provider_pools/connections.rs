@@ -286,7 +286,7 @@ impl Drop for Pending {
     fn drop(&mut self) {
         self.answer.close();
         if let Ok(Checkout::Idle(entry)) = self.answer.try_recv() {
-            crate::epoch::idle::park(&self.epoch, self.client, entry);
+            self.epoch.park(self.client, entry);
         }
     }
 }

@@ -18,7 +18,6 @@ use tokio::time::Instant;
 use crate::budget::{Budget, Charge};
 use crate::epoch::connection::watch::CloseWatch;
 use crate::epoch::connection::RequestHold;
-use crate::epoch::idle;
 use crate::epoch::notice::WaitNotice;
 use crate::epoch::published::PublishedEpoch;
 
@@ -307,7 +306,7 @@ impl<T: Send + 'static> PooledConnection<T> {
         };
         // Destroyed there (the resource before its charges) if refused.
         match &held {
-            Some(held) => idle::park_keeping(held.epoch(), client, entry, kept),
+            Some(held) => held.epoch().park_keeping(client, entry, kept),
             // Never: a gauge holds its epoch until it is checked in.
             None => drop(entry),
         }

@@ -24,7 +24,6 @@
 use std::fmt;
 use std::sync::{Arc, PoisonError, Weak};
 
-use crate::epoch::published::PublishedEpoch;
 use crate::sync::{AtomicBool, Mutex, MutexGuard, Ordering};
 
 /// What keeps parked connections: an epoch, whose client's stash destroys
@@ -32,12 +31,6 @@ use crate::sync::{AtomicBool, Mutex, MutexGuard, Ordering};
 pub(crate) trait Stashes: Send + Sync {
     /// Destroys client `client`'s parked entries whose notice fired.
     fn evict_closed(&self, client: usize);
-}
-
-impl Stashes for PublishedEpoch {
-    fn evict_closed(&self, client: usize) {
-        crate::epoch::idle::evict_closed(self, client);
-    }
 }
 
 /// Where a parked connection sits: its epoch (weakly) and its client.
