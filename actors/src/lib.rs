@@ -62,9 +62,10 @@ pub use config::{ConfigDigest, ConfigError, OriginSpec, ProviderConfig, TextPart
 pub use credential::{Credential, CredentialError};
 pub use dispatch::{Denied, DispatchAuthority, PolicyTable, ProviderCall};
 pub use epoch::connection::{
-    close_watch, CloseNotifier, CloseWatch, ConnectError, DialError, DialErrorKind, DialTarget,
-    Dialer, Multiplexed, PooledConnection, PooledStream,
+    ConnectError, DialError, DialErrorKind, DialTarget, Dialer, Multiplexed, PooledConnection,
+    PooledStream,
 };
+pub use epoch::watch::{close_watch, CloseNotifier, CloseWatch};
 pub use epoch::{ClientId, ClientLease, TypedSlot};
 pub use error::{InstallError, LookupError, LowerError, SpawnError, StartError};
 pub use fairness::Fairness;

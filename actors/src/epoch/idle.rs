@@ -9,6 +9,9 @@
 //! else: dials, backoff, the callers waiting for a connection, the bounded
 //! reclaim scan and retirement, which all reach the same stash.
 //!
+//! Each entry is an [`IdleConn`]: the connection, boxed, with its
+//! [`ConnCharges`], its idle charge and its closure notice, if any.
+//!
 //! Invariants:
 //! - An entry holds its connection's charges and one of the node's
 //!   `idle_connections`, taken before it is pushed; a connection is
@@ -30,12 +33,12 @@
 //!   after the push, so one of the two always sees the entry).
 //! - A connection whose closure notice fired (its driver saw the peer
 //!   close) is never taken; the notice evicts it at once (see
-//!   `connection/watch.rs`).
+//!   `watch.rs`).
 //! - A caller waiting on the client never misses a parked connection: the
 //!   epoch actor publishes its waiters in the stash's [`WaitNotice`] before
 //!   it looks at the stash a last time, and a park notifies after pushing.
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, PoisonError};
@@ -44,9 +47,55 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::budget::{Budget, Charge, Exhausted};
-use crate::epoch::connection::{CloseWatch, IdleConn};
+use crate::epoch::charges::ConnCharges;
 use crate::epoch::notice::WaitNotice;
+use crate::epoch::watch::CloseWatch;
 use crate::sync::{Mutex, MutexGuard};
+
+/// A parked connection, kept by its epoch in the client's idle stash.
+pub(crate) struct IdleConn {
+    pub(crate) conn: Box<dyn Any + Send>,
+    pub(crate) charges: ConnCharges,
+    /// One of the node's `idle_connections`, taken when the stash accepts
+    /// the connection.
+    pub(crate) idle: Option<Charge>,
+    pub(crate) type_id: TypeId,
+    pub(crate) since: Instant,
+    /// How its socket's owner says the peer closed it, when the adapter
+    /// parked it with one.
+    pub(crate) watch: Option<CloseWatch>,
+}
+
+impl IdleConn {
+    /// A connection `conn` charged to `node` and `client` (and to `idle`
+    /// when given), parked now, with no closure notice: for the stash's
+    /// tests and models.
+    #[cfg(test)]
+    pub(crate) fn charged<T: Any + Send>(
+        conn: T,
+        node: &Arc<crate::budget::Budget>,
+        client: &Arc<crate::budget::Budget>,
+        idle: Option<&Arc<crate::budget::Budget>>,
+    ) -> Self {
+        Self {
+            conn: Box::new(conn),
+            charges: ConnCharges::new(
+                node.try_reserve(1).expect("room for the node's charge"),
+                client.try_reserve(1).expect("room for the client's charge"),
+                Arc::new(WaitNotice::new(0, None)),
+            ),
+            idle: idle.map(|idle| idle.try_reserve(1).expect("room for the idle charge")),
+            type_id: TypeId::of::<T>(),
+            since: Instant::now(),
+            watch: None,
+        }
+    }
+
+    /// True when its closure notice has fired.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.watch.as_ref().is_some_and(CloseWatch::is_closed)
+    }
+}
 
 /// One client's parked connections, oldest first.
 pub(crate) struct IdleStash {

@@ -14,6 +14,7 @@
 
 mod actor;
 mod adapter_state;
+mod charges;
 pub(crate) mod connection;
 mod handle;
 pub(crate) mod idle;
@@ -23,6 +24,7 @@ pub(crate) mod published;
 mod state;
 mod tally;
 pub(crate) mod waiters;
+pub(crate) mod watch;
 
 #[cfg(feature = "testing")]
 pub(crate) use handle::EpochProber;
@@ -36,7 +38,8 @@ use ractor::RpcReplyPort;
 use tokio::sync::oneshot;
 
 use crate::identity::TenantId;
-use connection::{ConnectError, DialOutcome, DialPermit, IdleConn};
+use connection::{ConnectError, DialOutcome, DialPermit};
+use idle::IdleConn;
 
 /// Messages of the epoch actor.
 pub(crate) enum Msg {

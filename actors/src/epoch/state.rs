@@ -39,7 +39,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::accounts::Accounts;
-use crate::epoch::connection::{ConnCharges, ConnectError, DialErrorKind, DialOutcome, DialPermit};
+use crate::epoch::charges::ConnCharges;
+use crate::epoch::connection::{ConnectError, DialErrorKind, DialOutcome, DialPermit};
 use crate::epoch::idle::IdleStash;
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::waiters::{Waiter, Waiters};

@@ -17,8 +17,9 @@ use tokio::time::Instant;
 use crate::admission::RunningRequest;
 use crate::budget::Charge;
 use crate::epoch::connection::{
-    spawn_dial, ConnectError, DialJob, DialPermit, Dialer, IdleConn, PooledConnection,
+    spawn_dial, ConnectError, DialJob, DialPermit, Dialer, PooledConnection,
 };
+use crate::epoch::idle::IdleConn;
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::{request_checkout, Checkout};
 use crate::observe::spans;

@@ -28,7 +28,7 @@
 //! - Idle connections keep node capacity, not an activation; their age is
 //!   checked at checkout, and the control owner reclaims expired ones in
 //!   bounded scans.
-//! - A connection parked with a [`CloseWatch`] leaves the idle pool (and
+//! - A connection parked with a [`CloseWatch`](crate::CloseWatch) leaves the idle pool (and
 //!   its charges) as soon as its socket's owner reports the close; a
 //!   checkout never returns one whose close was reported.
 //! - A [`Multiplexed`] connection carries several running requests of one
@@ -41,7 +41,6 @@ mod hold;
 pub(crate) mod mux;
 mod permit;
 mod pooled;
-pub(crate) mod watch;
 
 #[cfg(test)]
 mod tests;
@@ -55,8 +54,6 @@ pub(crate) use hold::{Holdings, RequestHold};
 pub use mux::{Multiplexed, PooledStream};
 pub(crate) use permit::{DialOutcome, DialPermit};
 pub use pooled::PooledConnection;
-pub(crate) use pooled::{ConnCharges, IdleConn};
-pub use watch::{close_watch, CloseNotifier, CloseWatch};
 
 /// Why a dial failed, as adapters classify it. Kept as the client's last
 /// error during backoff, so waiters learn more than "unavailable".

@@ -32,10 +32,10 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::epoch::connection::watch::CloseWatch;
 use crate::epoch::connection::PooledConnection;
 use crate::epoch::connection::RequestHold;
 use crate::epoch::published::PublishedEpoch;
+use crate::epoch::watch::CloseWatch;
 use crate::identity::TenantId;
 use crate::sync::Mutex;
 

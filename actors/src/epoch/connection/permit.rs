@@ -5,10 +5,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::accounts::Accounts;
+use crate::epoch::charges::ConnCharges;
 use crate::epoch::connection::RequestHold;
-use crate::epoch::connection::{
-    ConnCharges, ConnectError, DialError, DialErrorKind, PooledConnection,
-};
+use crate::epoch::connection::{ConnectError, DialError, DialErrorKind, PooledConnection};
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::Msg as EpochMsg;
 use crate::mailbox::ReleaseSlot;

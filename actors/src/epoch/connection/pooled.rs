@@ -9,58 +9,18 @@
 //! own only once it carries streams. An idle connection belongs to no
 //! tenant: parking returns the tenant's share, a checkout takes it again.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::fmt;
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
 use crate::budget::{Budget, Charge};
-use crate::epoch::connection::watch::CloseWatch;
+use crate::epoch::charges::ConnCharges;
 use crate::epoch::connection::RequestHold;
-use crate::epoch::notice::WaitNotice;
+use crate::epoch::idle::IdleConn;
 use crate::epoch::published::PublishedEpoch;
-
-/// The charges one connection holds for its whole life, idle or active:
-/// one of the node's `connections` and one of its client's. Once both are
-/// returned, the client's waiters hear of the room.
-///
-/// Shared with the connection's driver, when it has one
-/// ([`ConnCharges::for_driver`]): they return once the connection is
-/// destroyed *and* its driver joined, whichever is last.
-pub(crate) struct ConnCharges(crate::sync::Arc<Charges>);
-
-struct Charges {
-    _node: Charge,
-    _client: Charge,
-    _freed: Freed,
-}
-
-impl ConnCharges {
-    pub(crate) fn new(node: Charge, client: Charge, notice: Arc<WaitNotice>) -> Self {
-        Self(crate::sync::Arc::new(Charges {
-            _node: node,
-            _client: client,
-            _freed: Freed(notice),
-        }))
-    }
-
-    /// The same charges, for the connection's driver to hold until it is
-    /// joined.
-    pub(crate) fn for_driver(&self) -> Box<dyn Send> {
-        Box::new(Self(crate::sync::Arc::clone(&self.0)))
-    }
-}
-
-/// Tells the client's waiters, when dropped after the charges, that a
-/// connection of the client is gone.
-struct Freed(Arc<WaitNotice>);
-
-impl Drop for Freed {
-    fn drop(&mut self) {
-        self.0.notify();
-    }
-}
+use crate::epoch::watch::CloseWatch;
 
 /// Counts a connection as checked out (active, or retired once its epoch
 /// retires) while alive, and keeps what reaches its epoch: counted in
@@ -121,51 +81,6 @@ impl Drop for ActiveGauge {
         if let Some(held) = &self.held {
             held.epoch().conn_tally().check_in();
         }
-    }
-}
-
-/// A parked connection, kept by its epoch in the client's idle stash.
-pub(crate) struct IdleConn {
-    pub(crate) conn: Box<dyn Any + Send>,
-    pub(crate) charges: ConnCharges,
-    /// One of the node's `idle_connections`, taken when the stash accepts
-    /// the connection.
-    pub(crate) idle: Option<Charge>,
-    pub(crate) type_id: TypeId,
-    pub(crate) since: Instant,
-    /// How its socket's owner says the peer closed it, when the adapter
-    /// parked it with one.
-    pub(crate) watch: Option<CloseWatch>,
-}
-
-impl IdleConn {
-    /// A connection `conn` charged to `node` and `client` (and to `idle`
-    /// when given), parked now, with no closure notice: for the stash's
-    /// tests and models.
-    #[cfg(test)]
-    pub(crate) fn charged<T: Any + Send>(
-        conn: T,
-        node: &Arc<crate::budget::Budget>,
-        client: &Arc<crate::budget::Budget>,
-        idle: Option<&Arc<crate::budget::Budget>>,
-    ) -> Self {
-        Self {
-            conn: Box::new(conn),
-            charges: ConnCharges::new(
-                node.try_reserve(1).expect("room for the node's charge"),
-                client.try_reserve(1).expect("room for the client's charge"),
-                Arc::new(WaitNotice::new(0, None)),
-            ),
-            idle: idle.map(|idle| idle.try_reserve(1).expect("room for the idle charge")),
-            type_id: TypeId::of::<T>(),
-            since: Instant::now(),
-            watch: None,
-        }
-    }
-
-    /// True when its closure notice has fired.
-    pub(crate) fn is_closed(&self) -> bool {
-        self.watch.as_ref().is_some_and(CloseWatch::is_closed)
     }
 }
 
@@ -324,6 +239,3 @@ impl<T: Send + 'static> fmt::Debug for PooledConnection<T> {
             .finish_non_exhaustive()
     }
 }
-
-#[cfg(all(test, loom))]
-mod loom_model;

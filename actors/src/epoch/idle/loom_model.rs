@@ -1,7 +1,7 @@
 //! Model checks (loom) of the idle stash: a park racing its epoch's
 //! retirement, a park racing a reclaim scan and a checkout (expiry), a
 //! checkout racing parks of the same client, and a park racing its
-//! connection's closure notice (`connection/watch.rs`). The real [`IdleStash`],
+//! connection's closure notice (`watch.rs`). The real [`IdleStash`],
 //! `park_into`, [`LeaseWord`](crate::epoch::lease::LeaseWord) and
 //! [`Budget`]s, every interleaving.
 
@@ -13,11 +13,10 @@ use loom::sync::atomic::Ordering::SeqCst;
 use loom::thread;
 use tokio::time::Instant;
 
-use super::{park_into, IdleStash};
+use super::{park_into, IdleConn, IdleStash};
 use crate::budget::Budget;
-use crate::epoch::connection::watch::Stashes;
-use crate::epoch::connection::{close_watch, IdleConn};
 use crate::epoch::lease::LeaseWord;
+use crate::epoch::watch::{close_watch, Stashes};
 
 #[test]
 fn a_park_racing_retirement_never_leaves_a_retired_epoch_an_idle_connection() {

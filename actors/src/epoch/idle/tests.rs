@@ -2,9 +2,9 @@ use std::any::{Any, TypeId};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::IdleConn;
 use super::IdleStash;
 use crate::budget::Budget;
-use crate::epoch::connection::IdleConn;
 
 const AGE: Duration = Duration::from_secs(30);
 
@@ -158,7 +158,7 @@ async fn a_checkout_never_returns_a_connection_whose_close_was_reported_however_
     let stash = IdleStash::new(0, None);
     stash.restore(b.entry(0u32));
     for n in 1..=10u32 {
-        let (watch, notifier) = crate::epoch::connection::close_watch();
+        let (watch, notifier) = crate::epoch::watch::close_watch();
         let mut entry = b.entry(n);
         entry.watch = Some(watch);
         stash.restore(entry);
@@ -182,7 +182,7 @@ async fn evicting_closed_entries_keeps_the_open_ones_in_order() {
     let stash = IdleStash::new(0, None);
     let mut notifiers = Vec::new();
     for n in 1..=4u32 {
-        let (watch, notifier) = crate::epoch::connection::close_watch();
+        let (watch, notifier) = crate::epoch::watch::close_watch();
         let mut entry = b.entry(n);
         entry.watch = Some(watch);
         stash.restore(entry);

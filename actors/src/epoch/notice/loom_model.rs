@@ -24,8 +24,7 @@ use loom::thread;
 
 use super::{WaitNotice, WakeSlot};
 use crate::budget::{Budget, Charge};
-use crate::epoch::connection::IdleConn;
-use crate::epoch::idle::IdleStash;
+use crate::epoch::idle::{IdleConn, IdleStash};
 
 /// A wake-up slot that counts what it sends.
 struct Counting(Arc<AtomicUsize>);
