@@ -19,6 +19,7 @@ pub(crate) mod connection;
 mod handle;
 pub(crate) mod idle;
 mod lease;
+mod mux_table;
 pub(crate) mod notice;
 pub(crate) mod published;
 mod state;

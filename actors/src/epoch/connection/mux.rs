@@ -4,11 +4,12 @@
 //! An adapter whose connection type implements [`Multiplexed`] calls
 //! [`ProviderPools::reserve_stream`](crate::ProviderPools::reserve_stream)
 //! instead of `reserve_connection`. The connections a client's tenant is
-//! streaming on sit in the client's [`MuxTable`]; one with room (fewer
-//! streams than [`Multiplexed::max_streams`], and still opening streams)
-//! gives the request a [`PooledStream`], else a connection is reserved as
-//! for any request (from the idle stash or a dial, with every charge and
-//! the share check) and joins the table.
+//! streaming on sit in the client's table (`MuxTable`, in
+//! `epoch/mux_table.rs`, kept by the published epoch); one with room
+//! (fewer streams than [`Multiplexed::max_streams`], and still opening
+//! streams) gives the request a [`PooledStream`], else a connection is
+//! reserved as for any request (from the idle stash or a dial, with every
+//! charge and the share check) and joins the table.
 //!
 //! Invariants:
 //! - A connection in the table is one tenant's: tenants never share one,
@@ -16,11 +17,8 @@
 //!   protocol error, a GOAWAY) reaches no other tenant's streams. Its
 //!   charges are those of any checked-out connection: the node's and the
 //!   client's `connections`, its tenant's `connections_per_tenant`.
-//! - A connection is in the table exactly while it carries a stream: the
-//!   table's lock orders every open and every close, so a connection is
-//!   never both parked and carrying a stream, and it leaves the table
-//!   with its last stream — parked when it is still reusable, destroyed
-//!   otherwise — outside the lock.
+//! - A connection leaves the table with its last stream — parked when it
+//!   is still reusable, destroyed otherwise — outside the table's lock.
 //! - Each stream is a running request: the request's running capacity,
 //!   lease and activation are held by the [`PooledStream`] (dropped after
 //!   the connection is parked or destroyed), not by the connection, so a
@@ -28,16 +26,14 @@
 //! - The count of streams per connection never exceeds the
 //!   `max_streams` the connection reported when each was opened.
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::epoch::connection::PooledConnection;
 use crate::epoch::connection::RequestHold;
+use crate::epoch::mux_table::Closed;
 use crate::epoch::published::PublishedEpoch;
 use crate::epoch::watch::CloseWatch;
-use crate::identity::TenantId;
-use crate::sync::Mutex;
 
 /// A connection that carries several requests at once, each on a stream of
 /// its own — HTTP/2's streams over one TCP connection.
@@ -68,127 +64,6 @@ pub trait Multiplexed: Send + 'static {
     /// [`PooledConnection::park_watched`]); none by default.
     fn close_watch(&self) -> Option<CloseWatch> {
         None
-    }
-}
-
-/// One connection of the table: whose it is, how many streams it carries.
-struct Slot {
-    id: u64,
-    tenant: TenantId,
-    streams: u32,
-    /// A `PooledConnection<T>` (or, in the model checks, any `T`).
-    conn: Box<dyn Any + Send>,
-}
-
-/// The connections of one client that carry streams, by tenant.
-#[derive(Default)]
-pub(crate) struct MuxTable {
-    slots: Mutex<Table>,
-}
-
-#[derive(Default)]
-struct Table {
-    slots: Vec<Slot>,
-    next_id: u64,
-}
-
-/// What [`MuxTable::close`] found: the connection's last stream ended
-/// (it is handed back, out of the table), or others still run.
-pub(crate) enum Closed<C> {
-    Last(C),
-    Others,
-}
-
-impl MuxTable {
-    fn table(&self) -> crate::sync::MutexGuard<'_, Table> {
-        self.slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// A stream on a connection of `tenant` with room, counted: `open`
-    /// answers the stream, or `None` when that connection is full or takes
-    /// no new streams (then the next is tried).
-    pub(crate) fn open<C: Any + Send, S>(
-        &self,
-        tenant: &TenantId,
-        mut open: impl FnMut(&C, u32) -> Option<S>,
-    ) -> Option<(u64, S)> {
-        let mut table = self.table();
-        table
-            .slots
-            .iter_mut()
-            .filter(|slot| slot.tenant == *tenant)
-            .find_map(|slot| {
-                let conn = slot.conn.downcast_ref::<C>()?;
-                let stream = open(conn, slot.streams)?;
-                slot.streams += 1;
-                Some((slot.id, stream))
-            })
-    }
-
-    /// Adds `conn` for `tenant` carrying one stream, `open`'s; a
-    /// connection `open` gets no stream from is handed back, unadded.
-    pub(crate) fn insert<C: Any + Send, S>(
-        &self,
-        tenant: &TenantId,
-        conn: C,
-        open: impl FnOnce(&C) -> Option<S>,
-    ) -> Result<(u64, S), C> {
-        let Some(stream) = open(&conn) else {
-            return Err(conn);
-        };
-        let mut table = self.table();
-        let id = table.next_id;
-        table.next_id += 1;
-        table.slots.push(Slot {
-            id,
-            tenant: tenant.clone(),
-            streams: 1,
-            conn: Box::new(conn),
-        });
-        Ok((id, stream))
-    }
-
-    /// Ends one stream of connection `id`; its last takes it out.
-    pub(crate) fn close<C: Any + Send>(&self, id: u64) -> Closed<C> {
-        let mut table = self.table();
-        let Some(at) = table.slots.iter().position(|slot| slot.id == id) else {
-            debug_assert!(false, "a stream of a connection not in the table");
-            return Closed::Others;
-        };
-        let slot = &mut table.slots[at];
-        slot.streams = slot.streams.saturating_sub(1);
-        if slot.streams > 0 {
-            return Closed::Others;
-        }
-        let slot = table.slots.swap_remove(at);
-        drop(table);
-        match slot.conn.downcast::<C>() {
-            Ok(conn) => Closed::Last(*conn),
-            Err(_) => {
-                debug_assert!(false, "a stream closed as another type");
-                Closed::Others
-            }
-        }
-    }
-
-    /// Connections in the table and the streams they carry.
-    pub(crate) fn counts(&self) -> (u32, u32) {
-        let table = self.table();
-        let conns = u32::try_from(table.slots.len()).unwrap_or(u32::MAX);
-        let streams = table.slots.iter().map(|slot| slot.streams).sum();
-        (conns, streams)
-    }
-}
-
-impl fmt::Debug for MuxTable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (conns, streams) = self.counts();
-        f.debug_struct("MuxTable")
-            .field("connections", &conns)
-            .field("streams", &streams)
-            .finish()
     }
 }
 
@@ -278,6 +153,3 @@ impl<T: Multiplexed> fmt::Debug for PooledStream<T> {
             .finish_non_exhaustive()
     }
 }
-
-#[cfg(all(test, loom))]
-mod loom_model;
