@@ -8,6 +8,13 @@
 //! handle, the dial permit and the client's wait notice that report to it,
 //! the published epoch that holds its mailbox — and none of them owns them.
 //!
+//! Files, lowest first: the parts the published epoch is made of
+//! (`lease.rs`, `tally.rs`, `adapter_state.rs`, `notice.rs`, `charges.rs`,
+//! `watch.rs`, `idle.rs`, `mux_table.rs`); `published.rs`, which holds
+//! them; `connection/`, built on the published epoch; then `waiters.rs`,
+//! `state.rs`, `actor.rs` and `handle.rs`. A file names only files before
+//! it. See docs/decisions/0105-the-epoch-is-layered.md.
+//!
 //! Invariants:
 //! - An epoch is immutable once installed; rotation installs a new one.
 //! - A retired epoch keeps every reservation until its last lease is gone.

@@ -28,12 +28,18 @@
 //! - Idle connections keep node capacity, not an activation; their age is
 //!   checked at checkout, and the control owner reclaims expired ones in
 //!   bounded scans.
-//! - A connection parked with a [`CloseWatch`](crate::CloseWatch) leaves the idle pool (and
-//!   its charges) as soon as its socket's owner reports the close; a
-//!   checkout never returns one whose close was reported.
+//! - A connection parked with a [`CloseWatch`](crate::CloseWatch) leaves
+//!   the idle pool (and its charges) as soon as its socket's owner reports
+//!   the close; a checkout never returns one whose close was reported.
 //! - A [`Multiplexed`] connection carries several running requests of one
 //!   tenant at once (`mux.rs`); it is in its client's table of streams
 //!   exactly while it carries one, and parked or destroyed with its last.
+//!
+//! This module builds on the published epoch. What the published epoch
+//! holds sits below it, beside this module: a connection's charges
+//! (`epoch/charges.rs`), a parked connection (`IdleConn`, in
+//! `epoch/idle.rs`), the closure notice (`epoch/watch.rs`) and the table
+//! of multiplexed connections (`epoch/mux_table.rs`).
 
 mod dial;
 mod driver;
