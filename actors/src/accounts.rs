@@ -8,15 +8,21 @@
 //!   only by dropping the charge after the resource is destroyed.
 //! - Gauges are observations, moved by whatever owns the counted thing at the
 //!   time of the change: an actor (registry, workers, cleanup, epoch), the
-//!   admission core under its current owner, a dial permit, an epoch's
-//!   connection tally. Each change moves a gauge once; nothing decides
-//!   admission from a gauge.
+//!   admission core under its current owner, a dial permit. Each change
+//!   moves a gauge once; nothing decides admission from a gauge.
+//! - Checked-out connections are not a gauge: each epoch counts its own
+//!   ([`CheckedOut`]), and a snapshot sums the live epochs' counts, so a
+//!   checkout touches nothing node-wide.
 //! - The control state only moves forward: running → retiring → completed,
 //!   or to failed from anywhere but completed.
 //! - The limits in force are written by the registry actor alone.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+mod checked_out;
+
+pub(crate) use checked_out::{CheckedOut, CheckedOutByEpoch};
 
 use crate::budget::Budget;
 use crate::limits::Limits;
@@ -28,11 +34,9 @@ use crate::tenants::TenantShares;
 #[derive(Debug, Default)]
 pub(crate) struct Gauges {
     pub(crate) configured_epochs: AtomicU32,
-    pub(crate) connections_active: AtomicU32,
     pub(crate) connections_connecting: AtomicU32,
     /// Callers the epoch actors keep waiting for a connection.
     pub(crate) connections_waiting: AtomicU32,
-    pub(crate) connections_retired: AtomicU32,
     pub(crate) pending_requests: AtomicU32,
     pub(crate) running_requests: AtomicU32,
     pub(crate) workers: AtomicU32,
@@ -58,6 +62,9 @@ pub(crate) struct Accounts {
     /// Parked connections, against `idle_connections`.
     pub(crate) idle: Arc<Budget>,
     pub(crate) gauges: Gauges,
+    /// Each live epoch's checked-out connections, summed for the active and
+    /// retired counts.
+    pub(crate) checked_out: CheckedOutByEpoch,
     control: AtomicU8,
     /// The queue age for future admissions, in nanoseconds (lowerable).
     queue_age: AtomicU64,
@@ -86,6 +93,7 @@ impl Accounts {
             connections: Budget::new("connections", limits.connections),
             idle: Budget::new("idle_connections", limits.idle_connections),
             gauges: Gauges::default(),
+            checked_out: CheckedOutByEpoch::default(),
             control: AtomicU8::new(RUNNING),
             queue_age: AtomicU64::new(nanos(limits.queue_age)),
             idle_age: AtomicU64::new(nanos(limits.idle_age)),
@@ -169,15 +177,16 @@ impl Accounts {
     pub(crate) fn snapshot(&self) -> Snapshot {
         let g = &self.gauges;
         let read = |gauge: &AtomicU32| gauge.load(Ordering::Acquire);
+        let (active, retired) = self.checked_out.totals();
         Snapshot {
             configured_epochs: read(&g.configured_epochs),
             retained_epochs: self.retained.used(),
             clients: self.clients.used(),
             connections: ConnectionCounts {
-                active: read(&g.connections_active),
+                active,
                 idle: self.idle.used(),
                 connecting: read(&g.connections_connecting),
-                retired: read(&g.connections_retired),
+                retired,
                 waiting: read(&g.connections_waiting),
             },
             pending_requests: read(&g.pending_requests),

@@ -1,8 +1,8 @@
 //! Model checks (loom) of [`ConnTally`]: checkouts and returns racing the
-//! epoch's retirement, the node's gauges read by an observer meanwhile
-//! (every interleaving within a preemption bound of 3); a checkout on a
-//! retired epoch, which only ever adds to the retired gauge (every
-//! interleaving).
+//! epoch's retirement, the node's active and retired counts read by an
+//! observer meanwhile (every interleaving within a preemption bound of 3);
+//! a checkout on a retired epoch, which only ever adds to the retired count
+//! (every interleaving).
 
 use std::sync::Arc;
 
@@ -11,20 +11,15 @@ use loom::thread;
 use super::ConnTally;
 use crate::accounts::Accounts;
 use crate::limits::Limits;
-use crate::sync::Ordering;
 
 fn gauges(tally: &ConnTally) -> (u32, u32) {
-    let g = &tally.accounts().gauges;
-    (
-        g.connections_active.load(Ordering::Acquire),
-        g.connections_retired.load(Ordering::Acquire),
-    )
+    tally.accounts().checked_out.totals()
 }
 
 #[test]
-fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge() {
+fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_count() {
     crate::sync::model(
-        "checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge",
+        "checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_count",
         Some(3),
         || {
             let tally = Arc::new(ConnTally::new(Accounts::new(&Limits::DEFAULT)));
@@ -64,9 +59,9 @@ fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_gauge(
 }
 
 #[test]
-fn a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_gauge() {
+fn a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_count() {
     crate::sync::model(
-        "a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_gauge",
+        "a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_count",
         None,
         || {
             let tally = Arc::new(ConnTally::new(Accounts::new(&Limits::DEFAULT)));
@@ -80,7 +75,7 @@ fn a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_gauge() {
             let (_, after) = gauges(&tally);
             assert!(
                 after >= before,
-                "the retired gauge went from {before} to {after} during a checkout"
+                "the retired count went from {before} to {after} during a checkout"
             );
             worker.join().expect("worker");
             assert_eq!(gauges(&tally), (0, 1));
