@@ -301,7 +301,8 @@ impl<'a> From<&'a Arc<Budget>> for Idle<'a> {
 
 /// Parks `entry` in `stash`, touching only these parts: the epoch's retired
 /// flag (`retired`), the node's `idle` budget; `homed` runs just before the
-/// push (it points the entry's closure notice at the stash). An entry that
+/// push with the entry's closure notice, when it has one (it points the
+/// notice at the stash). An entry that
 /// already holds its idle charge keeps it; one refused (the epoch is
 /// retired, or the idle pool is full) is destroyed.
 pub(crate) fn park_into<'a>(
@@ -309,7 +310,7 @@ pub(crate) fn park_into<'a>(
     retired: &dyn Fn() -> bool,
     idle: impl Into<Idle<'a>>,
     mut entry: IdleConn,
-    homed: impl FnOnce(),
+    homed: impl FnOnce(&CloseWatch),
 ) {
     if retired() {
         return; // dropping `entry` destroys, then releases
@@ -324,7 +325,9 @@ pub(crate) fn park_into<'a>(
         }
     }
     let watch = entry.watch.clone();
-    homed();
+    if let Some(watch) = &watch {
+        homed(watch);
+    }
     stash.put(entry);
     if watch.as_ref().is_some_and(CloseWatch::is_closed) {
         // The notice fired around the push and may have missed the entry.

@@ -340,16 +340,13 @@ impl PublishedEpoch {
         let Some(stash) = self.idle(client) else {
             return; // dropping `entry` destroys, then releases
         };
-        let watch = entry.watch.clone();
         let retired = || self.is_retired();
         let idle = Idle {
             budget: &self.accounts().idle,
             kept,
         };
-        park_into(stash, &retired, idle, entry, || {
-            if let Some(watch) = &watch {
-                watch.set_home(self, client);
-            }
+        park_into(stash, &retired, idle, entry, |watch| {
+            watch.set_home(self, client);
         });
     }
 

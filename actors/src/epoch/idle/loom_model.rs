@@ -34,7 +34,7 @@ fn a_park_racing_retirement_never_leaves_a_retired_epoch_an_idle_connection() {
                 let (stash, word, idle) =
                     (Arc::clone(&stash), Arc::clone(&word), Arc::clone(&idle));
                 thread::spawn(move || {
-                    park_into(&stash, &|| word.is_retired(), &idle, entry, || {});
+                    park_into(&stash, &|| word.is_retired(), &idle, entry, |_| {});
                 })
             };
             // Retirement as the engine does it: the flag first, then the
@@ -111,7 +111,7 @@ fn a_park_racing_a_reclaim_scan_and_a_checkout_never_hands_out_an_expired_connec
             let (fresh, fresh_gone) = conn(2, &node, &client, None);
             let parker = {
                 let (stash, idle) = (Arc::clone(&stash), Arc::clone(&idle));
-                thread::spawn(move || park_into(&stash, &|| false, &idle, fresh, || {}))
+                thread::spawn(move || park_into(&stash, &|| false, &idle, fresh, |_| {}))
             };
             let reclaimer = {
                 let stash = Arc::clone(&stash);
@@ -167,14 +167,14 @@ fn a_checkout_racing_parks_of_the_same_client_moves_each_connection_once_within_
                 let (stash, idle) = (Arc::clone(&stash), Arc::clone(&idle));
                 thread::spawn(move || {
                     if let Some(entry) = stash.take(TypeId::of::<Conn>(), AGE) {
-                        park_into(&stash, &|| false, &idle, entry, || {});
+                        park_into(&stash, &|| false, &idle, entry, |_| {});
                     }
                 })
             };
             // A request parks another connection of the same client.
             let parker = {
                 let (stash, idle) = (Arc::clone(&stash), Arc::clone(&idle));
-                thread::spawn(move || park_into(&stash, &|| false, &idle, second, || {}))
+                thread::spawn(move || park_into(&stash, &|| false, &idle, second, |_| {}))
             };
             // A checkout that keeps what it takes: reused, the connection
             // returns its idle charge.
@@ -227,7 +227,7 @@ fn a_park_racing_its_connections_closure_notice_never_leaves_it_parked() {
             let parker = {
                 let (home, idle) = (Arc::clone(&home), Arc::clone(&idle));
                 thread::spawn(move || {
-                    park_into(&home.0, &|| false, &idle, entry, || {
+                    park_into(&home.0, &|| false, &idle, entry, |watch| {
                         watch.set_home(&home, 0);
                     });
                 })
