@@ -63,7 +63,7 @@ mod tests {
     use crate::accounts::Accounts;
     use crate::limits::Limits;
 
-    fn gauges(t: &ConnTally) -> (u32, u32) {
+    fn counts(t: &ConnTally) -> (u32, u32) {
         t.accounts().checked_out.totals()
     }
 
@@ -72,16 +72,16 @@ mod tests {
         let tally = ConnTally::new(Accounts::new(&Limits::DEFAULT));
         tally.check_out();
         tally.check_out();
-        assert_eq!(gauges(&tally), (2, 0));
+        assert_eq!(counts(&tally), (2, 0));
         tally.retire();
         tally.retire();
-        assert_eq!(gauges(&tally), (0, 2));
+        assert_eq!(counts(&tally), (0, 2));
         tally.check_out();
         tally.check_in();
         tally.check_in();
-        assert_eq!(gauges(&tally), (0, 1));
+        assert_eq!(counts(&tally), (0, 1));
         tally.check_in();
-        assert_eq!(gauges(&tally), (0, 0));
+        assert_eq!(counts(&tally), (0, 0));
     }
 
     #[test]
@@ -104,7 +104,7 @@ mod tests {
         for worker in workers {
             worker.join().expect("worker");
         }
-        assert_eq!(gauges(&tally), (0, 4), "every held connection moved once");
+        assert_eq!(counts(&tally), (0, 4), "every held connection moved once");
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Field order is drop order: the resource first, then the charges it held
 //! (the node's and the client's, then its tenant's share of the client),
-//! then the gauge, which counts the connection in before it lets the
+//! then its tally mark, which counts the connection in before it lets the
 //! activation go. Nothing is refunded before the resource is gone. A
 //! connection reaches its epoch through the activation it was checked out
 //! for (its client lease is on that epoch), and through a reference of its
@@ -25,8 +25,8 @@ use crate::epoch::watch::CloseWatch;
 /// Counts a connection as checked out (active, or retired once its epoch
 /// retires) while alive, and keeps what reaches its epoch: counted in
 /// first, then the request (or reference) let go.
-pub(crate) struct ActiveGauge {
-    /// Always present until [`ActiveGauge::check_in`] takes it.
+pub(crate) struct TallyMark {
+    /// Always present until [`TallyMark::check_in`] takes it.
     held: Option<Held>,
 }
 
@@ -48,7 +48,7 @@ impl Held {
     }
 }
 
-impl ActiveGauge {
+impl TallyMark {
     /// Counts out a connection of `owner`'s epoch, checked out for it.
     fn new(owner: RequestHold) -> Self {
         owner.epoch().conn_tally().check_out();
@@ -67,7 +67,7 @@ impl ActiveGauge {
         self
     }
 
-    /// Counts the connection in again, as dropping the gauge does, and
+    /// Counts the connection in again, as dropping the mark does, and
     /// hands over what reaches the epoch.
     fn check_in(mut self) -> Option<Held> {
         let held = self.held.take()?;
@@ -76,7 +76,7 @@ impl ActiveGauge {
     }
 }
 
-impl Drop for ActiveGauge {
+impl Drop for TallyMark {
     fn drop(&mut self) {
         if let Some(held) = &self.held {
             held.epoch().conn_tally().check_in();
@@ -98,7 +98,7 @@ pub struct PooledConnection<T: Send + 'static> {
     tenant: Charge,
     /// The active count, and the request it was checked out for (none
     /// once it carries streams: each pooled stream holds its own request).
-    gauge: ActiveGauge,
+    mark: TallyMark,
     /// The node's `idle_connections` budget its idle charge was on, when
     /// it was checked out of the idle stash: parking charges it again
     /// through this reference instead of taking a new one. Holds no amount.
@@ -122,7 +122,7 @@ impl<T: Send + 'static> PooledConnection<T> {
             conn,
             charges,
             tenant,
-            gauge: ActiveGauge::new(owner),
+            mark: TallyMark::new(owner),
             idle: None,
             client,
             reused,
@@ -142,7 +142,7 @@ impl<T: Send + 'static> PooledConnection<T> {
     /// its own request, and the connection leaves the table of streams
     /// before the last of them goes.
     pub(crate) fn into_shared(mut self) -> Self {
-        self.gauge = self.gauge.into_shared();
+        self.mark = self.mark.into_shared();
         self
     }
 
@@ -162,21 +162,21 @@ impl<T: Send + 'static> PooledConnection<T> {
     }
 
     /// Splits the connection from everything that pays for it, for a
-    /// cleanup job: the resource, and its charges, gauge and activation in
+    /// cleanup job: the resource, and its charges, mark and activation in
     /// one owned value to drop only after the resource is destroyed.
     pub(crate) fn into_cleanup(self) -> (T, Box<dyn Send>) {
         let Self {
             conn,
             charges,
             tenant,
-            gauge,
+            mark,
             idle: _,
             client: _,
             reused: _,
         } = self;
         // Tuple fields drop in order: charges, the tenant's share, then the
-        // gauge, which lets the owner go after it counts the connection in.
-        (*conn, Box::new((charges, tenant, gauge)))
+        // mark, which lets the owner go after it counts the connection in.
+        (*conn, Box::new((charges, tenant, mark)))
     }
 
     /// Returns the connection to its client's idle pool.
@@ -205,12 +205,12 @@ impl<T: Send + 'static> PooledConnection<T> {
             conn,
             charges,
             tenant,
-            gauge,
+            mark,
             idle: kept,
             client,
             reused: _,
         } = self;
-        let held = gauge.check_in();
+        let held = mark.check_in();
         let entry = IdleConn {
             type_id: TypeId::of::<T>(),
             conn,
@@ -222,7 +222,7 @@ impl<T: Send + 'static> PooledConnection<T> {
         // Destroyed there (the resource before its charges) if refused.
         match &held {
             Some(held) => held.epoch().park_keeping(client, entry, kept),
-            // Never: a gauge holds its epoch until it is checked in.
+            // Never: a mark holds its epoch until it is checked in.
             None => drop(entry),
         }
         // Idle, it is no tenant's any more.

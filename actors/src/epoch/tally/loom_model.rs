@@ -12,7 +12,7 @@ use super::ConnTally;
 use crate::accounts::Accounts;
 use crate::limits::Limits;
 
-fn gauges(tally: &ConnTally) -> (u32, u32) {
+fn counts(tally: &ConnTally) -> (u32, u32) {
     tally.accounts().checked_out.totals()
 }
 
@@ -35,12 +35,12 @@ fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_count(
             let observer = {
                 let tally = Arc::clone(&tally);
                 thread::spawn(move || {
-                    let (active, retired) = gauges(&tally);
-                    // A gauge may count a moving connection twice for an
-                    // instant, never wrap below zero.
+                    let (active, retired) = counts(&tally);
+                    // Neither count wraps below zero or counts a connection
+                    // that was never checked out.
                     assert!(
                         active <= 2 && retired <= 2,
-                        "a gauge wrapped: {active}, {retired}"
+                        "a count wrapped: {active}, {retired}"
                     );
                 })
             };
@@ -48,12 +48,12 @@ fn checkouts_racing_retirement_move_each_connection_once_and_never_wrap_a_count(
             worker.join().expect("worker");
             observer.join().expect("observer");
             assert_eq!(
-                gauges(&tally),
+                counts(&tally),
                 (0, 1),
                 "the held connection counts as retired, once"
             );
             tally.check_in();
-            assert_eq!(gauges(&tally), (0, 0));
+            assert_eq!(counts(&tally), (0, 0));
         },
     );
 }
@@ -71,14 +71,14 @@ fn a_checkout_on_a_retired_epoch_only_ever_adds_to_the_retired_count() {
                 thread::spawn(move || tally.check_out())
             };
             // Once counted, the connection is never counted less than once.
-            let (_, before) = gauges(&tally);
-            let (_, after) = gauges(&tally);
+            let (_, before) = counts(&tally);
+            let (_, after) = counts(&tally);
             assert!(
                 after >= before,
                 "the retired count went from {before} to {after} during a checkout"
             );
             worker.join().expect("worker");
-            assert_eq!(gauges(&tally), (0, 1));
+            assert_eq!(counts(&tally), (0, 1));
         },
     );
 }
