@@ -11,7 +11,7 @@
 //!   admission core under its current owner, a dial permit. Each change
 //!   moves a gauge once; nothing decides admission from a gauge.
 //! - Checked-out connections are not a gauge: each epoch counts its own
-//!   ([`CheckedOut`]), and a snapshot sums the live epochs' counts, so a
+//!   ([`CheckedOutCount`]), and a snapshot sums the live epochs' counts, so a
 //!   checkout touches nothing node-wide.
 //! - The control state only moves forward: running → retiring → completed,
 //!   or to failed from anywhere but completed.
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 mod checked_out;
 
-pub(crate) use checked_out::{CheckedOut, CheckedOutByEpoch};
+pub(crate) use checked_out::{CheckedOutCount, CheckedOutCounts};
 
 use crate::budget::Budget;
 use crate::limits::Limits;
@@ -64,7 +64,7 @@ pub(crate) struct Accounts {
     pub(crate) gauges: Gauges,
     /// Each live epoch's checked-out connections, summed for the active and
     /// retired counts.
-    pub(crate) checked_out: CheckedOutByEpoch,
+    pub(crate) checked_out: CheckedOutCounts,
     control: AtomicU8,
     /// The queue age for future admissions, in nanoseconds (lowerable).
     queue_age: AtomicU64,
@@ -93,7 +93,7 @@ impl Accounts {
             connections: Budget::new("connections", limits.connections),
             idle: Budget::new("idle_connections", limits.idle_connections),
             gauges: Gauges::default(),
-            checked_out: CheckedOutByEpoch::default(),
+            checked_out: CheckedOutCounts::default(),
             control: AtomicU8::new(RUNNING),
             queue_age: AtomicU64::new(nanos(limits.queue_age)),
             idle_age: AtomicU64::new(nanos(limits.idle_age)),

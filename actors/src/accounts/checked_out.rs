@@ -1,5 +1,5 @@
-//! [`CheckedOut`]: the checked-out connections of one epoch, and
-//! [`CheckedOutByEpoch`], which reads them all for the node's snapshot.
+//! [`CheckedOutCount`]: the checked-out connections of one epoch, and
+//! [`CheckedOutCounts`], which reads them all for the node's snapshot.
 //!
 //! Every checkout and return passes through an epoch's word, so the word is
 //! all they touch: one read-modify-write each, on the epoch's own word, and
@@ -28,11 +28,11 @@ const COUNT: u64 = RETIRED - 1;
 /// The checked-out connections of one epoch, and whether they count as
 /// active or retired.
 #[derive(Debug, Default)]
-pub(crate) struct CheckedOut {
+pub(crate) struct CheckedOutCount {
     word: AtomicU64,
 }
 
-impl CheckedOut {
+impl CheckedOutCount {
     /// Counts one connection out.
     pub(crate) fn check_out(&self) {
         self.word.fetch_add(1, Ordering::AcqRel);
@@ -60,16 +60,16 @@ impl CheckedOut {
     }
 }
 
-/// Every live epoch's [`CheckedOut`], for the node's counts.
+/// Every live epoch's [`CheckedOutCount`], for the node's counts.
 #[derive(Debug, Default)]
-pub(crate) struct CheckedOutByEpoch {
-    words: Mutex<Vec<Weak<CheckedOut>>>,
+pub(crate) struct CheckedOutCounts {
+    words: Mutex<Vec<Weak<CheckedOutCount>>>,
 }
 
-impl CheckedOutByEpoch {
+impl CheckedOutCounts {
     /// A new epoch's word, read by [`Self::totals`] while the epoch lives.
-    pub(crate) fn register(&self) -> Arc<CheckedOut> {
-        let word = Arc::new(CheckedOut::default());
+    pub(crate) fn register(&self) -> Arc<CheckedOutCount> {
+        let word = Arc::new(CheckedOutCount::default());
         let mut words = self.words.lock().unwrap_or_else(PoisonError::into_inner);
         words.retain(|word| word.strong_count() > 0);
         words.push(Arc::downgrade(&word));
@@ -92,32 +92,32 @@ impl CheckedOutByEpoch {
 
 #[cfg(test)]
 mod tests {
-    use super::CheckedOutByEpoch;
+    use super::CheckedOutCounts;
 
     #[test]
     fn the_totals_sum_the_live_epochs_each_on_its_side() {
-        let by_epoch = CheckedOutByEpoch::default();
-        let current = by_epoch.register();
-        let retired = by_epoch.register();
+        let counts = CheckedOutCounts::default();
+        let current = counts.register();
+        let retired = counts.register();
         current.check_out();
         current.check_out();
         retired.check_out();
         retired.retire();
-        assert_eq!(by_epoch.totals(), (2, 1));
+        assert_eq!(counts.totals(), (2, 1));
         retired.check_in();
         current.check_in();
-        assert_eq!(by_epoch.totals(), (1, 0));
+        assert_eq!(counts.totals(), (1, 0));
     }
 
     #[test]
     fn a_word_whose_epoch_is_gone_is_forgotten() {
-        let by_epoch = CheckedOutByEpoch::default();
-        let gone = by_epoch.register();
+        let counts = CheckedOutCounts::default();
+        let gone = counts.register();
         drop(gone);
-        let kept = by_epoch.register();
+        let kept = counts.register();
         kept.check_out();
-        assert_eq!(by_epoch.totals(), (1, 0));
-        let words = by_epoch.words.lock().expect("lock");
+        assert_eq!(counts.totals(), (1, 0));
+        let words = counts.words.lock().expect("lock");
         assert_eq!(
             words.len(),
             1,

@@ -3,7 +3,7 @@
 //! since every checkout and return passes here.
 //!
 //! The count is the epoch's own word in the node's list of them
-//! ([`CheckedOut`]): a checkout or a return moves only that word, and the
+//! ([`CheckedOutCount`]): a checkout or a return moves only that word, and the
 //! node's snapshot sums the words of the live epochs.
 //!
 //! Invariants:
@@ -14,13 +14,13 @@
 
 use std::sync::Arc;
 
-use crate::accounts::{Accounts, CheckedOut};
+use crate::accounts::{Accounts, CheckedOutCount};
 
 /// Checked-out connections of one epoch, and whether they count as active or
 /// retired.
 #[derive(Debug)]
 pub(crate) struct ConnTally {
-    word: Arc<CheckedOut>,
+    word: Arc<CheckedOutCount>,
     accounts: Arc<Accounts>,
 }
 
