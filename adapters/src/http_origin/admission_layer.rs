@@ -101,13 +101,7 @@ impl AdmissionLayer {
         authority: Arc<dyn DispatchAuthority>,
     ) -> Self {
         Self {
-            binding: Arc::new(Binding {
-                pools: pools.clone(),
-                provider: provider.clone(),
-                slot,
-                kind,
-                authority,
-            }),
+            binding: Binding::new(pools, provider, slot, kind, authority),
         }
     }
 }

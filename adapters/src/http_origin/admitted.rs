@@ -83,6 +83,23 @@ impl std::fmt::Debug for Binding {
 }
 
 impl Binding {
+    /// Calls to `slot` of `provider`, a `kind` origin, as `authority` allows.
+    pub(crate) fn new(
+        pools: &ProviderPools,
+        provider: &ProviderId,
+        slot: TypedSlot,
+        kind: OriginKind,
+        authority: Arc<dyn DispatchAuthority>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            pools: pools.clone(),
+            provider: provider.clone(),
+            slot,
+            kind,
+            authority,
+        })
+    }
+
     /// Admits, dispatches and starts one call of `plan`, `input` staged
     /// as its input.
     pub(crate) async fn run<E>(

@@ -115,13 +115,7 @@ impl HttpService {
         limits: BodyLimits,
     ) -> Self {
         Self {
-            binding: Arc::new(Binding {
-                pools: pools.clone(),
-                provider: provider.clone(),
-                slot,
-                kind: OriginKind::Http,
-                authority,
-            }),
+            binding: Binding::new(pools, provider, slot, OriginKind::Http, authority),
             dialer: HttpDialer::new(pools.clone()),
             limits,
         }
