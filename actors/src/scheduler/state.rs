@@ -78,7 +78,8 @@ impl State {
     }
 
     /// Applies an admit for its own caller: granted at once when its turn
-    /// is now, else queued with a fresh entry.
+    /// is now (without a waiter when nobody is queued), else queued with a
+    /// fresh entry.
     pub(crate) fn admit(
         &mut self,
         tenant: &TenantId,
@@ -92,6 +93,10 @@ impl State {
         let class = class.rank() as u32;
         if let Some(late) = self.rate_late(tenant, &provider, class, deadline) {
             return Admitted::Ended(Ended::RateLimited(late));
+        }
+        // Nobody in line and its turn now: granted without a waiter.
+        if let Some(running) = self.queue.grant_at_once(tenant, &provider, class) {
+            return Admitted::Granted(running);
         }
         let key = match self.queue.push_in(tenant.clone(), provider, class, None) {
             Ok(key) => key,

@@ -12,6 +12,7 @@ use super::slab::{Group, Links, List, Node};
 #[cfg(test)]
 use super::RunningKey;
 use super::{FairQueue, CLASSES};
+use crate::identity::IdMap;
 
 /// Tenant and provider lane for the creation-order list; the tenant
 /// rotation of class `c` (by rank) is lane `c`.
@@ -144,8 +145,18 @@ pub(super) enum Move {
     Unqueue,
     /// Granted: pending - 1, running + 1.
     Grant,
+    /// Granted without waiting: running + 1.
+    GrantUnqueued,
     /// Released: running - 1.
     Release,
+}
+
+/// What `table` keeps for `key`; an empty table is not searched.
+fn kept<Q: Eq + Hash, V: Copy>(table: &IdMap<Q, V>, key: &Q) -> Option<V> {
+    if table.is_empty() {
+        return None;
+    }
+    table.get(key).copied()
 }
 
 fn apply(pending: &mut u32, running: &mut u32, change: Move) {
@@ -156,6 +167,7 @@ fn apply(pending: &mut u32, running: &mut u32, change: Move) {
             *pending = pending.saturating_sub(1);
             *running = running.saturating_add(1);
         }
+        Move::GrantUnqueued => *running = running.saturating_add(1),
         Move::Release => *running = running.saturating_sub(1),
     }
 }
@@ -183,7 +195,9 @@ where
     /// Keeps `pair_running` in step with a grant or a release of (`t`, `p`).
     fn count_pair(&mut self, t: u32, p: u32, change: Move) {
         match change {
-            Move::Grant => *self.pair_running.entry((t, p)).or_insert(0) += 1,
+            Move::Grant | Move::GrantUnqueued => {
+                *self.pair_running.entry((t, p)).or_insert(0) += 1;
+            }
             Move::Release => {
                 if let Some(running) = self.pair_running.get_mut(&(t, p)) {
                     *running -= 1;
@@ -207,13 +221,35 @@ where
         provider: P,
         class: u32,
     ) -> Option<(u32, u32, u32)> {
-        let t = t.or_else(|| {
-            let own = self.own_ceilings.get(&tenant).copied();
-            let rate = if self.rates.tenants.is_empty() {
+        let (t, p) = self.keyed_entries(t, tenant, p, provider)?;
+        let g = self.group_ix.get(&(t, p, class)).copied().or_else(|| {
+            let (g, _) = self.groups.insert(Group::new(t, p, class)).ok()?;
+            self.group_ix.insert((t, p, class), g);
+            Some(g)
+        });
+        match g {
+            Some(g) => Some((t, p, g)),
+            None => {
+                self.forget_if_idle(Some(t), Some(p));
                 None
-            } else {
-                self.rates.tenants.get(&tenant).copied()
-            };
+            }
+        }
+    }
+
+    /// The tenant and provider slots of a request, created as needed (`t`,
+    /// `p`: the slots found by key); `None`, creating nothing, when a slab
+    /// has no index left. A new entry takes the tables kept for its key
+    /// (own ceiling, expiry, rate, weight); an empty table is not searched.
+    pub(super) fn keyed_entries(
+        &mut self,
+        t: Option<u32>,
+        tenant: K,
+        p: Option<u32>,
+        provider: P,
+    ) -> Option<(u32, u32)> {
+        let t = t.or_else(|| {
+            let own = kept(&self.own_ceilings, &tenant);
+            let rate = kept(&self.rates.tenants, &tenant);
             let (t, _) = (self.tenants)
                 .insert(Tenant::new(
                     tenant.clone(),
@@ -227,13 +263,9 @@ where
             Some(t)
         })?;
         let p = p.or_else(|| {
-            let own = self.own_provider_ceilings.get(&provider).copied();
-            let expiry = self.own_provider_expiries.get(&provider).copied();
-            let rate = if self.rates.providers.is_empty() {
-                None
-            } else {
-                self.rates.providers.get(&provider).copied()
-            };
+            let own = kept(&self.own_provider_ceilings, &provider);
+            let expiry = kept(&self.own_provider_expiries, &provider);
+            let rate = kept(&self.rates.providers, &provider);
             let (p, _) = self
                 .providers
                 .insert(Provider::new(provider.clone(), own, expiry, rate))
@@ -242,17 +274,10 @@ where
             self.provider_ix.insert(provider, p);
             Some(p)
         });
-        let g = p.and_then(|p| {
-            self.group_ix.get(&(t, p, class)).copied().or_else(|| {
-                let (g, _) = self.groups.insert(Group::new(t, p, class)).ok()?;
-                self.group_ix.insert((t, p, class), g);
-                Some(g)
-            })
-        });
-        match (p, g) {
-            (Some(p), Some(g)) => Some((t, p, g)),
-            _ => {
-                self.forget_if_idle(Some(t), p);
+        match p {
+            Some(p) => Some((t, p)),
+            None => {
+                self.forget_if_idle(Some(t), None);
                 None
             }
         }

@@ -67,6 +67,21 @@ where
         None
     }
 
+    /// Whether [`Self::grant_by_class`] would grant in class `c` (by
+    /// rank) when it is the only class with an eligible tenant: below its
+    /// minimum, or leaving the higher classes' unused minimums free.
+    pub(super) fn class_may_grant_alone(&self, c: usize) -> bool {
+        if self.class_running[c] < self.minimums[c] {
+            return true;
+        }
+        let free = self.ceilings.running_total.saturating_sub(self.running);
+        let reserved = (0..c).fold(0u32, |reserved, higher| {
+            let unused = self.minimums[higher].saturating_sub(self.class_running[higher]);
+            reserved.saturating_add(unused)
+        });
+        free > reserved
+    }
+
     #[cfg(test)]
     /// Running grants of class `c` (by rank).
     pub(crate) fn class_running(&self, c: u32) -> u32 {

@@ -25,7 +25,8 @@
 //! - `set_own_ceiling` gives a tenant or a provider its own running ceiling (or takes it away), capped by the node-wide one, refusing one below its running count (unless asked to drain: then it applies at once and what runs above it ends on its own). A tenant then enters or leaves the rotation as any eligibility change does; a provider under its ceiling is unblocked as by `release`, one at or over it blocks its groups as `next_grant` meets them. Own ceilings outlive the bookkeeping.
 //! - A provider's own ceiling may carry an expiry: from that instant on, the ceiling it falls back to applies instead (read at every check, so no timer is needed and a process that was stopped past it grants nothing above the fallback when it resumes). Setting the own ceiling again clears the expiry.
 //! - A grant made under an expiring ceiling is *lapsed* once that ceiling (or the one set since) has fallen back while its provider still runs more than the fallback (`share_lapsed`): its caller must not start it (see `RunningRequest::check_share`).
-//! - Creation order: a tenant's (provider's) bookkeeping is created by a push and dropped when nothing is pending or running; re-creation is new.
+//! - Creation order: a tenant's (provider's) bookkeeping is created by a push (or a grant at once) and dropped when nothing is pending or running; re-creation is new.
+//! - `grant_at_once` grants an admit without queueing it when nobody is queued and a push followed by `next_grant` would grant it; every count, entry and rotation is then as those two would leave it, with no waiter or group made and unmade.
 //!
 //! A tenant with 50 providers and a tenant with one thus alternate grants: turns are per tenant, never per group. Backlogged tenants of weights 1 and 2 get grants 1:2.
 //!
@@ -41,7 +42,7 @@
 //!
 //! # Cost
 //!
-//! - `push` and `cancel`: O(1) (expected, hash lookups); `release_running`: O(1), no lookup, plus O(1) per group it unblocks.
+//! - `push`, `grant_at_once` and `cancel`: O(1) (expected, hash lookups); `release_running`: O(1), no lookup, plus O(1) per group it unblocks.
 //! - `next_grant`: O(classes) plus O(1) per group it blocks; each block is paid by the push or release that placed the group, so amortised O(1) whatever the number of tenants and providers.
 //! - `set_ceilings` (rare): O(tenants + providers + groups).
 //! - Under [`Fairness::LeastHeld`], `next_grant` walks the rotation and the chosen tenant's groups: O(eligible tenants + that tenant's groups).

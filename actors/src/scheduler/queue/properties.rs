@@ -119,6 +119,9 @@ where
 enum Op {
     /// Queue for a tenant and provider in a class (by rank).
     Push(u8, u8, u32),
+    /// Admit as the scheduler does: granted at once when nobody waits and
+    /// its turn is now, else queued and one grant made.
+    Admit(u8, u8, u32),
     Cancel(usize),
     Grant,
     Release(usize),
@@ -168,6 +171,7 @@ fn rate_owner() -> impl Strategy<Value = Owner<u8, u8>> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         5 => (0u8..6, 0u8..4, 0u32..CLASSES as u32).prop_map(|(t, p, c)| Op::Push(t, p, c)),
+        3 => (0u8..6, 0u8..4, 0u32..CLASSES as u32).prop_map(|(t, p, c)| Op::Admit(t, p, c)),
         2 => any::<usize>().prop_map(Op::Cancel),
         4 => Just(Op::Grant),
         3 => any::<usize>().prop_map(Op::Release),
@@ -218,16 +222,37 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
             let item = step as u32;
             match op {
                 Op::Push(t, p, c) => {
-                    match (queue.push_in(t, p, c, item), model.push(t, p, c, item)) {
-                        (Ok(key), Ok(())) => {
-                            keys.push((key, item));
-                            key_of.insert(item, key);
-                        }
-                        (Err((refused, back)), Err(expected)) => {
-                            prop_assert_eq!(refused, expected);
-                            prop_assert_eq!(back, item);
-                        }
-                        (got, expected) => prop_assert!(false, "push: {:?} vs {:?}", got, expected),
+                    push_both(
+                        &mut queue,
+                        &mut model,
+                        (t, p, c, item),
+                        &mut keys,
+                        &mut key_of,
+                    )?;
+                }
+                Op::Admit(t, p, c) => {
+                    let idle = queue.pending() == 0;
+                    if let Some(key) = queue.grant_at_once(&t, &p, c) {
+                        prop_assert!(idle, "granted at once past a waiter");
+                        prop_assert_eq!(model.push(t, p, c, item), Ok(()));
+                        prop_assert_eq!(model.next_grant(), Some((t, p, item)));
+                        let keyed = queue.keys(key).map(|(t, p)| (*t, *p));
+                        prop_assert_eq!(keyed, Some((t, p)));
+                        prop_assert_eq!(key.class, c);
+                        running.push((t, p, key));
+                    } else {
+                        push_both(
+                            &mut queue,
+                            &mut model,
+                            (t, p, c, item),
+                            &mut keys,
+                            &mut key_of,
+                        )?;
+                        let got = grant_both(&mut queue, &mut model, &key_of, &mut running)?;
+                        prop_assert!(
+                            !idle || got != Some((t, p, item)),
+                            "not granted at once, though its turn was now"
+                        );
                     }
                 }
                 Op::Cancel(i) if !keys.is_empty() => {
@@ -235,16 +260,7 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
                     prop_assert_eq!(queue.cancel(key), model.cancel(item));
                 }
                 Op::Grant => {
-                    let grant = queue.next_grant();
-                    let mut got = None;
-                    if let Some(g) = &grant {
-                        prop_assert_eq!(Some(&g.key), key_of.get(&g.item));
-                        let (t, p) = queue.keys(g.running).map(|(t, p)| (*t, *p)).unzip();
-                        let (t, p) = (t.expect("live tenant"), p.expect("live provider"));
-                        running.push((t, p, g.running));
-                        got = Some((t, p, g.item));
-                    }
-                    prop_assert_eq!(got, model.next_grant());
+                    grant_both(&mut queue, &mut model, &key_of, &mut running)?;
                 }
                 Op::Release(i) if !running.is_empty() => {
                     let (t, p, key) = running.swap_remove(i % running.len());
@@ -320,6 +336,49 @@ async fn against_the_model(initial: Ceilings, ops: Vec<Op>) -> Result<(), TestCa
         }
     }
     Ok(())
+}
+
+/// Pushes `(tenant, provider, class, item)` to the queue and the model and
+/// compares their answers; keeps the queue's key of an accepted push.
+fn push_both(
+    queue: &mut FairQueue<u32, u8, u8>,
+    model: &mut Model,
+    (t, p, c, item): (u8, u8, u32, u32),
+    keys: &mut Vec<(WaiterKey, u32)>,
+    key_of: &mut HashMap<u32, WaiterKey>,
+) -> Result<(), TestCaseError> {
+    match (queue.push_in(t, p, c, item), model.push(t, p, c, item)) {
+        (Ok(key), Ok(())) => {
+            keys.push((key, item));
+            key_of.insert(item, key);
+        }
+        (Err((refused, back)), Err(expected)) => {
+            prop_assert_eq!(refused, expected);
+            prop_assert_eq!(back, item);
+        }
+        (got, expected) => prop_assert!(false, "push: {:?} vs {:?}", got, expected),
+    }
+    Ok(())
+}
+
+/// Makes the next grant of the queue and of the model and compares them;
+/// keeps the queue's running key of a grant. Returns the grant.
+fn grant_both(
+    queue: &mut FairQueue<u32, u8, u8>,
+    model: &mut Model,
+    key_of: &HashMap<u32, WaiterKey>,
+    running: &mut Vec<(u8, u8, RunningKey)>,
+) -> Result<Option<(u8, u8, u32)>, TestCaseError> {
+    let mut got = None;
+    if let Some(g) = queue.next_grant() {
+        prop_assert_eq!(Some(&g.key), key_of.get(&g.item));
+        let (t, p) = queue.keys(g.running).map(|(t, p)| (*t, *p)).unzip();
+        let (t, p) = (t.expect("live tenant"), p.expect("live provider"));
+        running.push((t, p, g.running));
+        got = Some((t, p, g.item));
+    }
+    prop_assert_eq!(got, model.next_grant());
+    Ok(got)
 }
 
 /// 64 tenants over up to 8 providers, tenant 0 with 100× the waiters,

@@ -282,6 +282,80 @@ where
         })
     }
 
+    /// Grants a request of `tenant` on `provider` in class `class` (by
+    /// rank) at once, without a waiter or group, when nobody is queued
+    /// and a push followed by [`Self::next_grant`] would grant it: the
+    /// counts, entries and rotations are then exactly as those two would
+    /// leave them (a tenant alone in a class rotation leaves it again with
+    /// no group left, its turns reset). `None`, changing nothing the rules
+    /// read, otherwise: the caller pushes it.
+    pub(crate) fn grant_at_once(
+        &mut self,
+        tenant: &K,
+        provider: &P,
+        class: u32,
+    ) -> Option<RunningKey> {
+        let c = self.ceilings;
+        // A waiter anywhere may have the turn; a pending bound of zero
+        // refuses the push.
+        if self.pending != 0
+            || self.running >= c.running_total
+            || c.pending_total == 0
+            || c.pending_per_tenant == 0
+            || c.pending_per_provider == 0
+        {
+            return None;
+        }
+        let class = class.min(CLASSES as u32 - 1);
+        let found = (
+            self.tenant_ix.get(tenant).copied(),
+            self.provider_ix.get(provider).copied(),
+        );
+        let (t, p) = self.keyed_entries(found.0, tenant.clone(), found.1, provider.clone())?;
+        if !self.grantable_alone(t, p, class as usize) {
+            // Entries made for it alone go again.
+            self.forget_if_idle(Some(t), Some(p));
+            return None;
+        }
+        let under = (self.providers.get(p)?.own_expiry)
+            .filter(|expiry| !expiry.is_due())
+            .map(|expiry| GrantedUnder {
+                until: expiry.until,
+                at: Instant::now(),
+            });
+        let running = RunningKey {
+            tenant: t,
+            tenant_generation: self.tenants.generation(t)?,
+            provider: p,
+            provider_generation: self.providers.generation(p)?,
+            class,
+            under,
+        };
+        if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
+            gcra.take(Instant::now());
+        }
+        if let Some(gcra) = self.tenants.get_mut(t).and_then(|x| x.rate.as_mut()) {
+            gcra.take(Instant::now());
+        }
+        self.count(Some(t), Some(p), Move::GrantUnqueued);
+        if let Some(running) = self.class_running.get_mut(class as usize) {
+            *running += 1;
+        }
+        Some(running)
+    }
+
+    /// Whether a lone waiter of tenant `t` on provider `p` in class `c`
+    /// would be granted by the rules now: the tenant under its ceiling
+    /// with a token of its rate, the provider not full, the class allowed.
+    fn grantable_alone(&self, t: u32, p: u32, c: usize) -> bool {
+        let node_wide = self.ceilings.running_per_tenant;
+        let tenant_ready = self.tenants.get(t).is_some_and(|tenant| {
+            let ceiling = (tenant.own_ceiling).map_or(node_wide, |own| own.min(node_wide));
+            tenant.running < ceiling && (tenant.rate).is_none_or(|gcra| gcra.ready(Instant::now()))
+        });
+        tenant_ready && !self.provider_full(p) && self.class_may_grant_alone(c)
+    }
+
     /// Re-establishes the rotations after a ceiling change: still-eligible
     /// tenants keep their order, newly eligible ones follow in creation
     /// order, then providers under their ceiling unblock in creation order.
