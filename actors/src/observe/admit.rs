@@ -8,13 +8,22 @@ use crate::observe::{spans, AdmissionEvent, AdmissionObserver, ADMITTED, CANCELL
 
 /// Watches one admission from the call to its outcome; a watch dropped
 /// before [`AdmitWatch::finish`] reports [`CANCELLED`].
+///
+/// Every pending waiter carries its watch, and most admissions have
+/// neither a span that records nor an observer: the watch is then one
+/// empty word, and keeps nothing and reads no clock.
 pub(crate) struct AdmitWatch<'a> {
+    /// What is watched, until the outcome is reported; `None` from the
+    /// start when nothing would record it.
+    watched: Option<Box<Watched<'a>>>,
+}
+
+/// What a watch that records keeps.
+struct Watched<'a> {
     span: tracing::Span,
     started: Instant,
-    /// Who asked, kept only when an observer listens (boxed: every pending
-    /// waiter carries the watch, most with no observer).
-    observed: Option<Box<(&'a dyn AdmissionObserver, TenantId, ProviderId)>>,
-    finished: bool,
+    /// Who asked, kept only when an observer listens.
+    observed: Option<(&'a dyn AdmissionObserver, TenantId, ProviderId)>,
 }
 
 impl<'a> AdmitWatch<'a> {
@@ -35,17 +44,29 @@ impl<'a> AdmitWatch<'a> {
             outcome = tracing::field::Empty,
             wait_us = tracing::field::Empty,
         );
+        if span.is_disabled() && observer.is_none() {
+            return Self { watched: None };
+        }
         Self {
-            span,
-            started,
-            observed: observer.map(|o| Box::new((o, tenant.clone(), provider.clone()))),
-            finished: false,
+            watched: Some(Box::new(Watched {
+                span,
+                started,
+                observed: observer.map(|o| (o, tenant.clone(), provider.clone())),
+            })),
         }
     }
 
-    /// The admission's span, for the waiting future and its children.
-    pub(crate) fn span(&self) -> &tracing::Span {
-        &self.span
+    /// Enters the admission's span (none when it does not record) until
+    /// the returned guard drops.
+    pub(crate) fn enter(&self) -> Option<tracing::span::Entered<'_>> {
+        self.watched.as_ref().map(|watched| watched.span.enter())
+    }
+
+    /// Records the epoch of the admission's lease on its span.
+    pub(crate) fn record_epoch(&self, epoch: u64) {
+        if let Some(watched) = &self.watched {
+            watched.span.record("epoch", epoch);
+        }
     }
 
     /// Records the admission's outcome on its span and at the observer.
@@ -57,21 +78,18 @@ impl<'a> AdmitWatch<'a> {
         self.report(outcome);
     }
 
+    /// Reports `outcome` once: later calls find nothing watched.
     fn report(&mut self, outcome: &'static str) {
-        self.finished = true;
-        // The wait is read only by a span that records or an observer:
-        // without either, no clock read.
-        if self.span.is_disabled() && self.observed.is_none() {
+        let Some(watched) = self.watched.take() else {
             return;
-        }
-        let wait = self.started.elapsed();
-        self.span.record("outcome", outcome);
-        self.span.record(
+        };
+        let wait = watched.started.elapsed();
+        watched.span.record("outcome", outcome);
+        watched.span.record(
             "wait_us",
             u64::try_from(wait.as_micros()).unwrap_or(u64::MAX),
         );
-        if let Some(observed) = &self.observed {
-            let (observer, tenant, provider) = &**observed;
+        if let Some((observer, tenant, provider)) = &watched.observed {
             observer.admission(&AdmissionEvent {
                 tenant,
                 provider,
@@ -84,8 +102,6 @@ impl<'a> AdmitWatch<'a> {
 
 impl Drop for AdmitWatch<'_> {
     fn drop(&mut self) {
-        if !self.finished {
-            self.report(CANCELLED);
-        }
+        self.report(CANCELLED);
     }
 }

@@ -6,9 +6,9 @@ use bytes::Bytes;
 
 use crate::admission::{AdmitError, AdmitRequest, PoolReady, StagedInput};
 use crate::dispatch::{DispatchAuthority, ProviderCall};
-use crate::epoch::{ClientLease, TypedSlot};
-use crate::identity::{OriginKind, ProviderId};
-use crate::observe::spans;
+use crate::epoch::ClientLease;
+use crate::identity::ProviderId;
+use crate::observe::{spans, AdmitWatch};
 use crate::plan::ExecutionPlan;
 use crate::provider_pools::admit_future::Admitting;
 use crate::provider_pools::ProviderPools;
@@ -135,25 +135,19 @@ impl ProviderPools {
 
     /// The lease a grant carries: the one taken when the request was
     /// queued, or, when a rotation retired that epoch while the request
-    /// waited, a fresh lease of the same slot on the provider's current
-    /// epoch: a waiter keeps its place across a rotation instead of being
+    /// waited, a fresh lease of the same slot (and kind) on the provider's
+    /// current epoch: a waiter keeps its place across a rotation instead of being
     /// refused at `start`. A provider retired for good (or a slot its new
     /// epoch no longer has) has no such lease: the old one stays, and
     /// `start` refuses `retired` as before. The admission span's `epoch`
     /// follows the new lease.
-    pub(super) fn current_lease(
-        &self,
-        lease: ClientLease,
-        slot: &TypedSlot,
-        kind: OriginKind,
-        span: &tracing::Span,
-    ) -> ClientLease {
+    pub(super) fn current_lease(&self, lease: ClientLease, watch: &AdmitWatch<'_>) -> ClientLease {
         if !lease.is_retired() {
             return lease;
         }
-        match self.client(lease.provider(), slot, kind) {
+        match self.client(lease.provider(), &lease.typed_slot(), lease.kind()) {
             Ok(fresh) => {
-                span.record("epoch", fresh.epoch().get());
+                watch.record_epoch(fresh.epoch().get());
                 fresh
             }
             Err(_) => lease,

@@ -47,8 +47,6 @@ enum Step<'a> {
 struct Carried<'a> {
     plan: ExecutionPlan,
     input: StagedInput,
-    slot: TypedSlot,
-    kind: OriginKind,
     lease: ClientLease,
     charge: SharedCharge,
     deadline: Instant,
@@ -86,14 +84,14 @@ impl<'a> Admitting<'a> {
             slot.slot(),
         );
         let enqueued = {
-            let _entered = watch.span().enter();
+            let _entered = watch.enter();
             // The provider id moves into the queue; the plan and input stay
             // for the grant.
             pools.enqueue(&plan, &input, provider, &slot, kind, now)
         };
         let queued = match enqueued {
             Ok(queued) => {
-                watch.span().record("epoch", queued.lease.epoch().get());
+                watch.record_epoch(queued.lease.epoch().get());
                 queued
             }
             Err(err) => return Started::Answered(finish(watch, Err(err))),
@@ -108,8 +106,6 @@ impl<'a> Admitting<'a> {
         let carried = Carried {
             plan,
             input,
-            slot,
-            kind,
             lease,
             charge,
             deadline,
@@ -168,7 +164,7 @@ impl Carried<'_> {
         drop(self.admitting);
         let ready = answer.map_err(ended_error).map(|grant| PoolReady {
             grant,
-            lease: pools.current_lease(self.lease, &self.slot, self.kind, self.watch.span()),
+            lease: pools.current_lease(self.lease, &self.watch),
             plan: self.plan,
             input: self.input,
             charge: self.charge,

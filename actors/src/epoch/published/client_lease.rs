@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{ClientId, ConfiguredClient, PublishedEpoch};
+use super::{ClientId, ConfiguredClient, PublishedEpoch, TypedSlot};
 use crate::credential::Credential;
 use crate::identity::{Epoch, OriginKind, OriginSlot, ProviderId};
 
@@ -37,6 +37,15 @@ impl ClientLease {
     /// The origin slot of the client.
     pub fn slot(&self) -> OriginSlot {
         self.client().slot
+    }
+
+    /// The slot this lease was taken for, bound to its installation (the
+    /// same for every epoch of it).
+    pub(crate) fn typed_slot(&self) -> TypedSlot {
+        TypedSlot {
+            installation: self.epoch.installation,
+            slot: self.slot(),
+        }
     }
 
     /// The origin's protocol kind.
