@@ -22,6 +22,7 @@
 //! - A tenant's use never exceeds its share, and its charge on the shared
 //!   budget is taken only after its own charge succeeded.
 
+mod recall;
 mod table;
 
 use std::fmt;

@@ -11,7 +11,8 @@
 //! - Dead entries are pruned as the table grows, so its size follows the
 //!   tenants holding something, not every tenant ever seen.
 //! - The lock is held for a lookup or a lowering only, never across a drop
-//!   of a charge or an await.
+//!   of a charge or an await. A thread that found a tenant's budget
+//!   recently finds it again without the lock (`recall.rs`).
 //! - Only a table made waitable can keep a charge waiting, and only its
 //!   releases wake anyone.
 
@@ -19,6 +20,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
+use super::recall::{recall, remember, table_number};
 use crate::budget::{Budget, Charge, Exhausted, InUse};
 use crate::identity::{IdMap, TenantId};
 
@@ -31,6 +33,8 @@ const RECENT: usize = 4;
 /// Per-tenant budgets named `name`, each limited to the share in force.
 pub(crate) struct ShareTable {
     name: &'static str,
+    /// This table's number, by which threads remember its budgets.
+    number: u64,
     /// Its budgets can be waited on ([`Self::charge_within`]); a release
     /// of one that cannot wakes nobody.
     waitable: bool,
@@ -63,6 +67,7 @@ impl ShareTable {
     fn with_waits(name: &'static str, share: u32, waitable: bool) -> Self {
         Self {
             name,
+            number: table_number(),
             waitable,
             share: AtomicU32::new(share),
             table: Mutex::new(Table {
@@ -127,6 +132,16 @@ impl ShareTable {
 
     /// `tenant`'s budget, created at the share in force.
     fn budget(&self, tenant: &TenantId) -> Arc<Budget> {
+        if let Some(budget) = recall(self.number, tenant) {
+            return budget;
+        }
+        let budget = self.budget_in_table(tenant);
+        remember(self.number, tenant, &budget);
+        budget
+    }
+
+    /// `tenant`'s budget, looked up (or created) under the table's lock.
+    fn budget_in_table(&self, tenant: &TenantId) -> Arc<Budget> {
         let mut table = self.lock();
         if let Some(budget) = table.tenants.get(tenant).and_then(Weak::upgrade) {
             return budget;
@@ -193,6 +208,46 @@ mod tests {
         let first = first.upgrade().expect("the budget outlived its charges");
         assert!(Arc::ptr_eq(&first, &again), "the budget was rebuilt");
         assert_eq!(again.used(), 0, "nothing is charged");
+    }
+
+    #[test]
+    fn a_budget_found_again_without_the_lock_is_the_tables_own() {
+        let table = ShareTable::new("metadata_per_tenant", 4);
+        let held = table.charge(&tenant("a"), 3).expect("within the share");
+        // Found again (remembered by this thread): the same budget, so the
+        // share still counts the first charge.
+        let refused = table.charge(&tenant("a"), 2);
+        assert!(refused.is_err(), "a second budget for a: {refused:?}");
+        let in_table = table.budget_in_table(&tenant("a"));
+        assert!(Arc::ptr_eq(&in_table, &table.budget(&tenant("a"))));
+        drop(held);
+    }
+
+    #[test]
+    fn a_remembered_budget_answers_only_its_own_table() {
+        let first = ShareTable::new("metadata_per_tenant", 4);
+        let second = ShareTable::new("metadata_per_tenant", 4);
+        let _full = first.charge(&tenant("a"), 4).expect("within the share");
+        let charge = second.charge(&tenant("a"), 4);
+        assert!(
+            charge.is_ok(),
+            "the other table's budget was used: {charge:?}"
+        );
+    }
+
+    #[test]
+    fn a_remembered_budget_that_died_is_replaced_at_zero() {
+        let table = ShareTable::new("metadata_per_tenant", 2);
+        let first = Arc::downgrade(&table.budget(&tenant("a")));
+        // Newer budgets push a's out of the table's recent few and out of
+        // this thread's memory; with no charge left it dies.
+        for n in 0..RECENT {
+            let _ = table.budget(&tenant(&format!("t{n}")));
+        }
+        assert!(first.upgrade().is_none(), "a's budget outlived newer ones");
+        let again = table.budget(&tenant("a"));
+        assert_eq!(again.used(), 0, "the new budget starts at zero");
+        assert!(Arc::ptr_eq(&again, &table.budget_in_table(&tenant("a"))));
     }
 
     #[test]
