@@ -216,31 +216,12 @@ where
         let class = group.class;
         let c = class as usize;
         let generation = self.waiters.generation(index)?;
-        let under = (self.providers.get(p)?.own_expiry)
-            .filter(|expiry| !expiry.is_due())
-            .map(|expiry| GrantedUnder {
-                until: expiry.until,
-                at: Instant::now(),
-            });
-        let running = RunningKey {
-            tenant: t,
-            tenant_generation: self.tenants.generation(t)?,
-            provider: p,
-            provider_generation: self.providers.generation(p)?,
-            class,
-            under,
-        };
+        let running = self.running_key(t, p, class)?;
         if let Some(group) = self.groups.get_mut(g) {
             group.waiters.remove(&mut self.waiters, index);
         }
         let waiter: Waiter<T> = self.waiters.remove(index)?;
-        // A token of each rate the grant is under.
-        if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
-            gcra.take(Instant::now());
-        }
-        if let Some(gcra) = self.tenants.get_mut(t).and_then(|x| x.rate.as_mut()) {
-            gcra.take(Instant::now());
-        }
+        self.take_tokens(t, p);
         self.count(Some(t), Some(p), Move::Grant);
         if let Some(pending) = self.class_pending.get_mut(c) {
             *pending = pending.saturating_sub(1);
@@ -317,31 +298,43 @@ where
             self.forget_if_idle(Some(t), Some(p));
             return None;
         }
+        let running = self.running_key(t, p, class)?;
+        self.take_tokens(t, p);
+        self.count(Some(t), Some(p), Move::GrantUnqueued);
+        if let Some(running) = self.class_running.get_mut(class as usize) {
+            *running += 1;
+        }
+        Some(running)
+    }
+
+    /// The running key of a grant to tenant `t` on provider `p` in class
+    /// `class` (by rank), with the expiring share it is made under, if any.
+    fn running_key(&self, t: u32, p: u32, class: u32) -> Option<RunningKey> {
         let under = (self.providers.get(p)?.own_expiry)
             .filter(|expiry| !expiry.is_due())
             .map(|expiry| GrantedUnder {
                 until: expiry.until,
                 at: Instant::now(),
             });
-        let running = RunningKey {
+        Some(RunningKey {
             tenant: t,
             tenant_generation: self.tenants.generation(t)?,
             provider: p,
             provider_generation: self.providers.generation(p)?,
             class,
             under,
-        };
+        })
+    }
+
+    /// Takes a token of each rate a grant to tenant `t` on provider `p` is
+    /// under.
+    fn take_tokens(&mut self, t: u32, p: u32) {
         if let Some(gcra) = self.providers.get_mut(p).and_then(|x| x.rate.as_mut()) {
             gcra.take(Instant::now());
         }
         if let Some(gcra) = self.tenants.get_mut(t).and_then(|x| x.rate.as_mut()) {
             gcra.take(Instant::now());
         }
-        self.count(Some(t), Some(p), Move::GrantUnqueued);
-        if let Some(running) = self.class_running.get_mut(class as usize) {
-            *running += 1;
-        }
-        Some(running)
     }
 
     /// Whether a lone waiter of tenant `t` on provider `p` in class `c`
