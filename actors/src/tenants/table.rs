@@ -189,7 +189,7 @@ impl fmt::Debug for ShareTable {
 mod tests {
     use std::sync::Arc;
 
-    use super::{ShareTable, RECENT};
+    use super::{recall, ShareTable, RECENT};
     use crate::identity::TenantId;
 
     fn tenant(name: &str) -> TenantId {
@@ -211,15 +211,19 @@ mod tests {
     }
 
     #[test]
-    fn a_budget_found_again_without_the_lock_is_the_tables_own() {
+    fn a_budget_found_is_remembered_by_the_thread_as_the_tables_own() {
         let table = ShareTable::new("metadata_per_tenant", 4);
         let held = table.charge(&tenant("a"), 3).expect("within the share");
-        // Found again (remembered by this thread): the same budget, so the
-        // share still counts the first charge.
+        let remembered = recall(table.number, &tenant("a")).expect("remembered");
+        let in_table = table.budget_in_table(&tenant("a"));
+        assert!(
+            Arc::ptr_eq(&remembered, &in_table),
+            "not the table's budget"
+        );
+        // Found again through the memory: the share still counts the
+        // first charge.
         let refused = table.charge(&tenant("a"), 2);
         assert!(refused.is_err(), "a second budget for a: {refused:?}");
-        let in_table = table.budget_in_table(&tenant("a"));
-        assert!(Arc::ptr_eq(&in_table, &table.budget(&tenant("a"))));
         drop(held);
     }
 
