@@ -67,7 +67,9 @@ pub(super) fn recall(table: u64, tenant: &TenantId) -> Option<Arc<Budget>> {
 /// Remembers `budget` as `tenant`'s in table `table`, forgetting the
 /// oldest remembered budget when there is no room.
 pub(super) fn remember(table: u64, tenant: &TenantId, budget: &Arc<Budget>) {
-    let forgotten = REMEMBERED_HERE.try_with(|here| {
+    // A thread whose memory is already gone (it is exiting) remembers
+    // nothing.
+    let _ = REMEMBERED_HERE.try_with(|here| {
         let mut here = here.borrow_mut();
         // The same tenant's dead budget in the same table is replaced in
         // place; else the oldest goes.
@@ -81,12 +83,10 @@ pub(super) fn remember(table: u64, tenant: &TenantId, budget: &Arc<Budget>) {
             here.next = (next + 1) % REMEMBERED;
             next
         });
-        here.found[at].replace(Found {
+        here.found[at] = Some(Found {
             table,
             tenant: tenant.clone(),
             budget: Arc::downgrade(budget),
-        })
+        });
     });
-    // Dropped once the thread's memory is released.
-    drop(forgotten);
 }

@@ -46,34 +46,38 @@ where
     /// first class the module's order allows that has a grantable group.
     pub(super) fn grant_by_class(&mut self) -> Option<Grant<T>> {
         for c in 0..CLASSES {
-            if self.class_running[c] < self.minimums[c] && !self.rotation[c].is_empty() {
+            if self.below_minimum(c) && !self.rotation[c].is_empty() {
                 if let Some(grant) = self.grant_in_turn(c) {
                     return Some(grant);
                 }
             }
         }
-        let free = self.ceilings.running_total.saturating_sub(self.running);
-        // The higher classes' unused minimums.
-        let mut reserved = 0u32;
+        // A class whose groups all turned out blocked granted nothing and
+        // changed no count, so the next class is judged on the same counts.
         for c in 0..CLASSES {
-            if free > reserved && !self.rotation[c].is_empty() {
+            if self.leaves_higher_minimums(c) && !self.rotation[c].is_empty() {
                 if let Some(grant) = self.grant_in_turn(c) {
                     return Some(grant);
                 }
             }
-            let unused = self.minimums[c].saturating_sub(self.class_running[c]);
-            reserved = reserved.saturating_add(unused);
         }
         None
     }
 
     /// Whether [`Self::grant_by_class`] would grant in class `c` (by
-    /// rank) when it is the only class with an eligible tenant: below its
-    /// minimum, or leaving the higher classes' unused minimums free.
+    /// rank) when it is the only class with an eligible tenant.
     pub(super) fn class_may_grant_alone(&self, c: usize) -> bool {
-        if self.class_running[c] < self.minimums[c] {
-            return true;
-        }
+        self.below_minimum(c) || self.leaves_higher_minimums(c)
+    }
+
+    /// Class `c` (by rank) runs fewer than its minimum.
+    fn below_minimum(&self, c: usize) -> bool {
+        self.class_running[c] < self.minimums[c]
+    }
+
+    /// A grant in class `c` (by rank) leaves the slots the higher classes'
+    /// unused minimums need (minimum less running, when positive).
+    fn leaves_higher_minimums(&self, c: usize) -> bool {
         let free = self.ceilings.running_total.saturating_sub(self.running);
         let reserved = (0..c).fold(0u32, |reserved, higher| {
             let unused = self.minimums[higher].saturating_sub(self.class_running[higher]);
