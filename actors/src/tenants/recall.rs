@@ -38,6 +38,13 @@ struct Found {
     budget: Weak<Budget>,
 }
 
+impl Found {
+    /// True when this is what the thread found for `tenant` in `table`.
+    fn is(&self, table: u64, tenant: &TenantId) -> bool {
+        self.table == table && self.tenant == *tenant
+    }
+}
+
 /// A thread's remembered budgets; `next` is the oldest's place.
 #[derive(Default)]
 struct Remembered {
@@ -57,7 +64,7 @@ pub(super) fn recall(table: u64, tenant: &TenantId) -> Option<Arc<Budget>> {
             let here = here.borrow();
             let found = here.found.iter().flatten();
             found
-                .filter(|found| found.table == table && found.tenant == *tenant)
+                .filter(|found| found.is(table, tenant))
                 .find_map(|found| found.budget.upgrade())
         })
         .ok()
@@ -73,11 +80,8 @@ pub(super) fn remember(table: u64, tenant: &TenantId, budget: &Arc<Budget>) {
         let mut here = here.borrow_mut();
         // The same tenant's dead budget in the same table is replaced in
         // place; else the oldest goes.
-        let same = here.found.iter().position(|found| {
-            found
-                .as_ref()
-                .is_some_and(|found| found.table == table && found.tenant == *tenant)
-        });
+        let same = (here.found.iter())
+            .position(|found| found.as_ref().is_some_and(|found| found.is(table, tenant)));
         let at = same.unwrap_or_else(|| {
             let next = here.next;
             here.next = (next + 1) % REMEMBERED;
@@ -89,4 +93,43 @@ pub(super) fn remember(table: u64, tenant: &TenantId, budget: &Arc<Budget>) {
             budget: Arc::downgrade(budget),
         });
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{recall, remember, table_number, REMEMBERED};
+    use crate::budget::Budget;
+    use crate::identity::TenantId;
+
+    fn tenant(name: &str) -> TenantId {
+        TenantId::new(name).expect("valid tenant")
+    }
+
+    #[test]
+    fn remembering_a_tenant_again_takes_no_other_tenants_place() {
+        let table = table_number();
+        let budgets: Vec<_> = (0..REMEMBERED - 1)
+            .map(|n| {
+                (
+                    tenant(&format!("t{n}")),
+                    Budget::new("metadata_per_tenant", 4),
+                )
+            })
+            .collect();
+        for (who, budget) in &budgets {
+            remember(table, who, budget);
+        }
+        let again = Budget::new("metadata_per_tenant", 4);
+        for _ in 0..2 * REMEMBERED {
+            remember(table, &budgets[0].0, &again);
+        }
+        let first = recall(table, &budgets[0].0).expect("t0 remembered");
+        assert!(Arc::ptr_eq(&first, &again), "t0's older budget answered");
+        for (who, budget) in &budgets[1..] {
+            let found = recall(table, who).expect("forgotten for t0's repeats");
+            assert!(Arc::ptr_eq(&found, budget));
+        }
+    }
 }
