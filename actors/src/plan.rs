@@ -6,8 +6,14 @@
 //! - A plan is immutable once sealed; no stage of the pools resets its
 //!   deadlines.
 //! - The tenant of a request is always the plan's, never the caller's claim.
+//! - A deadline reads back exactly as it was sealed when it lies within
+//!   292 years of the process's first plan; one further away reads as that
+//!   far (record 0107). A plan keeps each deadline in eight bytes, so that
+//!   a plan, and every waiter and request carrying one, stays small.
 
 use std::fmt;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -72,8 +78,8 @@ pub struct ExecutionPlan {
     tenant: TenantId,
     session: SessionId,
     ledger: LedgerId,
-    store_deadline: Instant,
-    io_deadline: Instant,
+    store_deadline: Moment,
+    io_deadline: Moment,
     priority: Priority,
 }
 
@@ -91,8 +97,8 @@ impl ExecutionPlan {
             tenant,
             session,
             ledger,
-            store_deadline,
-            io_deadline,
+            store_deadline: Moment::of(store_deadline),
+            io_deadline: Moment::of(io_deadline),
             priority: Priority::default(),
         }
     }
@@ -141,18 +147,55 @@ impl ExecutionPlan {
 
     /// The Store deadline.
     pub fn store_deadline(&self) -> Instant {
-        self.store_deadline
+        self.store_deadline.instant()
     }
 
     /// The I/O deadline.
     pub fn io_deadline(&self) -> Instant {
-        self.io_deadline
+        self.io_deadline.instant()
     }
 
     /// The earlier of the Store and I/O deadlines.
     pub fn earliest_deadline(&self) -> Instant {
-        self.store_deadline.min(self.io_deadline)
+        self.store_deadline.min(self.io_deadline).instant()
     }
+}
+
+/// An instant in eight bytes: signed nanoseconds from the process's
+/// origin, the moment the first one was made. Its order is the instants'
+/// order; nanoseconds beyond `i64`'s range (292 years either way) saturate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Moment(i64);
+
+impl Moment {
+    fn of(instant: Instant) -> Self {
+        let (origin, instant) = (origin(), instant.into_std());
+        let nanos = |since: Duration| i64::try_from(since.as_nanos()).unwrap_or(i64::MAX);
+        Self(match instant.checked_duration_since(origin) {
+            Some(after) => nanos(after),
+            None => -nanos(origin.duration_since(instant)),
+        })
+    }
+
+    fn instant(self) -> Instant {
+        let (origin, from_origin) = (origin(), Duration::from_nanos(self.0.unsigned_abs()));
+        let at = if self.0 >= 0 {
+            origin.checked_add(from_origin)
+        } else {
+            origin.checked_sub(from_origin)
+        };
+        // Some clocks cannot go back 292 years from a time they have read
+        // (they count from boot): a deadline that far past reads as the
+        // origin, which is past as well. Every clock std supports goes 292
+        // years forward.
+        Instant::from_std(at.unwrap_or(origin))
+    }
+}
+
+/// The process's origin for [`Moment`]s: the first time one was made.
+fn origin() -> std::time::Instant {
+    static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(std::time::Instant::now)
 }
 
 impl fmt::Debug for ExecutionPlan {
@@ -165,3 +208,6 @@ impl fmt::Debug for ExecutionPlan {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests;
