@@ -37,6 +37,7 @@ mod identity;
 mod install;
 mod limits;
 mod mailbox;
+mod moment;
 mod observe;
 mod plan;
 mod priority;

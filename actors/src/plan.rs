@@ -7,17 +7,16 @@
 //!   deadlines.
 //! - The tenant of a request is always the plan's, never the caller's claim.
 //! - A deadline reads back exactly as it was sealed when it lies within
-//!   292 years of the process's first plan; one further away reads as that
-//!   far (record 0107). A plan keeps each deadline in eight bytes, so that
-//!   a plan, and every waiter and request carrying one, stays small.
+//!   292 years of the process's origin; one further away reads as that far
+//!   (record 0107). A plan keeps each deadline in eight bytes (a
+//!   [`Moment`]), so that a plan, and every waiter and request carrying
+//!   one, stays small.
 
 use std::fmt;
-use std::sync::OnceLock;
-use std::time::Duration;
-
 use tokio::time::Instant;
 
 use crate::identity::TenantId;
+use crate::moment::Moment;
 use crate::priority::Priority;
 
 /// One activation's session, as the embedding runtime numbers it.
@@ -159,43 +158,6 @@ impl ExecutionPlan {
     pub fn earliest_deadline(&self) -> Instant {
         self.store_deadline.min(self.io_deadline).instant()
     }
-}
-
-/// An instant in eight bytes: signed nanoseconds from the process's
-/// origin, the moment the first one was made. Its order is the instants'
-/// order; nanoseconds beyond `i64`'s range (292 years either way) saturate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Moment(i64);
-
-impl Moment {
-    fn of(instant: Instant) -> Self {
-        let (origin, instant) = (origin(), instant.into_std());
-        let nanos = |since: Duration| i64::try_from(since.as_nanos()).unwrap_or(i64::MAX);
-        Self(match instant.checked_duration_since(origin) {
-            Some(after) => nanos(after),
-            None => -nanos(origin.duration_since(instant)),
-        })
-    }
-
-    fn instant(self) -> Instant {
-        let (origin, from_origin) = (origin(), Duration::from_nanos(self.0.unsigned_abs()));
-        let at = if self.0 >= 0 {
-            origin.checked_add(from_origin)
-        } else {
-            origin.checked_sub(from_origin)
-        };
-        // Some clocks cannot go back 292 years from a time they have read
-        // (they count from boot): a deadline that far past reads as the
-        // origin, which is past as well. Every clock std supports goes 292
-        // years forward.
-        Instant::from_std(at.unwrap_or(origin))
-    }
-}
-
-/// The process's origin for [`Moment`]s: the first time one was made.
-fn origin() -> std::time::Instant {
-    static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
-    *ORIGIN.get_or_init(std::time::Instant::now)
 }
 
 impl fmt::Debug for ExecutionPlan {
