@@ -117,7 +117,8 @@ impl RunningKey {
     /// earlier: see `ProviderPools::set_provider_running_until`).
     /// Otherwise only [`FairQueue::share_lapsed`] can tell.
     pub(crate) fn share_surely_holds(&self) -> bool {
-        self.under.is_none_or(|under| Instant::now() < under.until)
+        self.under
+            .is_none_or(|under| Instant::now() < under.until.instant())
     }
 }
 

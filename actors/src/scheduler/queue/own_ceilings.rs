@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::{Bound, FairQueue, InUse, RunningKey};
 use crate::identity::IdMap;
+use crate::moment::Moment;
 
 /// When a provider's own ceiling falls back, and the ceiling it falls
 /// back to.
@@ -43,13 +44,14 @@ impl Expiry {
 }
 
 /// The expiring share a request was granted under, for
-/// [`FairQueue::share_lapsed`].
+/// [`FairQueue::share_lapsed`]: every running key carries one, so its
+/// instants are kept as [`Moment`]s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct GrantedUnder {
     /// The share's fallback instant at the grant.
-    pub(crate) until: Instant,
+    pub(crate) until: Moment,
     /// The grant's instant.
-    pub(crate) at: Instant,
+    pub(crate) at: Moment,
 }
 
 /// Whose own running ceiling: a tenant's or a provider's.
@@ -164,7 +166,7 @@ where
             // No expiring share any more: not a share that can lapse.
             return false;
         };
-        if !expiry.is_due() && under.at >= expiry.since {
+        if !expiry.is_due() && under.at.instant() >= expiry.since {
             return false;
         }
         provider.running > self.ceiling_of(provider)

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use super::book::{Move, Provider};
 use super::slab::{Waiter, NIL};
 use super::{FairQueue, Fairness, Grant, GrantedUnder, RunningKey, WaiterKey, CLASSES};
+use crate::moment::Moment;
 
 impl<T, K, P> FairQueue<T, K, P>
 where
@@ -313,8 +314,8 @@ where
         let under = (self.providers.get(p)?.own_expiry)
             .filter(|expiry| !expiry.is_due())
             .map(|expiry| GrantedUnder {
-                until: expiry.until,
-                at: Instant::now(),
+                until: Moment::of(expiry.until),
+                at: Moment::of(Instant::now()),
             });
         Some(RunningKey {
             tenant: t,
