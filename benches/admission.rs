@@ -3,8 +3,9 @@
 //!
 //! The limiters compared:
 //!
-//! - the engine: stage input, `admit` (one hop to the scheduler and its
-//!   answer), `dispatch`, `start`, drop (the release hop);
+//! - the engine: stage input, `admit` (granted at once when capacity is
+//!   free and nobody waits, else queued until a release grants it),
+//!   `dispatch`, `start`, drop (the release);
 //! - `semaphore_baseline`: `tokio::sync::Semaphore::acquire` + drop — the
 //!   unfair floor: no tenant, no queue order beyond arrival, no accounting;
 //! - `fifo_mutex_baseline`: a hand-rolled fair-FIFO limiter,
@@ -44,13 +45,13 @@
 //!   semaphore_baseline}`: 1 tenant × 1 provider, all 1,024 tasks; 64
 //!   running for the tenant and the provider.
 //!
-//! Who actually waits: in these groups every limiter drops its permit as
-//! soon as it has it. The engine's `admit` always waits for the scheduler's
-//! answer, so its tasks do queue; an `acquire` of the semaphore, the FIFO
-//! mutex or mea that finds a permit free returns without yielding, so a
-//! task runs cycle after cycle while the other worker does the same, at
-//! most two permits are ever held, and their queues stay empty: those rows
-//! read a cross-core uncontended hand-off, not 1,024 waiters.
+//! Who actually waits: in these groups every limiter drops its permit (or
+//! running request) as soon as it has it. An engine `admit` or an
+//! `acquire` of the semaphore, the FIFO mutex or mea that finds capacity
+//! free and nobody waiting is granted without yielding, so a task runs
+//! cycle after cycle while the other worker does the same, few permits
+//! are held at once and the queues stay nearly empty: those rows read a
+//! cross-core hand-off, not 1,024 waiters.
 //!
 //! - `admission_1024_held/*`, `admission_1024_own_tenant_held/*`,
 //!   `admission_1024_one_tenant_held/*`: the three shapes' rows again, each

@@ -10,13 +10,14 @@
 //!
 //! - `checkout/*`: each task holds one admitted `RunningRequest` (admitted
 //!   before the timer starts) and loops `reserve_connection` → `park`, the
-//!   real path of an adapter that found an idle connection: one hop to the
-//!   epoch actor and its answer, then the park message on its reserved
-//!   slot. deadpool (`get` + drop, no-op `recycle`) and bb8 (`get` + drop,
-//!   no-op `is_valid`) are the baselines. At 256 tasks the engine has no
-//!   row: its connection checkout never waits for a busy connection (a
-//!   client at its limit answers `Capacity` at once), because the wait
-//!   belongs to admission — see the next group.
+//!   real path of an adapter that found an idle connection: the tenant's
+//!   connection share, a take from the client's idle stash under its
+//!   lock, then the park back into it; no actor hop. deadpool (`get` +
+//!   drop, no-op `recycle`) and bb8 (`get` + drop, no-op `is_valid`) are
+//!   the baselines. At 256 tasks the engine has no row: a checkout that
+//!   finds nothing idle waits in the epoch actor's queue for the client,
+//!   by tenant rotation (a hop per checkout, not a pool's hand-off), and
+//!   the wait for capacity belongs to admission — see the next group.
 //! - `admitted/*`: what one guest call pays to get a connection when the
 //!   provider admits 16 running requests at a time: the engine's
 //!   admit → dispatch → start → checkout → park → release, against deadpool
