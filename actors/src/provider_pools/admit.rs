@@ -127,7 +127,7 @@ impl ProviderPools {
         request: AdmitRequest,
     ) -> impl Future<Output = Result<PoolReady, AdmitError>> + Send + '_ {
         // Every pending waiter's task carries this future, so its size is
-        // memory per waiter (BENCHMARKS.md, "Memory"): a hand-written
+        // memory per waiter (BENCHMARKS.md, "Where the time goes"): a hand-written
         // future that keeps, while in line, only what the grant needs, and
         // does nothing until first polled.
         Admitting::new(self, request)

@@ -1,7 +1,7 @@
 //! The future of one admission ([`ProviderPools::admit`]), written by hand
 //! so that what a pending waiter's task carries is exactly what its grant
 //! will need: every pending waiter holds one, so its size is memory per
-//! waiter (BENCHMARKS.md, "Memory").
+//! waiter (BENCHMARKS.md, "Where the time goes").
 //!
 //! At its first poll it charges, leases and applies the admit (see
 //! [`ProviderPools::enqueue`]); granted or refused there, it completes
