@@ -82,4 +82,14 @@ mod tests {
             assert_eq!(Moment::of(at).instant(), at);
         }
     }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_moment_keeps_an_instant_of_the_paused_clock() {
+        let start = Instant::now();
+        tokio::time::advance(Duration::from_secs(86_400)).await;
+        let later = Instant::now();
+        assert_eq!(later - start, Duration::from_secs(86_400));
+        assert_eq!(Moment::of(later).instant(), later);
+        assert!(Moment::of(start) < Moment::of(later));
+    }
 }

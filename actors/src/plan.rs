@@ -13,6 +13,7 @@
 //!   one, stays small.
 
 use std::fmt;
+
 use tokio::time::Instant;
 
 use crate::identity::TenantId;
