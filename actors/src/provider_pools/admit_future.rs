@@ -262,3 +262,21 @@ pub(super) fn ended_error(ended: Ended) -> AdmitError {
         Ended::Busy => AdmitError::Busy,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    use super::Admitting;
+    use crate::admission::AdmitRequest;
+
+    /// tokio places a task in 128-byte steps, with 104 bytes of its own
+    /// beside the future: a caller's `async` block that keeps its
+    /// `AdmitRequest` beside `admit`'s future (and a reference to the
+    /// pools) stays in a 384-byte task while the two take at most 256.
+    #[test]
+    fn a_waiter_s_future_fits_a_384_byte_task() {
+        let (request, admitting) = (size_of::<AdmitRequest>(), size_of::<Admitting<'_>>());
+        assert!(request + admitting <= 256, "{request} + {admitting} bytes");
+    }
+}
