@@ -101,11 +101,7 @@ mod tests {
 
     use super::{recall, remember, table_number, REMEMBERED};
     use crate::budget::Budget;
-    use crate::identity::TenantId;
-
-    fn tenant(name: &str) -> TenantId {
-        TenantId::new(name).expect("valid tenant")
-    }
+    use crate::tenants::tests::tenant;
 
     #[test]
     fn remembering_a_tenant_again_takes_no_other_tenants_place() {

@@ -190,10 +190,14 @@ mod tests {
     use std::sync::Arc;
 
     use super::{recall, ShareTable, RECENT};
-    use crate::identity::TenantId;
+    use crate::tenants::tests::tenant;
 
-    fn tenant(name: &str) -> TenantId {
-        TenantId::new(name).expect("valid tenant")
+    /// Finds a budget for each of `RECENT` other tenants in `table`: a
+    /// budget found before, with no charge, is past the recent few.
+    fn crowd_out(table: &ShareTable) {
+        for n in 0..RECENT {
+            let _ = table.budget(&tenant(&format!("t{n}")));
+        }
     }
 
     #[test]
@@ -245,9 +249,7 @@ mod tests {
         let first = Arc::downgrade(&table.budget(&tenant("a")));
         // Newer budgets push a's out of the table's recent few and out of
         // this thread's memory; with no charge left it dies.
-        for n in 0..RECENT {
-            let _ = table.budget(&tenant(&format!("t{n}")));
-        }
+        crowd_out(&table);
         assert!(first.upgrade().is_none(), "a's budget outlived newer ones");
         let again = table.budget(&tenant("a"));
         assert_eq!(again.used(), 0, "the new budget starts at zero");
@@ -258,9 +260,7 @@ mod tests {
     fn past_the_recent_few_an_uncharged_budget_dies_and_restarts_at_zero() {
         let table = ShareTable::waitable("connections_per_tenant", 2);
         let a = Arc::downgrade(&table.budget(&tenant("a")));
-        for n in 0..RECENT {
-            let _ = table.budget(&tenant(&format!("t{n}")));
-        }
+        crowd_out(&table);
         assert!(a.upgrade().is_none(), "a's budget outlived newer ones");
         let charge = table.charge(&tenant("a"), 2);
         assert!(charge.is_ok(), "a new budget starts at zero: {charge:?}");

@@ -7,7 +7,8 @@ use crate::budget::{Budget, Exhausted};
 use crate::identity::TenantId;
 use crate::limits::Limits;
 
-fn tenant(name: &str) -> TenantId {
+/// The tenant named `name` (the share tables' tests use it too).
+pub(super) fn tenant(name: &str) -> TenantId {
     TenantId::new(name).expect("valid tenant")
 }
 
