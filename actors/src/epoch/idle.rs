@@ -36,7 +36,9 @@
 //!   `watch.rs`).
 //! - A caller waiting on the client never misses a parked connection: the
 //!   epoch actor publishes its waiters in the stash's [`WaitNotice`] before
-//!   it looks at the stash a last time, and a park notifies after pushing.
+//!   it looks at the stash a last time, under the stash's lock; a park
+//!   reads that count under the same lock after its push, and wakes the
+//!   actor when it is not zero.
 
 use std::any::{Any, TypeId};
 use std::collections::VecDeque;
@@ -186,9 +188,16 @@ impl IdleStash {
         evicted
     }
 
-    /// Pushes an accepted entry.
-    pub(in crate::epoch) fn put(&self, entry: IdleConn) {
-        self.lock().push_back(entry);
+    /// Pushes an accepted entry; returns whether callers wait on the
+    /// client, read under the lock after the push (the epoch actor's last
+    /// look takes the lock after it counts them, so one of the two sees
+    /// the other).
+    pub(in crate::epoch) fn put(&self, entry: IdleConn) -> bool {
+        let mut entries = self.lock();
+        entries.push_back(entry);
+        let waiting = self.notice.has_waiters();
+        drop(entries);
+        waiting
     }
 
     /// Entries parked now (for the model checks).
@@ -328,7 +337,7 @@ pub(crate) fn park_into<'a>(
     if let Some(watch) = &watch {
         homed(watch);
     }
-    stash.put(entry);
+    let waiting = stash.put(entry);
     if watch.as_ref().is_some_and(CloseWatch::is_closed) {
         // The notice fired around the push and may have missed the entry.
         stash.evict_closed();
@@ -337,8 +346,8 @@ pub(crate) fn park_into<'a>(
         // Raced a retirement that may have emptied the stash before the
         // push: empty it again.
         stash.clear();
-    } else {
-        stash.notice().notify();
+    } else if waiting {
+        stash.notice().wake();
     }
 }
 

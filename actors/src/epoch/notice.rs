@@ -13,14 +13,19 @@
 //! - No lost wake-up: the actor publishes its waiter count
 //!   ([`WaitNotice::set_waiting`]) before it looks at the stash and the
 //!   client budget a last time, and a notifier changes the stash or the
-//!   budget before it reads the count; a `SeqCst` fence on each side
-//!   between the write and the read means at least one of the two sees the
-//!   other.
+//!   budget before it reads the count, so at least one of the two sees the
+//!   other. A release of the budget reads it after a `SeqCst` fence, which
+//!   pairs with the one after the actor's write ([`WaitNotice::notify`]).
+//!   A park reads it while it holds the stash's lock, after its push
+//!   ([`IdleStash::put`](crate::epoch::idle::IdleStash::put)): the actor's
+//!   last look takes the same lock after its write, so the lock orders the
+//!   two and the park needs no fence ([`WaitNotice::wake`]).
 //! - At most one `Wake` per client is in the actor's mailbox, sent on a
 //!   release slot reserved for it, so a full mailbox never loses it; the
 //!   actor re-arms the slot ([`WaitNotice::arm`]) before it looks, so a
 //!   change after the re-arm sends the next one.
-//! - With nobody waiting, a notify is one fence and one load.
+//! - With nobody waiting, a release's notify is one fence and one load,
+//!   and a park's costs nothing beyond the load under its lock.
 
 use std::sync::{Arc, PoisonError};
 
@@ -105,13 +110,19 @@ impl<S: WakeSlot> WaitNotice<S> {
         drop(old);
     }
 
-    /// Tells the epoch actor, when callers wait, that this client's stash or
+    /// Tells the epoch actor, when callers wait, that this client's
     /// connection budget changed. Call after the change.
     pub(crate) fn notify(&self) {
         fence(SeqCst);
         if self.waiting.load(SeqCst) == 0 {
             return;
         }
+        self.wake();
+    }
+
+    /// Tells the epoch actor that this client's stash changed, when the
+    /// park that changed it saw callers waiting under the stash's lock.
+    pub(crate) fn wake(&self) {
         let slot = self
             .slot
             .lock()
