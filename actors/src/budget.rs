@@ -20,12 +20,14 @@
 //!   drop the charge, which its owner does after destroying what it paid for.
 //! - Lowering never erases a reservation: it fails while `used > new limit`.
 //! - A release racing a waiter of a waitable budget wakes it, or the
-//!   waiter's next attempt finds the released room (model-checked).
+//!   waiter's next attempt finds the released room (model-checked): both
+//!   touch the one word, and every write of the word is a
+//!   read-modify-write, so whichever touch comes later sees the other.
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::sync::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// A counted resource with a ceiling, charged lock-free.
 ///
@@ -43,11 +45,15 @@ pub struct Budget {
 /// A waitable budget's waiters: their count, and the wake-up a release
 /// sends while the count is not zero.
 ///
-/// A waiter counts itself, then looks at the use; a release returns its
-/// amount, then looks at the count. A sequentially consistent fence sits
-/// between each side's two steps, so at least one side sees the other:
-/// the waiter finds the room, or the release finds the waiter and wakes
-/// one (a wake-up sent before the waiter registers is kept for it).
+/// A waiter counts itself, then touches the budget's word with a
+/// read-modify-write that changes nothing, then looks at the use; a
+/// release returns its amount with a read-modify-write of the same word,
+/// then looks at the count. The word's one modification order puts the two
+/// touches in some order: a release after the waiter's synchronizes with it
+/// and sees the count, and a release before it left its room for the
+/// waiter's look. Either way one side sees the other, with no fence on the
+/// release's path (a wake-up sent before the waiter registers is kept for
+/// it).
 struct Freed {
     notify: tokio::sync::Notify,
     waiting: AtomicUsize,
@@ -61,19 +67,11 @@ impl Freed {
         }
     }
 
-    /// Counts a waiter until the returned guard drops; the fence orders
-    /// the count before the waiter's next look at the use.
-    fn enter(&self) -> Waiter<'_> {
-        self.waiting.fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        Waiter(self)
-    }
-
-    /// After a release: wakes one waiter if any is counted. Returns
-    /// whether it did.
+    /// After a release (whose read-modify-write of the word acquired any
+    /// waiter's touch before it): wakes one waiter if any is counted.
+    /// Returns whether it did.
     fn released(&self) -> bool {
-        fence(Ordering::SeqCst);
-        if self.waiting.load(Ordering::SeqCst) == 0 {
+        if self.waiting.load(Ordering::Acquire) == 0 {
             return false;
         }
         self.notify.notify_one();
@@ -86,7 +84,7 @@ struct Waiter<'a>(&'a Freed);
 
 impl Drop for Waiter<'_> {
     fn drop(&mut self) {
-        self.0.waiting.fetch_sub(1, Ordering::SeqCst);
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -148,6 +146,16 @@ impl Budget {
         })
     }
 
+    /// Counts a waiter on `freed`, this budget's, until the returned guard
+    /// drops, and publishes the count before the waiter's next look at the
+    /// use: the read-modify-write below heads a release sequence that every
+    /// later release's read-modify-write of the word acquires.
+    fn count_waiter<'a>(&self, freed: &'a Freed) -> Waiter<'a> {
+        freed.waiting.fetch_add(1, Ordering::Relaxed);
+        self.word.fetch_add(0, Ordering::Release);
+        Waiter(freed)
+    }
+
     /// Reserves `amount`, waiting for releases until `deadline` (at once for
     /// a budget not made [`Budget::waitable`]). A charge made at once keeps
     /// the reference given (no count taken or dropped), as
@@ -181,7 +189,7 @@ impl Budget {
         };
         // Counted before the attempts below, so a release after one of
         // them wakes this waiter.
-        let _waiter = freed.enter();
+        let _waiter = self.count_waiter(freed);
         loop {
             // Registered before the attempt, so a release between a refusal
             // and the wait still wakes this waiter.

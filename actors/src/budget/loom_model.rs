@@ -78,7 +78,7 @@ fn a_release_racing_a_waiter_wakes_it_or_leaves_it_the_room() {
             // The waiter's steps of `reserve_within`: counted, then an
             // attempt; it would then wait for the wake-up.
             let freed = budget.freed.as_ref().expect("a waitable budget");
-            let waiter = freed.enter();
+            let waiter = budget.count_waiter(freed);
             let mine = budget.try_reserve(1).ok();
             releaser.join().expect("releaser");
             let woken = {
