@@ -170,12 +170,14 @@ impl ProviderPools {
             if !self.is_open() {
                 return Err(LookupError::Closed);
             }
-            let epoch = self.inner.directory.current(provider).ok_or_else(|| {
-                LookupError::UnknownProvider {
+            // Leased under the directory's read lock: the lease's is the
+            // only reference to the epoch taken.
+            let leased = (self.inner.directory)
+                .with_current(provider, |epoch| epoch.lease(slot, kind))
+                .ok_or_else(|| LookupError::UnknownProvider {
                     provider: provider.clone(),
-                }
-            })?;
-            match epoch.lease(slot, kind) {
+                })?;
+            match leased {
                 Err(LookupError::Retired { .. }) => continue,
                 other => return other,
             }

@@ -1,7 +1,8 @@
 //! The directory of published epochs: provider → current epoch.
 //!
-//! Readers (client lookups) take a short read lock and clone an `Arc`; the
-//! registry actor is the only writer.
+//! Readers take a short read lock: a client lookup leases the current epoch
+//! under it, so the lease's reference is the only one it takes; other
+//! readers clone an `Arc`. The registry actor is the only writer.
 //!
 //! Invariants:
 //! - Publish is atomic: under the write lock the old epoch is retired before
@@ -27,6 +28,19 @@ impl Directory {
             .unwrap_or_else(PoisonError::into_inner)
             .get(provider)
             .cloned()
+    }
+
+    /// What `look` makes of `provider`'s current epoch, borrowed under the
+    /// read lock: no reference is taken for the look itself. `look` runs
+    /// while a publish waits, so it must be short and take no lock of the
+    /// directory's.
+    pub(crate) fn with_current<R>(
+        &self,
+        provider: &ProviderId,
+        look: impl FnOnce(&Arc<PublishedEpoch>) -> R,
+    ) -> Option<R> {
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        current.get(provider).map(look)
     }
 
     /// The number of `provider`'s current epoch, without taking a
