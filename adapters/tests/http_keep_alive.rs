@@ -1,6 +1,6 @@
 //! Keep-alive and connection lifetimes on HTTP/1.1: a parked connection
-//! retires (its socket closed by the pools) at `idle_timeout_ms`, and
-//! earlier than an origin's `Keep-Alive: timeout=N`; a connection past
+//! retires (its socket closed by the pools) at `idle_timeout_ms` from its
+//! last park, and earlier than an origin's `Keep-Alive: timeout=N`; a connection past
 //! `max_connection_requests` or `max_connection_age_ms` is not reused; a
 //! replayable request a reused connection loses before any byte of an
 //! answer is delivered once more on a dialed connection, and only once,
@@ -76,6 +76,37 @@ async fn a_parked_connection_is_closed_by_the_pools_at_its_idle_timeout() {
         pools.snapshot().connections.idle == 0
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_connection_parked_again_before_its_idle_deadline_closes_at_the_later_one() {
+    let mut origin = Origin::start().await;
+    let pools = start(Limits::DEFAULT).await;
+    let receipt = install(
+        &pools,
+        &origin.target,
+        &[(IDLE_TIMEOUT_SETTING, "300")],
+        b"k",
+    )
+    .await;
+    let dialer = HttpDialer::new(pools.clone());
+    ok(&pools, &receipt, &dialer, 1, get("/ok")).await;
+    let first_park = Instant::now();
+    // Reused and parked again well inside the first idle spell: the
+    // driver's timer stays armed at the first idle deadline, fires there,
+    // and finds the second one in force.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    ok(&pools, &receipt, &dialer, 2, get("/ok")).await;
+    let second_park = Instant::now();
+    assert_eq!(dialer.dials(), 1, "the parked connection was reused");
+
+    origin.client_closed().await;
+    assert!(
+        second_park.elapsed() >= Duration::from_millis(300),
+        "closed at the first idle deadline, {:?} after the first park and {:?} after the second",
+        first_park.elapsed(),
+        second_park.elapsed()
+    );
 }
 
 #[tokio::test]

@@ -28,6 +28,7 @@
 //!   `max_head_bytes`; the connection's settings are read at its dial.
 
 use std::fmt;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -37,11 +38,12 @@ use provider_pools_actors::{
     close_watch, CloseNotifier, CloseWatch, DialError, DialErrorKind, DialTarget, Dialer,
     JobHandle, ProviderPools,
 };
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use crate::dialer_core::DialerCore;
 use crate::http_origin::connect::{connect, dial_plan, dial_settings, Stream, DRIVER_JOB};
+use crate::http_origin::expiry::Expiry;
 use crate::http_origin::http2::H2Dialer;
 use crate::http_origin::lifetime::{Counted, Lifetime, ReadCount};
 use crate::http_origin::tls;
@@ -94,8 +96,9 @@ impl fmt::Debug for HttpDialer {
 /// finish and close the socket.
 pub struct HttpConnection {
     sender: SendRequest<Full<Bytes>>,
-    /// The deadline of the request using the connection, for its driver.
-    expiry: watch::Sender<Option<Instant>>,
+    /// The deadline its driver closes it at: the request's using it, or
+    /// its idle spell's.
+    expiry: Arc<Expiry>,
     /// Fires when the driver ends (the origin closed the socket, or the
     /// sender was dropped); parked with the connection.
     watch: CloseWatch,
@@ -113,22 +116,15 @@ impl HttpConnection {
     /// connection, or of its idle spell: past it, the driver closes the
     /// socket.
     ///
-    /// Only a deadline earlier than the one it replaces wakes the driver; a
-    /// later one is written without a notice, and the driver reads it when
-    /// the earlier one comes (see [`run_until_expired`]). A request on a
-    /// parked connection usually moves the deadline later and its parking
-    /// earlier, so each call wakes the driver once, not twice, and resets
-    /// its timer once.
+    /// Only a deadline earlier than the one the driver's timer is armed at
+    /// wakes the driver; a later one is written without a notice, and the
+    /// driver reads it when its timer fires (see [`Expiry`]). A request's
+    /// deadline is usually later than the idle deadline armed at the last
+    /// park, and the next park's idle deadline later still, so a connection
+    /// in steady use wakes its driver about once per idle timeout, not once
+    /// per request.
     pub(crate) fn expire_at(&self, deadline: Option<Instant>) {
-        self.expiry.send_if_modified(|current| {
-            let earlier = match (deadline, *current) {
-                (Some(new), Some(old)) => new < old,
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-            *current = deadline;
-            earlier
-        });
+        self.expiry.set(deadline);
     }
 
     /// The closure notice its driver fires when the socket closes.
@@ -161,10 +157,9 @@ impl HttpConnection {
         watch: CloseWatch,
         driver: JobHandle<()>,
     ) -> Self {
-        let (expiry, _) = watch::channel(None);
         Self {
             sender,
-            expiry,
+            expiry: Arc::new(Expiry::default()),
             watch,
             life: Lifetime::new(
                 crate::http_origin::settings::ConnectionSettings::DEFAULT,
@@ -205,8 +200,9 @@ impl Dialer for HttpDialer {
         let settings = dial_settings(&target)?;
         let (origin, tls_config) = dial_plan(&target, tls::Alpn::Http1)?;
         let (hand_over, driver) = oneshot::channel::<Driver>();
-        let (expiry, expiring) = watch::channel(None);
+        let expiry = Arc::new(Expiry::default());
         let (watch, notifier) = close_watch();
+        let expiring = Arc::clone(&expiry);
         let job = self
             .core
             .start_driver(&target, DRIVER_JOB, move || {
@@ -240,11 +236,7 @@ impl Dialer for HttpDialer {
 /// once when the dial gave up, and closes the socket when the deadline of
 /// the request using it passes. When the connection ends, the closure
 /// notice fires: a parked connection leaves its idle stash at once.
-async fn drive(
-    driver: oneshot::Receiver<Driver>,
-    expiry: watch::Receiver<Option<Instant>>,
-    notifier: CloseNotifier,
-) {
+async fn drive(driver: oneshot::Receiver<Driver>, expiry: Arc<Expiry>, notifier: CloseNotifier) {
     if let Ok(connection) = driver.await {
         run_until_expired(connection, expiry).await;
     }
@@ -255,26 +247,20 @@ async fn drive(
 /// closed it) or the deadline in force passes; either way the socket is
 /// closed when this returns.
 ///
-/// The timer is armed at the deadline read last. A later deadline arrives
-/// without a notice (see [`HttpConnection::expire_at`]), so when the timer
-/// fires the deadline is read again: passed, the driver ends; moved later
-/// (or taken away), the timer is armed anew. The timer thus never fires
-/// after the deadline in force, and at most once early per later deadline.
-async fn run_until_expired(connection: Driver, mut expiry: watch::Receiver<Option<Instant>>) {
+/// The timer is armed at the deadline in force, recorded in `expiry` as
+/// armed. An earlier deadline wakes the driver to arm it anew; a later one
+/// arrives without a notice, so when the timer fires the deadline is read
+/// again: passed, the driver ends; moved later (or taken away), the timer
+/// is armed anew. The timer thus never fires after the deadline in force.
+async fn run_until_expired(connection: Driver, expiry: Arc<Expiry>) {
     let mut connection = std::pin::pin!(connection);
     loop {
-        let deadline = *expiry.borrow_and_update();
+        let deadline = expiry.arm();
         tokio::select! {
             _ = &mut connection => return,
-            changed = expiry.changed() => {
-                if changed.is_err() {
-                    // The connection was dropped: its sender too.
-                    let _ = connection.await;
-                    return;
-                }
-            }
+            () = expiry.earlier() => {}
             () = expired(deadline) => {
-                if expiry.borrow().is_some_and(|d| d <= Instant::now()) {
+                if expiry.passed(Instant::now()) {
                     return;
                 }
             }

@@ -131,6 +131,7 @@ pub(crate) mod delivery;
 mod dialer;
 pub(crate) mod error;
 pub(crate) mod exchange;
+mod expiry;
 mod http2;
 mod ingress;
 mod lifetime;
