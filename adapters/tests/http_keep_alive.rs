@@ -50,21 +50,35 @@ async fn ok(
     assert_eq!(response.status, 200);
 }
 
-#[tokio::test]
-async fn a_parked_connection_is_closed_by_the_pools_at_its_idle_timeout() {
-    let mut origin = Origin::start().await;
+/// An origin, and pools whose provider has `idle_timeout_ms` of
+/// `idle_timeout`, after one call: its connection dialed and parked.
+async fn one_parked(
+    idle_timeout: &str,
+) -> (
+    Origin,
+    ProviderPools,
+    provider_pools_actors::InstallReceipt,
+    HttpDialer,
+) {
+    let origin = Origin::start().await;
     let pools = start(Limits::DEFAULT).await;
     let receipt = install(
         &pools,
         &origin.target,
-        &[(IDLE_TIMEOUT_SETTING, "200")],
+        &[(IDLE_TIMEOUT_SETTING, idle_timeout)],
         b"k",
     )
     .await;
     let dialer = HttpDialer::new(pools.clone());
     ok(&pools, &receipt, &dialer, 1, get("/ok")).await;
+    assert_eq!(pools.snapshot().connections.idle, 1, "parked");
+    (origin, pools, receipt, dialer)
+}
+
+#[tokio::test]
+async fn a_parked_connection_is_closed_by_the_pools_at_its_idle_timeout() {
+    let (mut origin, pools, _receipt, _dialer) = one_parked("200").await;
     let parked = Instant::now();
-    assert_eq!(pools.snapshot().connections.idle, 1);
 
     origin.client_closed().await;
     assert!(
@@ -80,17 +94,7 @@ async fn a_parked_connection_is_closed_by_the_pools_at_its_idle_timeout() {
 
 #[tokio::test]
 async fn a_connection_parked_again_before_its_idle_deadline_closes_at_the_later_one() {
-    let mut origin = Origin::start().await;
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = install(
-        &pools,
-        &origin.target,
-        &[(IDLE_TIMEOUT_SETTING, "300")],
-        b"k",
-    )
-    .await;
-    let dialer = HttpDialer::new(pools.clone());
-    ok(&pools, &receipt, &dialer, 1, get("/ok")).await;
+    let (mut origin, pools, receipt, dialer) = one_parked("300").await;
     let first_park = Instant::now();
     // Reused and parked again well inside the first idle spell: the
     // driver's timer stays armed at the first idle deadline, fires there,
@@ -494,18 +498,7 @@ async fn a_bad_connection_setting_is_refused_by_name_before_any_dial() {
 /// see the socket closed. Returns by how much the close followed the
 /// request's deadline (negative: how much it came before).
 async fn close_of_a_reused_connection(idle_timeout: &str, left: Duration) -> (Duration, bool) {
-    let mut origin = Origin::start().await;
-    let pools = start(Limits::DEFAULT).await;
-    let receipt = install(
-        &pools,
-        &origin.target,
-        &[(IDLE_TIMEOUT_SETTING, idle_timeout)],
-        b"k",
-    )
-    .await;
-    let dialer = HttpDialer::new(pools.clone());
-    ok(&pools, &receipt, &dialer, 1, get("/ok")).await;
-    assert_eq!(pools.snapshot().connections.idle, 1, "parked");
+    let (mut origin, pools, receipt, dialer) = one_parked(idle_timeout).await;
     // Well inside the shortest idle timeout used here: the driver runs,
     // so it sleeps until the idle deadline before the next checkout.
     tokio::time::sleep(Duration::from_millis(50)).await;
