@@ -69,13 +69,10 @@ impl Freed {
 
     /// After a release (whose read-modify-write of the word acquired any
     /// waiter's touch before it): wakes one waiter if any is counted.
-    /// Returns whether it did.
-    fn released(&self) -> bool {
-        if self.waiting.load(Ordering::Acquire) == 0 {
-            return false;
+    fn released(&self) {
+        if self.waiting.load(Ordering::Acquire) != 0 {
+            self.notify.notify_one();
         }
-        self.notify.notify_one();
-        true
     }
 }
 
