@@ -2,9 +2,10 @@
 //! [`CheckedOutCounts`], which reads them all for the node's snapshot.
 //!
 //! Every checkout and return passes through an epoch's word, so the word is
-//! all they touch: one read-modify-write each, on the epoch's own word, and
-//! nothing node-wide. The node's active and retired counts are not kept as
-//! gauges beside the words; a snapshot sums the words of the epochs alive.
+//! all they touch: one read-modify-write each, on the epoch's own word (on
+//! a cache line of its own), and nothing node-wide. The node's active and
+//! retired counts are not kept as gauges beside the words; a snapshot sums
+//! the words of the epochs alive.
 //!
 //! One word holds the epoch's count and its retired bit. A checkout adds to
 //! the count, a return takes from it, retirement sets the bit; the bit says
@@ -20,6 +21,8 @@
 
 use std::sync::{Arc, PoisonError, Weak};
 
+use crossbeam_utils::CachePadded;
+
 use crate::sync::{AtomicU64, Mutex, Ordering};
 
 const RETIRED: u64 = 1 << 63;
@@ -29,7 +32,9 @@ const COUNT: u64 = RETIRED - 1;
 /// active or retired.
 #[derive(Debug, Default)]
 pub(crate) struct CheckedOutCount {
-    word: AtomicU64,
+    /// On a cache line of its own: every checkout and return writes it,
+    /// from every worker thread.
+    word: CachePadded<AtomicU64>,
 }
 
 impl CheckedOutCount {

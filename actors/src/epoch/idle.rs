@@ -39,6 +39,9 @@
 //!   it looks at the stash a last time, under the stash's lock; a park
 //!   reads that count under the same lock after its push, and wakes the
 //!   actor when it is not zero.
+//! - The lock and the stack's header sit on cache lines of their own, so
+//!   the writes of checkouts and parks on one worker thread never evict
+//!   what another thread only reads.
 
 use std::any::{Any, TypeId};
 use std::collections::VecDeque;
@@ -46,6 +49,7 @@ use std::fmt;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use crossbeam_utils::CachePadded;
 use tokio::time::Instant;
 
 use crate::budget::{Budget, Charge, Exhausted};
@@ -101,7 +105,11 @@ impl IdleConn {
 
 /// One client's parked connections, oldest first.
 pub(crate) struct IdleStash {
-    entries: Mutex<VecDeque<IdleConn>>,
+    /// On cache lines of its own: every checkout and park of the client
+    /// writes the lock, from every worker thread, and a line it shared
+    /// with the epoch's read-mostly fields would make each of those reads
+    /// a miss whenever another thread had just taken the lock.
+    entries: CachePadded<Mutex<VecDeque<IdleConn>>>,
     /// The callers the epoch actor keeps waiting on this client, and how
     /// parks and destroyed connections wake it.
     notice: Arc<WaitNotice>,
@@ -121,7 +129,7 @@ impl IdleStash {
     /// `accounts`' gauge when given.
     pub(crate) fn new(client: usize, accounts: Option<Arc<crate::accounts::Accounts>>) -> Self {
         Self {
-            entries: Mutex::new(VecDeque::new()),
+            entries: CachePadded::new(Mutex::new(VecDeque::new())),
             notice: Arc::new(WaitNotice::new(client, accounts)),
         }
     }
