@@ -39,9 +39,9 @@
 //!   it looks at the stash a last time, under the stash's lock; a park
 //!   reads that count under the same lock after its push, and wakes the
 //!   actor when it is not zero.
-//! - The lock and the stack's header sit on cache lines of their own, so
-//!   the writes of checkouts and parks on one worker thread never evict
-//!   what another thread only reads.
+//! - The lock and the stack's header sit on cache lines of their own:
+//!   what every checkout and park writes shares no line with what the
+//!   other worker threads only read.
 
 use std::any::{Any, TypeId};
 use std::collections::VecDeque;
